@@ -1,0 +1,32 @@
+"""lakelog: a transactional table log for data lakes (a documented subset of the Delta Lake protocol)."""
+
+__version__ = "0.1.0"
+
+from . import errors  # noqa: E402
+from .errors import (  # noqa: E402
+    CommitConflictError,
+    CorruptLogError,
+    LakelogError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from .table import Table, read_table  # noqa: E402
+from .write import write_table  # noqa: E402
+
+__all__ = [
+    "Table",
+    "read_table",
+    "write_table",
+    "errors",
+    "LakelogError",
+    "TableNotFoundError",
+    "TableExistsError",
+    "CommitConflictError",
+    "SchemaMismatchError",
+    "CorruptLogError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]

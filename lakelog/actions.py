@@ -1,0 +1,262 @@
+"""Delta log actions: typed records and their JSON form (one action per line, orjson)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Union
+from urllib.parse import quote, unquote
+
+import orjson
+
+from .errors import CorruptLogError, InvalidPathError, UnsupportedFeatureError
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def encode_path(relative: str) -> str:
+    """URI-encode a relative data-file path the way Delta writers do (RFC 2396 path segment rules)."""
+    return quote(relative, safe="/=+-_.~!$&'()*,;:@")
+
+
+def decode_path(logged: str) -> str:
+    """Decode an ``add.path``/``remove.path`` and refuse paths that leave the table root."""
+    if "://" in logged or logged.startswith(("/", "\\")) or (len(logged) > 1 and logged[1] == ":"):
+        raise InvalidPathError(
+            f"log names the absolute path {logged!r}; lakelog only reads files inside the table root. "
+            "Rewrite the table with relative paths (or copy the files into the table directory)."
+        )
+    rel = unquote(logged)
+    parts = rel.replace("\\", "/").split("/")
+    if any(p == ".." for p in parts) or rel.startswith("/"):
+        raise InvalidPathError(f"log path {logged!r} escapes the table root; refusing to read it")
+    return rel
+
+
+@dataclass(slots=True)
+class Protocol:
+    min_reader_version: int = 1
+    min_writer_version: int = 2
+    reader_features: list[str] | None = None
+    writer_features: list[str] | None = None
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"minReaderVersion": self.min_reader_version, "minWriterVersion": self.min_writer_version}
+        if self.reader_features is not None:
+            d["readerFeatures"] = list(self.reader_features)
+        if self.writer_features is not None:
+            d["writerFeatures"] = list(self.writer_features)
+        return {"protocol": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Protocol":
+        return cls(int(d["minReaderVersion"]), int(d["minWriterVersion"]), d.get("readerFeatures"), d.get("writerFeatures"))
+
+
+@dataclass(slots=True)
+class Metadata:
+    id: str
+    schema_string: str
+    partition_columns: list[str] = field(default_factory=list)
+    configuration: dict[str, str] = field(default_factory=dict)
+    created_time: int | None = None
+    name: str | None = None
+    description: str | None = None
+    format_provider: str = "parquet"
+    format_options: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.description is not None:
+            d["description"] = self.description
+        d["format"] = {"provider": self.format_provider, "options": dict(self.format_options)}
+        d["schemaString"] = self.schema_string
+        d["partitionColumns"] = list(self.partition_columns)
+        d["configuration"] = dict(self.configuration)
+        d["createdTime"] = self.created_time
+        return {"metaData": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Metadata":
+        fmt = d.get("format") or {}
+        return cls(
+            id=d["id"],
+            schema_string=d["schemaString"],
+            partition_columns=list(d.get("partitionColumns") or []),
+            configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
+            created_time=d.get("createdTime"),
+            name=d.get("name"),
+            description=d.get("description"),
+            format_provider=fmt.get("provider", "parquet"),
+            format_options=dict(fmt.get("options") or {}),
+        )
+
+
+@dataclass(slots=True)
+class AddFile:
+    path: str  # as logged (URI-encoded)
+    partition_values: dict[str, str | None]
+    size: int
+    modification_time: int
+    data_change: bool = True
+    stats: str | None = None
+    tags: dict[str, str] | None = None
+
+    @property
+    def relative_path(self) -> str:
+        return decode_path(self.path)
+
+    def num_records(self) -> int | None:
+        if not self.stats:
+            return None
+        try:
+            n = orjson.loads(self.stats).get("numRecords")
+        except orjson.JSONDecodeError:
+            return None
+        return int(n) if n is not None else None
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {
+            "path": self.path,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+            "modificationTime": self.modification_time,
+            "dataChange": self.data_change,
+        }
+        if self.stats is not None:
+            d["stats"] = self.stats
+        if self.tags:
+            d["tags"] = self.tags
+        return {"add": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "AddFile":
+        if d.get("deletionVector"):
+            raise UnsupportedFeatureError(
+                f"file {d.get('path')!r} has a deletion vector; lakelog does not read deletion vectors. "
+                "Purge them with the writing engine (e.g. REORG TABLE ... APPLY (PURGE)) first."
+            )
+        return cls(
+            path=d["path"],
+            partition_values=dict(d.get("partitionValues") or {}),
+            size=int(d.get("size") or 0),
+            modification_time=int(d.get("modificationTime") or 0),
+            data_change=bool(d.get("dataChange", True)),
+            stats=d.get("stats"),
+            tags=d.get("tags"),
+        )
+
+    def remove(self, deletion_timestamp: int | None = None, data_change: bool = True) -> "RemoveFile":
+        return RemoveFile(
+            path=self.path,
+            deletion_timestamp=deletion_timestamp if deletion_timestamp is not None else now_ms(),
+            data_change=data_change,
+            extended_file_metadata=True,
+            partition_values=dict(self.partition_values),
+            size=self.size,
+        )
+
+
+@dataclass(slots=True)
+class RemoveFile:
+    path: str
+    deletion_timestamp: int | None = None
+    data_change: bool = True
+    extended_file_metadata: bool | None = None
+    partition_values: dict[str, str | None] | None = None
+    size: int | None = None
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"path": self.path, "deletionTimestamp": self.deletion_timestamp, "dataChange": self.data_change}
+        if self.extended_file_metadata is not None:
+            d["extendedFileMetadata"] = self.extended_file_metadata
+        if self.partition_values is not None:
+            d["partitionValues"] = self.partition_values
+        if self.size is not None:
+            d["size"] = self.size
+        return {"remove": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RemoveFile":
+        return cls(
+            path=d["path"],
+            deletion_timestamp=d.get("deletionTimestamp"),
+            data_change=bool(d.get("dataChange", True)),
+            extended_file_metadata=d.get("extendedFileMetadata"),
+            partition_values=d.get("partitionValues"),
+            size=d.get("size"),
+        )
+
+
+@dataclass(slots=True)
+class Txn:
+    app_id: str
+    version: int
+    last_updated: int | None = None
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"appId": self.app_id, "version": self.version}
+        if self.last_updated is not None:
+            d["lastUpdated"] = self.last_updated
+        return {"txn": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Txn":
+        return cls(d["appId"], int(d["version"]), d.get("lastUpdated"))
+
+
+@dataclass(slots=True)
+class CommitInfo:
+    info: dict[str, Any]
+
+    def to_json(self) -> dict:
+        return {"commitInfo": self.info}
+
+
+Action = Union[Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo]
+
+_PARSERS = {
+    "add": AddFile.from_json,
+    "remove": RemoveFile.from_json,
+    "metaData": Metadata.from_json,
+    "protocol": Protocol.from_json,
+    "txn": Txn.from_json,
+    "commitInfo": CommitInfo,
+}
+
+
+def serialize_actions(actions: list[Action]) -> bytes:
+    """One JSON object per line, newline-terminated."""
+    return b"".join(orjson.dumps(a.to_json()) + b"\n" for a in actions)
+
+
+def parse_actions(data: bytes, name: str) -> list[Action]:
+    """Parse a JSON commit file; a torn or unparseable line is a ``CorruptLogError`` naming file and line."""
+    if not data.strip():
+        raise CorruptLogError(f"incomplete log file {name}: it is empty. Restore it from a backup or remove it if it is the newest commit and was never acknowledged.")
+    out: list[Action] = []
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise CorruptLogError(
+                f"incomplete log file {name}: line {lineno} is not valid JSON ({e}). "
+                "The commit was torn or edited; restore it from a backup."
+            ) from None
+        if not isinstance(obj, dict):
+            raise CorruptLogError(f"incomplete log file {name}: line {lineno} is not a JSON object")
+        for key, value in obj.items():
+            parser = _PARSERS.get(key)
+            if parser is None or value is None:
+                continue  # unknown actions are ignored, as the protocol requires
+            try:
+                out.append(parser(value))
+            except (KeyError, TypeError, ValueError) as e:
+                raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
+    return out

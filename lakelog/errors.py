@@ -1,0 +1,48 @@
+"""Typed errors raised by lakelog. Every message says what was wrong and what to do."""
+
+from __future__ import annotations
+
+
+class LakelogError(Exception):
+    """Base class of every error lakelog raises on purpose."""
+
+
+class TableNotFoundError(LakelogError):
+    """No table (no ``_delta_log`` with commits) at the given path."""
+
+
+class TableExistsError(LakelogError):
+    """A table already exists where a new one was to be created."""
+
+
+class CommitConflictError(LakelogError):
+    """A concurrent commit made this transaction's commit unsafe; nothing was committed."""
+
+    def __init__(self, message: str, *, read_version: int | None = None, winning_version: int | None = None):
+        super().__init__(message)
+        self.read_version = read_version
+        self.winning_version = winning_version
+
+
+class SchemaMismatchError(LakelogError):
+    """The data's schema does not fit the table's schema."""
+
+
+class CorruptLogError(LakelogError):
+    """A log file is missing, truncated or unparseable (an incomplete log file)."""
+
+
+class UnsupportedFeatureError(LakelogError):
+    """The table uses a protocol version or table feature lakelog does not implement."""
+
+
+class VersionNotFoundError(LakelogError):
+    """The requested version or timestamp is not reconstructable from the log."""
+
+
+class StorageError(LakelogError):
+    """The storage backend cannot give the guarantees a commit needs."""
+
+
+class InvalidPathError(CorruptLogError):
+    """A log action names a file outside the table root (absolute, with a scheme, or escaping with ``..``)."""

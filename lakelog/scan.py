@@ -1,0 +1,173 @@
+"""Reading a snapshot: file pruning by partition values and stats, then pyarrow datasets.
+
+Each file becomes a pyarrow fragment whose ``partition_expression`` states what is known of it:
+partition values as equalities (pyarrow materializes them as columns) and, when filtering, stats
+as bounds. pyarrow then skips fragments that cannot match and never opens them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from .actions import AddFile
+from .errors import CorruptLogError, SchemaMismatchError
+from .schema import parse_partition_value
+from .snapshot import Snapshot
+
+STRING_STATS_PREFIX = 32
+_MS = dt.timedelta(milliseconds=1)
+
+
+class MissingDataFileError(CorruptLogError):
+    """A data file named by the log does not exist."""
+
+
+def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
+    """DNF tuples (as pyarrow uses them) or a pyarrow.compute expression -> expression."""
+    if filters is None:
+        return None
+    if isinstance(filters, pc.Expression):
+        return filters
+    if not filters:
+        return None
+    flat = [filters] if isinstance(filters[0], tuple) else filters
+    for conj in flat:
+        for term in conj:
+            if len(term) != 3:
+                raise ValueError(f"filter {term!r} is not a (column, op, value) tuple")
+            if term[0] not in schema.names:
+                raise SchemaMismatchError(f"filter column {term[0]!r} is not in the table (columns: {schema.names})")
+    return pq.filters_to_expression(filters)
+
+
+def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
+    expr = None
+    for c in partition_columns:
+        t = schema.field(c).type
+        v = parse_partition_value(add.partition_values.get(c), t)
+        e = pc.field(c).is_null() if v is None else (pc.field(c) == pa.scalar(v, type=t))
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
+    """A stats value as a bound usable for pruning, or None where it would not be a safe bound."""
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    try:
+        if pa.types.is_integer(t) and isinstance(v, int):
+            return pa.scalar(v, type=t)
+        if pa.types.is_string(t) and isinstance(v, str):
+            if is_max and len(v) >= STRING_STATS_PREFIX:
+                return None  # possibly truncated: not an upper bound
+            return pa.scalar(v, type=t)
+        if pa.types.is_date(t) and isinstance(v, str):
+            return pa.scalar(dt.date.fromisoformat(v[:10]), type=t)
+        if pa.types.is_timestamp(t) and isinstance(v, str):
+            ts = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+            if t.tz is not None:
+                ts = ts.replace(tzinfo=dt.timezone.utc) if ts.tzinfo is None else ts
+            else:
+                ts = ts.replace(tzinfo=None)
+            if is_max:
+                ts += _MS  # writers may truncate timestamp stats to milliseconds
+            return pa.scalar(ts, type=t)
+        if pa.types.is_decimal(t) and isinstance(v, (int, float)) and t.precision <= 15:
+            d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
+            return pa.scalar(d.quantize(decimal.Decimal(1).scaleb(-t.scale)), type=t)
+    except (ValueError, TypeError, decimal.InvalidOperation, pa.ArrowException):
+        return None
+    return None  # floats (NaN makes bounds unsafe for '!='), booleans, binary, nested: no stats pruning
+
+
+def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
+    if not add.stats:
+        return None
+    try:
+        stats = orjson.loads(add.stats)
+    except orjson.JSONDecodeError:
+        return None
+    n = stats.get("numRecords")
+    mins, maxs, nulls = stats.get("minValues") or {}, stats.get("maxValues") or {}, stats.get("nullCount") or {}
+    expr = None
+    for f in schema:
+        if f.name in partition_columns:
+            continue
+        nc = nulls.get(f.name)
+        field = pc.field(f.name)
+        nc = nc if isinstance(nc, int) else None
+        if n is not None and nc is not None and nc == n and n > 0:
+            e = field.is_null()
+        else:
+            lo = _stat_literal(mins.get(f.name), f.type, False)
+            hi = _stat_literal(maxs.get(f.name), f.type, True)
+            parts = []
+            # With possible nulls each bound is stated as '(bound) or is_null': pyarrow can use that form.
+            maybe_null = nc is None or nc > 0
+            if lo is not None:
+                parts.append((field >= lo) | field.is_null() if maybe_null else field >= lo)
+            if hi is not None:
+                parts.append((field <= hi) | field.is_null() if maybe_null else field <= hi)
+            if not parts:
+                continue
+            e = parts[0]
+            for p in parts[1:]:
+                e = e & p
+        expr = e if expr is None else expr & e
+    return expr
+
+
+def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
+    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds."""
+    schema = snapshot.schema
+    parts = snapshot.partition_columns
+    expr = to_expression(filters, schema)
+    fmt = ds.ParquetFileFormat()
+    fs = snapshot.storage.arrow_fs
+    fragments = []
+    for rel, add in snapshot.files.items():
+        g = _partition_guarantee(add, schema, parts)
+        if expr is not None:
+            s = _stats_guarantee(add, schema, parts)
+            g = s if g is None else (g if s is None else g & s)
+        path = snapshot.storage.join(rel)
+        fragments.append(fmt.make_fragment(path, fs, partition_expression=g if g is not None else pc.scalar(True)))
+    return ds.FileSystemDataset(fragments, schema, fmt, fs)
+
+
+def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
+    """Relative paths of files that may hold rows matching ``filters`` (no data file is opened)."""
+    if filters is None:
+        return list(snapshot.files)
+    d = dataset(snapshot, filters)
+    expr = to_expression(filters, snapshot.schema)
+    rel_of = {snapshot.storage.join(rel): rel for rel in snapshot.files}
+    return [rel_of[frag.path] for frag in d.get_fragments(filter=expr)]
+
+
+def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
+    if columns is not None:
+        unknown = [c for c in columns if c not in snapshot.schema.names]
+        if unknown:
+            raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snapshot.schema.names})")
+    d = dataset(snapshot, filters)
+    expr = to_expression(filters, snapshot.schema)
+    try:
+        return d.to_table(columns=columns, filter=expr)
+    except FileNotFoundError as e:
+        raise MissingDataFileError(
+            f"a data file named by the log at version {snapshot.version} is missing ({e}); "
+            "restore it, or restore the table to a version that does not reference it"
+        ) from None
+    except pa.ArrowInvalid as e:
+        if "No such file" in str(e) or "not found" in str(e).lower():
+            raise MissingDataFileError(f"a data file named by the log is missing: {e}") from None
+        raise

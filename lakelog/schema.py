@@ -1,0 +1,305 @@
+"""Arrow <-> Delta schema conversion, partition value serialization and input normalization."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import SchemaMismatchError, UnsupportedFeatureError
+
+_PRIMITIVE_TO_ARROW = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+_DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+# Characters Spark/Delta refuse in column names of tables without column mapping.
+_BAD_NAME_CHARS = set(" ,;{}()\n\t=")
+
+
+# ---------------------------------------------------------------- Delta -> Arrow
+
+def delta_type_to_arrow(t: Any) -> pa.DataType:
+    if isinstance(t, str):
+        if t in _PRIMITIVE_TO_ARROW:
+            return _PRIMITIVE_TO_ARROW[t]
+        m = _DECIMAL_RE.match(t)
+        if m:
+            return pa.decimal128(int(m.group(1)), int(m.group(2)))
+        if t == "decimal":
+            return pa.decimal128(10, 0)
+        raise UnsupportedFeatureError(f"column type {t!r} is not supported by lakelog (see specs/PROTOCOL.md for the supported types)")
+    kind = t.get("type")
+    if kind == "struct":
+        return pa.struct([delta_field_to_arrow(f) for f in t["fields"]])
+    if kind == "array":
+        return pa.list_(pa.field("element", delta_type_to_arrow(t["elementType"]), t.get("containsNull", True)))
+    if kind == "map":
+        return pa.map_(
+            delta_type_to_arrow(t["keyType"]),
+            pa.field("value", delta_type_to_arrow(t["valueType"]), t.get("valueContainsNull", True)),
+        )
+    raise UnsupportedFeatureError(f"column type {kind!r} is not supported by lakelog")
+
+
+def delta_field_to_arrow(f: dict) -> pa.Field:
+    return pa.field(f["name"], delta_type_to_arrow(f["type"]), bool(f.get("nullable", True)))
+
+
+def schema_from_string(schema_string: str) -> pa.Schema:
+    """Parse a ``metaData.schemaString`` into an Arrow schema (column order preserved)."""
+    d = orjson.loads(schema_string)
+    if d.get("type") != "struct":
+        raise UnsupportedFeatureError("metaData.schemaString is not a struct type")
+    return pa.schema([delta_field_to_arrow(f) for f in d["fields"]])
+
+
+# ---------------------------------------------------------------- Arrow -> Delta
+
+def arrow_type_to_delta(t: pa.DataType) -> Any:
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int8(t):
+        return "byte"
+    if pa.types.is_int16(t):
+        return "short"
+    if pa.types.is_int32(t):
+        return "integer"
+    if pa.types.is_int64(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise SchemaMismatchError(f"decimal precision {t.precision} exceeds Delta's maximum of 38; cast the column to decimal(38, s) or less")
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        return {"type": "array", "elementType": arrow_type_to_delta(t.value_type), "containsNull": t.value_field.nullable}
+    if pa.types.is_map(t):
+        return {
+            "type": "map",
+            "keyType": arrow_type_to_delta(t.key_type),
+            "valueType": arrow_type_to_delta(t.item_type),
+            "valueContainsNull": t.item_field.nullable,
+        }
+    if pa.types.is_dictionary(t):
+        return arrow_type_to_delta(t.value_type)
+    if pa.types.is_unsigned_integer(t):
+        widened = {8: "short", 16: "integer", 32: "long"}.get(t.bit_width)
+        if widened:
+            return widened
+    raise SchemaMismatchError(
+        f"Arrow type {t} has no Delta equivalent; cast the column to a supported type "
+        "(integers, floats, bool, string, binary, date, timestamp, decimal, struct, list, map)"
+    )
+
+
+def arrow_field_to_delta(f: pa.Field) -> dict:
+    name = f.name
+    return {"name": name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
+
+
+def schema_to_string(schema: pa.Schema) -> str:
+    """Serialize an Arrow schema to Delta's JSON schema string."""
+    check_column_names(schema)
+    return orjson.dumps({"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}).decode()
+
+
+def check_column_names(schema: pa.Schema) -> None:
+    seen: dict[str, str] = {}
+    for f in schema:
+        if not f.name or set(f.name) & _BAD_NAME_CHARS:
+            raise SchemaMismatchError(
+                f"column name {f.name!r} contains a character Delta does not allow without column mapping "
+                f"(one of {sorted(_BAD_NAME_CHARS)!r}); rename the column"
+            )
+        low = f.name.lower()
+        if low in seen:
+            raise SchemaMismatchError(f"column names {seen[low]!r} and {f.name!r} differ only by case; Delta requires unique names")
+        seen[low] = f.name
+
+
+def canonical_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type lakelog stores and returns for ``t`` (one Arrow type per Delta type)."""
+    return delta_type_to_arrow(arrow_type_to_delta(t))
+
+
+def canonical_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, canonical_type(f.type), f.nullable) for f in schema])
+
+
+def uses_timestamp_ntz(schema: pa.Schema) -> bool:
+    def walk(t: pa.DataType) -> bool:
+        if pa.types.is_timestamp(t):
+            return t.tz is None
+        if pa.types.is_struct(t):
+            return any(walk(t.field(i).type) for i in range(t.num_fields))
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return walk(t.value_type)
+        if pa.types.is_map(t):
+            return walk(t.key_type) or walk(t.item_type)
+        return False
+
+    return any(walk(f.type) for f in schema)
+
+
+# ---------------------------------------------------------------- data normalization
+
+def to_arrow_stream(data: Any) -> tuple[pa.Schema, Any]:
+    """Accept pyarrow Table/RecordBatch/RecordBatchReader or pandas DataFrame; return (schema, batch iterator)."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    mod = type(data).__module__
+    if mod.startswith("pandas"):
+        t = pa.Table.from_pandas(data, preserve_index=False)
+        t = t.replace_schema_metadata(None)
+        return t.schema, iter(t.to_batches())
+    if hasattr(data, "__arrow_c_stream__"):
+        r = pa.RecordBatchReader.from_stream(data)
+        return r.schema, iter(r)
+    raise TypeError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table, RecordBatch, RecordBatchReader or pandas DataFrame")
+
+
+def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:
+    if src == dst:
+        return True
+    if pa.types.is_integer(src) and pa.types.is_integer(dst) and pa.types.is_signed_integer(dst):
+        return src.bit_width < dst.bit_width or (pa.types.is_signed_integer(src) and src.bit_width <= dst.bit_width)
+    if pa.types.is_float32(src) and pa.types.is_float64(dst):
+        return True
+    return False
+
+
+def _strip_nullability(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(t.field(i).name, _strip_nullability(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_list(t):
+        return pa.list_(_strip_nullability(t.value_type))
+    if pa.types.is_map(t):
+        return pa.map_(_strip_nullability(t.key_type), _strip_nullability(t.item_type))
+    return t
+
+
+def conform_type(src: pa.DataType, dst: pa.DataType, name: str) -> None:
+    """Raise SchemaMismatchError unless values of ``src`` can be stored losslessly as ``dst``."""
+    cs = canonical_type(src)
+    if _strip_nullability(cs) == _strip_nullability(dst) or _widening_ok(cs, dst) or _widening_ok(src, dst):
+        return
+    raise SchemaMismatchError(
+        f"column {name!r} has type {src} in the data but {dst} in the table; cast the data to the table's type, "
+        "or overwrite with schema_mode='overwrite'"
+    )
+
+
+def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Cast a batch to ``target`` (same column names in the same order), checking nullability."""
+    cols = []
+    for f in target:
+        col = batch.column(batch.schema.get_field_index(f.name)) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise SchemaMismatchError(f"column {f.name!r} cannot be stored as {f.type}: {e}") from None
+        if not f.nullable and col.null_count:
+            raise SchemaMismatchError(f"column {f.name!r} is not nullable in the table but the data has {col.null_count} null value(s)")
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=target)
+
+
+# ---------------------------------------------------------------- partition values
+
+def serialize_partition_value(value: Any, t: pa.DataType) -> str | None:
+    """Delta partition value serialization (PROTOCOL.md, 'Partition Value Serialization')."""
+    if value is None:
+        return None
+    if pa.types.is_boolean(t):
+        return "true" if value else "false"
+    if pa.types.is_timestamp(t):
+        if t.tz is not None:
+            return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if pa.types.is_date(t):
+        return value.isoformat()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return bytes(value).decode("latin-1")
+    if pa.types.is_floating(t):
+        return repr(float(value))
+    if pa.types.is_decimal(t):
+        return format(value, "f")
+    if isinstance(value, str):
+        return value
+    if pa.types.is_integer(t):
+        return str(int(value))
+    raise SchemaMismatchError(f"cannot partition by a column of type {t}; partition columns must be primitive")
+
+
+def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
+    """Inverse of serialize_partition_value; accepts every form the protocol allows. '' means null."""
+    if s is None or s == "":
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return s
+    if pa.types.is_integer(t):
+        return int(s)
+    if pa.types.is_floating(t):
+        return float(s)
+    if pa.types.is_boolean(t):
+        return s.lower() == "true"
+    if pa.types.is_date(t):
+        return dt.date.fromisoformat(s)
+    if pa.types.is_timestamp(t):
+        v = dt.datetime.fromisoformat(s.replace(" ", "T", 1) if "T" not in s else s)
+        if t.tz is not None:
+            # A timestamp without an offset was written in UTC by modern writers (the protocol recommends UTC).
+            return v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v.astimezone(dt.timezone.utc)
+        return v.replace(tzinfo=None)
+    if pa.types.is_decimal(t):
+        return decimal.Decimal(s)
+    if pa.types.is_binary(t):
+        return s.encode("latin-1")
+    raise UnsupportedFeatureError(f"partition column of type {t} is not supported")
+
+
+_HIVE_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def hive_escape(s: str | None) -> str:
+    """Escape a partition value for a ``k=v`` directory name, as Hive and Spark do."""
+    if s is None:
+        return HIVE_NULL
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPE else c for c in s)

@@ -1,0 +1,274 @@
+"""Snapshot reconstruction: newest usable checkpoint + later JSON commits, at a version or a timestamp."""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
+from .checkpoint import DEFAULT_TOMBSTONE_RETENTION_MS, read_checkpoint
+from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
+from .log import DeltaLog, LogListing
+from .schema import schema_from_string
+from .storage import Storage
+
+# Reader features whose semantics lakelog implements (others are refused).
+SUPPORTED_READER_FEATURES = {"timestampNtz", "vacuumProtocolCheck"}
+# Writer features lakelog can honour, provided the 'in use' checks in check_writable pass.
+SUPPORTED_WRITER_FEATURES = {
+    "appendOnly",
+    "invariants",
+    "timestampNtz",
+    "checkConstraints",
+    "changeDataFeed",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+    "vacuumProtocolCheck",
+}
+
+
+def _parse_interval_ms(s: str | None, default_ms: int) -> int:
+    """Parse Delta interval strings like 'interval 7 days' or '168 hours'."""
+    if not s:
+        return default_ms
+    parts = s.lower().replace("interval", "").split()
+    units = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 604_800_000}
+    total = 0
+    try:
+        for num, unit in zip(parts[0::2], parts[1::2]):
+            total += int(float(num) * units[unit.rstrip("s")])
+    except (KeyError, ValueError):
+        return default_ms
+    return total or default_ms
+
+
+def checkpoint_interval(configuration: dict[str, str]) -> int:
+    """``delta.checkpointInterval`` (default 10)."""
+    try:
+        return max(1, int(configuration.get("delta.checkpointInterval", 10)))
+    except ValueError:
+        return 10
+
+
+def to_epoch_ms(ts: Any) -> int:
+    """datetime / ISO string / pandas Timestamp -> ms since epoch (naive means UTC)."""
+    if isinstance(ts, str):
+        ts = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    if isinstance(ts, dt.datetime):
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=dt.timezone.utc)
+        return int(ts.timestamp() * 1000)
+    if isinstance(ts, dt.date):
+        return int(dt.datetime(ts.year, ts.month, ts.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    raise TypeError(f"timestamp must be a datetime or an ISO-8601 string, not {type(ts).__name__}")
+
+
+@dataclass
+class Snapshot:
+    """The table state at one version."""
+
+    storage: Storage
+    log: DeltaLog
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    files: dict[str, AddFile]  # decoded relative path -> add
+    tombstones: dict[str, RemoveFile] = field(default_factory=dict)
+    txns: dict[str, Txn] = field(default_factory=dict)
+    listing: LogListing | None = None
+    _schema: pa.Schema | None = None
+
+    # ------------------------------------------------------------ derived
+    @property
+    def schema(self) -> pa.Schema:
+        if self._schema is None:
+            self._schema = schema_from_string(self.metadata.schema_string)
+        return self._schema
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return self.metadata.configuration
+
+    def checkpoint_interval(self) -> int:
+        return checkpoint_interval(self.configuration)
+
+    def tombstone_retention_ms(self) -> int:
+        return _parse_interval_ms(self.configuration.get("delta.deletedFileRetentionDuration"), DEFAULT_TOMBSTONE_RETENTION_MS)
+
+    # ------------------------------------------------------------ protocol checks
+    def check_readable(self) -> None:
+        p = self.protocol
+        if p.min_reader_version > 3:
+            raise UnsupportedFeatureError(f"table needs reader version {p.min_reader_version}; lakelog reads versions 1 to 3")
+        if p.min_reader_version == 3:
+            unknown = sorted(set(p.reader_features or []) - SUPPORTED_READER_FEATURES)
+            if unknown:
+                raise UnsupportedFeatureError(
+                    f"table uses reader feature(s) {unknown} that lakelog does not implement "
+                    f"(supported: {sorted(SUPPORTED_READER_FEATURES)}); read it with an engine that supports them"
+                )
+        mode = self.configuration.get("delta.columnMapping.mode", "none")
+        if mode not in ("none", None):
+            raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
+
+    def check_writable(self) -> None:
+        self.check_readable()
+        p, conf = self.protocol, self.configuration
+        if p.min_writer_version > 7:
+            raise UnsupportedFeatureError(f"table needs writer version {p.min_writer_version}; lakelog writes versions up to 7")
+        if p.min_writer_version == 7:
+            unknown = sorted(set(p.writer_features or []) - SUPPORTED_WRITER_FEATURES)
+            if unknown:
+                raise UnsupportedFeatureError(f"table uses writer feature(s) {unknown} that lakelog cannot honour; write it with an engine that supports them")
+        in_use = []
+        if any(k.startswith("delta.constraints.") for k in conf):
+            in_use.append("CHECK constraints")
+        if conf.get("delta.enableChangeDataFeed", "false").lower() == "true":
+            in_use.append("change data feed")
+        if '"delta.generationExpression"' in self.metadata.schema_string:
+            in_use.append("generated columns")
+        if '"delta.identity.' in self.metadata.schema_string:
+            in_use.append("identity columns")
+        if '"delta.invariants"' in self.metadata.schema_string:
+            in_use.append("column invariants")
+        if in_use:
+            raise UnsupportedFeatureError(f"table uses {', '.join(in_use)}, which lakelog cannot enforce on write")
+
+    @property
+    def append_only(self) -> bool:
+        return self.configuration.get("delta.appendOnly", "false").lower() == "true"
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def load(
+        cls,
+        storage: Storage,
+        version: int | None = None,
+        timestamp: Any = None,
+        listing: LogListing | None = None,
+    ) -> "Snapshot":
+        log = DeltaLog(storage)
+        listing = listing or log.list()
+        latest = listing.latest_version
+        if timestamp is not None:
+            if version is not None:
+                raise ValueError("pass version or timestamp, not both")
+            version = version_at_timestamp(listing, timestamp)
+        target = latest if version is None else int(version)
+        if target < 0 or target > latest:
+            raise VersionNotFoundError(f"version {target} does not exist; the table's versions are up to {latest}")
+
+        state = _Replay()
+        start = -1
+        for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
+            try:
+                actions = read_checkpoint(storage, cp)
+                probe = _Replay()
+                probe.apply(actions)
+                if probe.protocol is None or probe.metadata is None:
+                    raise CorruptLogError(f"checkpoint {cp} has no protocol or metaData")
+            except (CorruptLogError, FileNotFoundError) as e:
+                warnings.warn(f"lakelog: skipping unusable checkpoint at version {cp}: {e}", stacklevel=2)
+                continue
+            state, start = probe, cp
+            break
+
+        needed = list(range(start + 1, target + 1))
+        missing = [v for v in needed if v not in listing.commits]
+        if missing:
+            earliest = min(listing.commits) if listing.commits else None
+            if start == -1 and missing[0] == 0 and (earliest is None or all(v < earliest for v in missing)):
+                raise VersionNotFoundError(
+                    f"version {target} cannot be reconstructed: commits before version {earliest} were removed and no "
+                    "checkpoint at or before it is usable. Read a later version."
+                )
+            raise CorruptLogError(
+                f"the log has a gap: commit file(s) for version(s) {missing[:5]} are missing between "
+                f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup."
+            )
+        commits = log.read_commits(needed)
+        for v in needed:
+            state.apply(commits[v])
+
+        if state.protocol is None:
+            raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
+        if state.metadata is None:
+            raise CorruptLogError(f"no metaData action found in the log up to version {target}; the table is incomplete")
+        snap = cls(storage, log, target, state.protocol, state.metadata, state.files, state.tombstones, state.txns, listing)
+        snap.check_readable()
+        return snap
+
+    def advance(self, new_actions: dict[int, list]) -> "Snapshot":
+        """A new snapshot: this one plus the given later commits (contiguous, in order)."""
+        state = _Replay()
+        state.protocol, state.metadata = self.protocol, self.metadata
+        state.files, state.tombstones, state.txns = dict(self.files), dict(self.tombstones), dict(self.txns)
+        version = self.version
+        for v in sorted(new_actions):
+            if v != version + 1:
+                raise CorruptLogError(f"cannot advance snapshot {self.version} by non-contiguous version {v}")
+            state.apply(new_actions[v])
+            version = v
+        snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.files, state.tombstones, state.txns, None)
+        snap.check_readable()
+        return snap
+
+
+class _Replay:
+    """Action reconciliation: latest protocol/metaData win, latest action per path wins, latest txn per appId."""
+
+    __slots__ = ("protocol", "metadata", "files", "tombstones", "txns")
+
+    def __init__(self) -> None:
+        self.protocol: Protocol | None = None
+        self.metadata: Metadata | None = None
+        self.files: dict[str, AddFile] = {}
+        self.tombstones: dict[str, RemoveFile] = {}
+        self.txns: dict[str, Txn] = {}
+
+    def apply(self, actions: list) -> None:
+        files, tombstones = self.files, self.tombstones
+        for a in actions:
+            t = type(a)
+            if t is AddFile:
+                key = decode_path(a.path)
+                files[key] = a
+                tombstones.pop(key, None)
+            elif t is RemoveFile:
+                key = decode_path(a.path)
+                files.pop(key, None)
+                tombstones[key] = a
+            elif t is Metadata:
+                self.metadata = a
+            elif t is Protocol:
+                self.protocol = a
+            elif t is Txn:
+                self.txns[a.app_id] = a
+            elif t is CommitInfo:
+                pass
+
+
+def version_at_timestamp(listing: LogListing, timestamp: Any) -> int:
+    """The latest version committed at or before ``timestamp``."""
+    ts = to_epoch_ms(timestamp)
+    times = listing.commit_timestamps()
+    if not times:
+        raise VersionNotFoundError("the table has no commit files with timestamps; time travel by timestamp is impossible")
+    candidates = [v for v, t in times.items() if t <= ts]
+    if not candidates:
+        first_v = min(times)
+        first = dt.datetime.fromtimestamp(times[first_v] / 1000, dt.timezone.utc)
+        raise VersionNotFoundError(
+            f"timestamp {dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc).isoformat()} is before the earliest "
+            f"available commit (version {first_v} at {first.isoformat()}); use a later timestamp"
+        )
+    return max(candidates)

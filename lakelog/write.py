@@ -1,0 +1,469 @@
+"""Writing data: Parquet files (partitioned, with stats) and ``write_table`` through the one transaction path."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .actions import Action, AddFile, Metadata, Protocol, Txn, encode_path, now_ms
+from .errors import LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .schema import (
+    canonical_schema,
+    cast_batch,
+    check_column_names,
+    conform_type,
+    hive_escape,
+    schema_to_string,
+    serialize_partition_value,
+    to_arrow_stream,
+    uses_timestamp_ntz,
+)
+from .snapshot import Snapshot
+from .storage import Storage
+from .transaction import DuplicateTransaction, Transaction
+
+STRING_STATS_PREFIX = 32
+ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
+MODES = ("append", "overwrite", "error", "ignore")
+
+
+# ---------------------------------------------------------------- stats
+
+def _stat_value(v: Any) -> Any:
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            return v.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return orjson.Fragment(format(v, "f").encode())  # exact digits, as a JSON number
+    return v
+
+
+def _has_minmax(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+class _ColumnStats:
+    __slots__ = ("min", "max", "nulls", "max_exact")
+
+    def __init__(self) -> None:
+        self.min = self.max = None
+        self.nulls = 0
+        self.max_exact = True
+
+    def update(self, arr: pa.Array, with_minmax: bool) -> None:
+        self.nulls += arr.null_count
+        if not with_minmax or arr.null_count == len(arr):
+            return
+        if pa.types.is_floating(arr.type):
+            arr = arr.filter(pc.invert(pc.is_nan(arr)))  # NaN has no place in min/max stats
+            if len(arr) == arr.null_count:
+                return
+        mm = pc.min_max(arr)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None:
+            return
+        if isinstance(lo, str):
+            if len(hi) > STRING_STATS_PREFIX:
+                self.max_exact = False  # a truncated max would not bound the values, so it is left out
+            lo = lo[:STRING_STATS_PREFIX]
+        if isinstance(lo, float) and (math.isinf(lo) or math.isinf(hi)):
+            self.max_exact = False
+            return
+        self.min = lo if self.min is None else min(self.min, lo)
+        self.max = hi if self.max is None else max(self.max, hi)
+
+
+class _FileStats:
+    """Running Delta stats (numRecords, minValues, maxValues, nullCount) for one data file."""
+
+    def __init__(self, schema: pa.Schema, max_indexed: int):
+        self.num_records = 0
+        self.leaves: dict[tuple[str, ...], tuple[_ColumnStats, bool]] = {}
+        count = 0
+
+        def walk(prefix: tuple[str, ...], t: pa.DataType) -> None:
+            nonlocal count
+            if pa.types.is_struct(t):
+                for i in range(t.num_fields):
+                    walk(prefix + (t.field(i).name,), t.field(i).type)
+                return
+            if pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
+                return
+            if max_indexed >= 0 and count >= max_indexed:
+                return
+            count += 1
+            self.leaves[prefix] = (_ColumnStats(), _has_minmax(t))
+
+        for f in schema:
+            walk((f.name,), f.type)
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        self.num_records += batch.num_rows
+        for path, (st, mm) in self.leaves.items():
+            arr = batch.column(path[0])
+            for name in path[1:]:
+                arr = arr.flatten()[arr.type.get_field_index(name)]
+            st.update(arr, mm)
+
+    def to_json(self) -> str:
+        mins: dict = {}
+        maxs: dict = {}
+        nulls: dict = {}
+
+        def put(d: dict, path: tuple[str, ...], v: Any) -> None:
+            for name in path[:-1]:
+                d = d.setdefault(name, {})
+            d[path[-1]] = v
+
+        for path, (st, _) in self.leaves.items():
+            put(nulls, path, st.nulls)
+            if st.min is not None:
+                put(mins, path, _stat_value(st.min))
+                if st.max_exact:
+                    put(maxs, path, _stat_value(st.max))
+        return orjson.dumps({"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}).decode()
+
+
+# ---------------------------------------------------------------- file writing
+
+@dataclass
+class _OpenFile:
+    rel_path: str
+    partition_values: dict[str, str | None]
+    writer: pq.ParquetWriter
+    sink: Any
+    stats: _FileStats
+    nbytes: int = 0
+
+
+@dataclass
+class DataWriter:
+    """Writes batches into uniquely named Parquet files under ``k=v/`` directories; returns add actions.
+
+    Nothing written here is visible until a commit names the files.
+    """
+
+    storage: Storage
+    schema: pa.Schema  # full table schema (canonical types)
+    partition_columns: list[str]
+    max_indexed_cols: int = 32
+    file_prefix: str = "part"
+    _open: dict[tuple, _OpenFile] = field(default_factory=dict)
+    _done: list[AddFile] = field(default_factory=list)
+    _counter: int = 0
+
+    def __post_init__(self) -> None:
+        self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
+        self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if not self.partition_columns:
+            self._write_part((), {}, batch)
+            return
+        table = pa.Table.from_batches([batch])
+        idx = table.append_column("__lakelog_row", pa.array(range(batch.num_rows), pa.int64()))
+        groups = idx.group_by(self.partition_columns, use_threads=False).aggregate([("__lakelog_row", "list")])
+        keys = {c: groups.column(c).to_pylist() for c in self.partition_columns}
+        rows = groups.column("__lakelog_row_list")
+        for i in range(groups.num_rows):
+            pvals = {c: serialize_partition_value(keys[c][i], self._ptypes[c]) for c in self.partition_columns}
+            pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
+            part = batch.take(rows[i].values)
+            self._write_part(tuple(pvals.values()), pvals, part)
+
+    def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
+        data = batch.select(self.data_schema.names)
+        f = self._open.get(key)
+        if f is None:
+            f = self._open[key] = self._new_file(pvals)
+        f.writer.write_batch(data)
+        f.stats.update(data)
+        f.nbytes += data.nbytes
+        if f.nbytes >= ROLL_FILE_BYTES:
+            self._close(key)
+
+    def _new_file(self, pvals: dict[str, str | None]) -> _OpenFile:
+        directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
+        name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
+        self._counter += 1
+        rel = f"{directory}/{name}" if directory else name
+        full = self.storage.join(rel)
+        if directory:
+            self.storage.makedirs(full.rsplit("/", 1)[0])
+        sink = self.storage.arrow_fs.open_output_stream(full)
+        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
+        return _OpenFile(rel, dict(pvals), writer, sink, _FileStats(self.data_schema, self.max_indexed_cols))
+
+    def _close(self, key: tuple) -> None:
+        f = self._open.pop(key)
+        f.writer.close()
+        size = f.sink.tell()
+        f.sink.close()
+        self._done.append(
+            AddFile(
+                path=encode_path(f.rel_path),
+                partition_values=f.partition_values,
+                size=size,
+                modification_time=now_ms(),
+                data_change=True,
+                stats=f.stats.to_json(),
+            )
+        )
+
+    def finish(self) -> list[AddFile]:
+        for key in list(self._open):
+            self._close(key)
+        return list(self._done)
+
+    def abort(self) -> None:
+        """Delete every file this writer created (none of them is committed)."""
+        for f in self._open.values():
+            try:
+                f.writer.close()
+                f.sink.close()
+            except Exception:
+                pass
+        paths = [f.rel_path for f in self._open.values()] + [a.relative_path for a in self._done]
+        self._open.clear()
+        for rel in paths:
+            try:
+                self.storage.delete(self.storage.join(rel))
+            except (FileNotFoundError, OSError):
+                pass
+
+
+def write_batches(storage: Storage, schema: pa.Schema, partition_columns: list[str], batches: Iterable[pa.RecordBatch], max_indexed_cols: int = 32) -> list[AddFile]:
+    """Write ``batches`` (already in ``schema``) as data files and return their add actions (uncommitted)."""
+    w = DataWriter(storage, schema, partition_columns, max_indexed_cols)
+    try:
+        for b in batches:
+            w.write(b)
+        return w.finish()
+    except BaseException:
+        w.abort()
+        raise
+
+
+# ---------------------------------------------------------------- schema planning
+
+def _plan_schema(
+    data_schema: pa.Schema,
+    snapshot: Snapshot | None,
+    mode: str,
+    partition_by: list[str] | None,
+    schema_mode: str | None,
+) -> tuple[pa.Schema, list[str], bool]:
+    """Return (table schema, partition columns, metadata_changed)."""
+    if snapshot is None or (mode == "overwrite" and schema_mode == "overwrite"):
+        check_column_names(data_schema)
+        schema = canonical_schema(data_schema)
+        parts = list(partition_by or [])
+        for c in parts:
+            if c not in schema.names:
+                raise SchemaMismatchError(f"partition column {c!r} is not in the data (columns: {schema.names})")
+            t = schema.field(c).type
+            if pa.types.is_nested(t):
+                raise SchemaMismatchError(f"cannot partition by {c!r} of type {t}; partition columns must be primitive")
+        if len(parts) == len(schema):
+            raise SchemaMismatchError("a table needs at least one column that is not a partition column")
+        changed = snapshot is None or schema != snapshot.schema or parts != snapshot.partition_columns
+        return schema, parts, changed
+
+    current = snapshot.schema
+    if partition_by is not None and list(partition_by) != snapshot.partition_columns:
+        raise SchemaMismatchError(
+            f"partition_by={list(partition_by)} differs from the table's partitioning {snapshot.partition_columns}; "
+            "omit partition_by, or overwrite with schema_mode='overwrite' to repartition"
+        )
+    by_lower = {f.name.lower(): f for f in current}
+    new_fields = list(current)
+    added = []
+    for f in data_schema:
+        existing = by_lower.get(f.name.lower())
+        if existing is None:
+            if schema_mode != "merge":
+                raise SchemaMismatchError(
+                    f"column {f.name!r} is not in the table (columns: {current.names}); "
+                    "pass schema_mode='merge' to add it"
+                )
+            added.append(pa.field(f.name, canonical_schema(pa.schema([f])).field(0).type, True))
+            continue
+        if existing.name != f.name:
+            raise SchemaMismatchError(f"column {f.name!r} differs in case from the table's column {existing.name!r}; rename it")
+        conform_type(f.type, existing.type, f.name)
+    data_names = set(data_schema.names)
+    for f in current:
+        if f.name not in data_names and not f.nullable:
+            raise SchemaMismatchError(f"the data lacks column {f.name!r}, which is not nullable in the table")
+    if added:
+        check_column_names(pa.schema(new_fields + added))
+    return pa.schema(new_fields + added), snapshot.partition_columns, bool(added)
+
+
+def _plan_protocol(schema: pa.Schema, current: Protocol | None) -> Protocol | None:
+    """The protocol the table needs (None when ``current`` already suffices)."""
+    if not uses_timestamp_ntz(schema):
+        return Protocol(1, 2) if current is None else None
+    if current is not None and current.min_reader_version >= 3 and "timestampNtz" in (current.reader_features or []):
+        return None
+    writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
+    reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
+    if current is not None and current.min_writer_version < 7:
+        # Features implied by the legacy writer version must be listed once on version 7.
+        legacy = {2: ["appendOnly", "invariants"], 3: ["checkConstraints"], 4: ["changeDataFeed", "generatedColumns"], 5: ["columnMapping"], 6: ["identityColumns"]}
+        for v in range(2, current.min_writer_version + 1):
+            writer.update(legacy.get(v, []))
+    return Protocol(3, 7, sorted(reader | {"timestampNtz"}), sorted(writer | {"timestampNtz"}))
+
+
+# ---------------------------------------------------------------- public API
+
+def write_table(
+    path: str,
+    data: Any,
+    *,
+    mode: str = "append",
+    partition_by: list[str] | str | None = None,
+    schema_mode: str | None = None,
+    configuration: dict[str, str] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    user_metadata: str | None = None,
+) -> int:
+    """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
+
+    mode: "append" | "overwrite" | "error" (fail if the table exists) | "ignore" (do nothing if it exists).
+    schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
+    app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if schema_mode not in (None, "merge", "overwrite"):
+        raise ValueError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
+    if (app_id is None) != (app_version is None):
+        raise ValueError("pass app_id and app_version together")
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    storage = Storage(path, storage_options)
+    storage.check_atomic_commits()
+    data_schema, batches = to_arrow_stream(data)
+
+    files: list[AddFile] = []
+    for _ in range(2):  # a second round only when the table was created concurrently
+        snapshot = _load_or_none(storage)
+        if snapshot is not None:
+            if mode == "error":
+                raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
+            if mode == "ignore":
+                _discard(storage, files)
+                return snapshot.version
+            if app_id is not None and app_id in snapshot.txns and snapshot.txns[app_id].version >= app_version:
+                _discard(storage, files)
+                return snapshot.version
+            snapshot.check_writable()
+        schema, parts, meta_changed = _plan_schema(data_schema, snapshot, mode, partition_by, schema_mode)
+        if not files:
+            max_cols = int((snapshot.configuration if snapshot else configuration or {}).get("delta.dataSkippingNumIndexedCols", 32))
+            files = write_batches(storage, schema, parts, (cast_batch(b, schema) for b in batches), max_cols)
+            written_for = (schema, parts)
+        elif written_for != (schema, parts):
+            _discard(storage, files)
+            raise TableExistsError(f"a table with a different schema was created at {path!r} concurrently; nothing was written")
+        try:
+            return _commit_write(storage, snapshot, schema, parts, meta_changed, files, mode, configuration, app_id, app_version, user_metadata, partition_by, schema_mode)
+        except DuplicateTransaction as d:
+            _discard(storage, files)
+            return d.version
+        except TableExistsError:
+            if snapshot is not None or mode == "error":
+                _discard(storage, files)
+                raise
+            if mode == "ignore":
+                _discard(storage, files)
+                return _load_or_none(storage).version
+            # created concurrently: go round again and commit the same files against the new table
+        except LakelogError:
+            # Raised before our commit file was written (conflict, schema, protocol): the files are unreferenced.
+            # Other exceptions leave the outcome unknown, so the files stay (vacuum removes true orphans).
+            _discard(storage, files)
+            raise
+    _discard(storage, files)
+    raise TableExistsError(f"the table at {path!r} was created concurrently and changed again; retry the write")
+
+
+def _commit_write(storage, snapshot, schema, parts, meta_changed, files, mode, configuration, app_id, app_version, user_metadata, partition_by, schema_mode) -> int:
+    actions: list[Action] = []
+    protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None)
+    if protocol is not None:
+        actions.append(protocol)
+    if snapshot is None:
+        actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_to_string(schema), partition_columns=parts, configuration=dict(configuration or {}), created_time=now_ms()))
+    elif meta_changed or (configuration and {**snapshot.configuration, **configuration} != snapshot.configuration):
+        m = snapshot.metadata
+        actions.append(
+            Metadata(
+                id=m.id,
+                schema_string=schema_to_string(schema) if meta_changed else m.schema_string,
+                partition_columns=parts,
+                configuration={**m.configuration, **(configuration or {})},
+                created_time=m.created_time,
+                name=m.name,
+                description=m.description,
+                format_provider=m.format_provider,
+                format_options=m.format_options,
+            )
+        )
+    if app_id is not None:
+        actions.append(Txn(app_id, int(app_version), now_ms()))
+    overwrite = mode == "overwrite" and snapshot is not None
+    if overwrite:
+        ts = now_ms()
+        actions.extend(a.remove(ts) for a in snapshot.files.values())
+    actions.extend(files)
+    params: dict[str, Any] = {"mode": "Overwrite" if mode == "overwrite" else ("ErrorIfExists" if mode == "error" else "Append")}
+    if parts:
+        params["partitionBy"] = parts
+    if schema_mode:
+        params["schemaMode"] = schema_mode
+    op = "CREATE TABLE" if snapshot is None else "WRITE"
+    txn = Transaction(storage, snapshot, op, params, read_whole_table=overwrite, user_metadata=user_metadata)
+    return txn.commit(actions).version
+
+
+def _load_or_none(storage: Storage) -> Snapshot | None:
+    try:
+        return Snapshot.load(storage)
+    except TableNotFoundError:
+        return None
+
+
+def _discard(storage: Storage, files: list[AddFile]) -> None:
+    for a in files:
+        try:
+            storage.delete(storage.join(a.relative_path))
+        except (FileNotFoundError, OSError, LakelogError):
+            pass
