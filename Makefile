@@ -1,0 +1,24 @@
+# Every target sets itself up on a fresh machine (Python 3.11 + Java 17): it creates .venv and installs.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv test demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,s3]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+demo: venv
+	$(BIN)/python -m lakelog.demo
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache .hypothesis
