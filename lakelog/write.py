@@ -170,6 +170,7 @@ class DataWriter:
     _open: dict[tuple, _OpenFile] = field(default_factory=dict)
     _done: list[AddFile] = field(default_factory=list)
     _counter: int = 0
+    _made_dirs: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
@@ -209,8 +210,10 @@ class DataWriter:
         self._counter += 1
         rel = f"{directory}/{name}" if directory else name
         full = self.storage.join(rel)
-        if directory:
-            self.storage.makedirs(full.rsplit("/", 1)[0])
+        parent = full.rsplit("/", 1)[0]
+        if parent not in self._made_dirs:
+            self.storage.makedirs(parent)
+            self._made_dirs.add(parent)
         sink = self.storage.arrow_fs.open_output_stream(full)
         writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
         return _OpenFile(rel, dict(pvals), writer, sink, _FileStats(self.data_schema, self.max_indexed_cols))

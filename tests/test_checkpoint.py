@@ -1,0 +1,90 @@
+import os
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakelog
+from lakelog.errors import VersionNotFoundError
+
+
+def _rows(i, n=3):
+    return pa.table({"id": pa.array(range(i * 100, i * 100 + n), pa.int64()), "v": pa.array([f"r{i}"] * n)})
+
+
+def _log(path):
+    return os.path.join(path, "_delta_log")
+
+
+def test_checkpoint_and_last_checkpoint_after_ten_commits(table_path):
+    for i in range(11):
+        lakelog.write_table(table_path, _rows(i))
+    names = sorted(os.listdir(_log(table_path)))
+    assert "00000000000000000010.checkpoint.parquet" in names
+    hint = orjson.loads(open(os.path.join(_log(table_path), "_last_checkpoint"), "rb").read())
+    assert hint["version"] == 10
+    assert hint["numOfAddFiles"] == 11
+    cp = pq.read_table(os.path.join(_log(table_path), "00000000000000000010.checkpoint.parquet"))
+    assert set(cp.column_names) == {"txn", "add", "remove", "metaData", "protocol"}
+    assert cp.column("add").drop_null().length() == 11
+    assert pa.types.is_map(cp.schema.field("add").type.field("partitionValues").type)
+
+
+def test_snapshot_reads_checkpoint_and_only_later_commits(table_path):
+    for i in range(13):
+        lakelog.write_table(table_path, _rows(i))
+    expected = lakelog.read_table(table_path).sort_by("id")
+    # Without the commits the checkpoint covers, the latest version must still be readable.
+    for v in range(0, 11):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    t = lakelog.Table(table_path)
+    assert t.version == 12
+    assert t.to_pyarrow().sort_by("id").equals(expected)
+    assert lakelog.read_table(table_path, version=10).num_rows == 33
+    with pytest.raises(VersionNotFoundError):
+        lakelog.Table(table_path, version=5)
+
+
+def test_checkpoint_interval_from_configuration(table_path):
+    for i in range(7):
+        lakelog.write_table(table_path, _rows(i), configuration={"delta.checkpointInterval": "3"} if i == 0 else None)
+    names = set(os.listdir(_log(table_path)))
+    assert {f"{v:020d}.checkpoint.parquet" for v in (3, 6)} <= names
+    assert f"{9:020d}.checkpoint.parquet" not in names
+
+
+def test_explicit_checkpoint_keeps_partitions_txns_and_tombstones(table_path):
+    data = pa.table({"id": [1, 2, 3], "p": ["a", None, "c"]})
+    lakelog.write_table(table_path, data, partition_by=["p"], app_id="app", app_version=7)
+    lakelog.write_table(table_path, data.slice(0, 1), mode="overwrite")
+    t = lakelog.Table(table_path)
+    assert t.checkpoint() == 1
+    for v in (0, 1):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    t2 = lakelog.Table(table_path)
+    assert t2.snapshot.txns["app"].version == 7
+    assert len(t2.snapshot.tombstones) == 3
+    assert t2.to_pyarrow().to_pylist() == [{"id": 1, "p": "a"}]
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=7) == 1  # still idempotent
+
+
+def test_unreadable_checkpoint_falls_back_to_json_replay(table_path):
+    for i in range(11):
+        lakelog.write_table(table_path, _rows(i))
+    with open(os.path.join(_log(table_path), f"{10:020d}.checkpoint.parquet"), "wb") as f:
+        f.write(b"PAR1 not really parquet")
+    with pytest.warns(UserWarning, match="unusable checkpoint"):
+        t = lakelog.Table(table_path)
+    assert t.version == 10 and t.to_pyarrow().num_rows == 33
+
+
+def test_deltalake_reads_lakelog_checkpoint_without_json(table_path):
+    deltalake = pytest.importorskip("deltalake")
+    for i in range(12):
+        lakelog.write_table(table_path, _rows(i))
+    for v in range(0, 10):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    got = deltalake.DeltaTable(table_path).to_pyarrow_table().sort_by("id")
+    assert got.num_rows == 36
+    assert got.column("id").to_pylist() == lakelog.read_table(table_path).sort_by("id").column("id").to_pylist()

@@ -1,0 +1,70 @@
+import datetime as dt
+import os
+
+import pyarrow as pa
+import pytest
+
+import lakelog
+from lakelog.errors import VersionNotFoundError
+
+BASE = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+
+
+def _set_commit_time(path, version, when):
+    f = os.path.join(path, "_delta_log", f"{version:020d}.json")
+    os.utime(f, (when.timestamp(), when.timestamp()))
+
+
+@pytest.fixture
+def five_versions(table_path):
+    for v in range(5):
+        lakelog.write_table(table_path, pa.table({"id": [v]}))
+        _set_commit_time(table_path, v, BASE + dt.timedelta(minutes=10 * v))
+    return table_path
+
+
+@pytest.mark.parametrize("minutes,expected", [(0, 0), (5, 0), (10, 1), (19.99, 1), (25, 2), (40, 4), (600, 4)])
+def test_timestamp_between_commits_picks_latest_at_or_before(five_versions, minutes, expected):
+    when = BASE + dt.timedelta(minutes=minutes)
+    t = lakelog.Table(five_versions, timestamp=when)
+    assert t.version == expected
+    assert sorted(t.to_pyarrow().column("id").to_pylist()) == list(range(expected + 1))
+
+
+def test_timestamp_forms(five_versions):
+    assert lakelog.Table(five_versions, timestamp="2026-01-01T12:25:00Z").version == 2
+    assert lakelog.Table(five_versions, timestamp="2026-01-01T13:25:00+01:00").version == 2
+    assert lakelog.Table(five_versions, timestamp=dt.datetime(2026, 1, 1, 12, 25)).version == 2  # naive = UTC
+    assert lakelog.read_table(five_versions, timestamp=BASE + dt.timedelta(minutes=31)).num_rows == 4
+
+
+def test_timestamp_before_first_commit_is_an_error(five_versions):
+    with pytest.raises(VersionNotFoundError, match="before the earliest"):
+        lakelog.Table(five_versions, timestamp=BASE - dt.timedelta(seconds=1))
+
+
+def test_non_monotonic_file_times_are_made_monotonic(five_versions):
+    # version 3's file claims to be older than version 2's: it counts as 1 ms after version 2.
+    _set_commit_time(five_versions, 3, BASE + dt.timedelta(minutes=1))
+    assert lakelog.Table(five_versions, timestamp=BASE + dt.timedelta(minutes=20, milliseconds=1)).version == 3
+    assert lakelog.Table(five_versions, timestamp=BASE + dt.timedelta(minutes=20)).version == 2
+    assert lakelog.Table(five_versions, timestamp=BASE + dt.timedelta(minutes=15)).version == 1
+    hist = lakelog.Table(five_versions).history()
+    times = [h["timestamp"] for h in reversed(hist)]
+    assert times == sorted(times) and len(set(times)) == 5
+
+
+def test_history_newest_first(five_versions):
+    lakelog.write_table(five_versions, pa.table({"id": [9]}), mode="overwrite")
+    hist = lakelog.Table(five_versions).history()
+    assert [h["version"] for h in hist] == [5, 4, 3, 2, 1, 0]
+    assert hist[0]["operation"] == "WRITE" and hist[0]["parameters"]["mode"] == "Overwrite"
+    assert hist[-1]["operation"] == "CREATE TABLE"
+    assert all(h["engineInfo"].startswith("lakelog/") for h in hist)
+    assert [h["version"] for h in lakelog.Table(five_versions).history(limit=2)] == [5, 4]
+    assert [h["version"] for h in lakelog.Table(five_versions, version=2).history()] == [2, 1, 0]
+
+
+def test_version_and_timestamp_together_rejected(five_versions):
+    with pytest.raises(ValueError):
+        lakelog.Table(five_versions, version=1, timestamp=BASE)

@@ -1,0 +1,183 @@
+import datetime as dt
+import decimal
+import os
+
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+
+import lakelog
+from lakelog.errors import SchemaMismatchError
+
+
+def _ids(t):
+    return sorted(t.column("id").to_pylist())
+
+
+def test_round_trip_on_each_storage(any_table_path):
+    data = pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"], "x": [0.5, None, 2.5]})
+    assert lakelog.write_table(any_table_path, data, partition_by=["p"]) == 0
+    assert lakelog.write_table(any_table_path, data.slice(1)) == 1
+    got = lakelog.read_table(any_table_path)
+    assert _ids(got) == [1, 2, 2, 3, 3]
+    assert got.schema.field("p").type == pa.string()
+    assert lakelog.read_table(any_table_path, version=0).sort_by("id").to_pylist() == data.sort_by("id").to_pylist()
+    assert len(lakelog.Table(any_table_path).files(filters=[("p", "=", "b")])) == 2
+
+
+def test_pandas_and_record_batch_reader_inputs(table_path):
+    df = pd.DataFrame({"id": [1, 2], "when": pd.to_datetime(["2026-01-01", "2026-01-02"], utc=True), "s": ["x", None]})
+    lakelog.write_table(table_path, df)
+    reader = pa.RecordBatchReader.from_batches(
+        pa.schema([("id", pa.int64()), ("when", pa.timestamp("us", "UTC")), ("s", pa.string())]),
+        [pa.record_batch({"id": [3], "when": pa.array([dt.datetime(2026, 1, 3, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")), "s": ["z"]})],
+    )
+    lakelog.write_table(table_path, reader)
+    out = lakelog.Table(table_path).to_pandas().sort_values("id")
+    assert out["id"].tolist() == [1, 2, 3]
+    assert str(out["when"].dt.tz) == "UTC"
+    assert out["s"].tolist()[0] == "x" and out["s"].isna().tolist() == [False, True, False]
+
+
+def test_overwrite_replaces_everything_in_one_commit(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1, 2]}))
+    lakelog.write_table(table_path, pa.table({"id": [3]}))
+    v = lakelog.write_table(table_path, pa.table({"id": [9]}), mode="overwrite")
+    assert v == 2 and _ids(lakelog.read_table(table_path)) == [9]
+    lines = open(os.path.join(table_path, "_delta_log", f"{v:020d}.json"), "rb").read().splitlines()
+    kinds = [next(iter(orjson.loads(line))) for line in lines]
+    assert kinds.count("remove") == 2 and kinds.count("add") == 1
+    assert _ids(lakelog.read_table(table_path, version=1)) == [1, 2, 3]
+
+
+def test_schema_merge_and_schema_overwrite(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1], "a": ["x"]}))
+    with pytest.raises(SchemaMismatchError, match="schema_mode='merge'"):
+        lakelog.write_table(table_path, pa.table({"id": [2], "b": [1.5]}))
+    lakelog.write_table(table_path, pa.table({"id": [2], "b": [1.5]}), schema_mode="merge")
+    t = lakelog.Table(table_path)
+    assert t.schema.names == ["id", "a", "b"]
+    assert t.to_pyarrow().sort_by("id").to_pylist() == [{"id": 1, "a": "x", "b": None}, {"id": 2, "a": None, "b": 1.5}]
+    lakelog.write_table(table_path, pa.table({"k": ["z"], "n": [1]}), mode="overwrite", schema_mode="overwrite", partition_by=["k"])
+    t = lakelog.Table(table_path)
+    assert t.schema.names == ["k", "n"] and t.partition_columns == ["k"]
+    assert t.to_pyarrow().to_pylist() == [{"k": "z", "n": 1}]
+    with pytest.raises(ValueError):
+        lakelog.write_table(table_path, pa.table({"k": ["z"], "n": [1]}), schema_mode="overwrite")
+
+
+def test_append_widens_and_fills_missing_nullable_columns(table_path):
+    lakelog.write_table(table_path, pa.table({"id": pa.array([1], pa.int64()), "f": pa.array([1.0], pa.float64()), "s": ["a"]}))
+    lakelog.write_table(table_path, pa.table({"id": pa.array([2], pa.int32()), "f": pa.array([2.0], pa.float32())}))
+    got = lakelog.read_table(table_path).sort_by("id")
+    assert got.schema.field("id").type == pa.int64()
+    assert got.to_pylist() == [{"id": 1, "f": 1.0, "s": "a"}, {"id": 2, "f": 2.0, "s": None}]
+    with pytest.raises(SchemaMismatchError, match="'id'"):
+        lakelog.write_table(table_path, pa.table({"id": ["not a number"]}))
+    with pytest.raises(SchemaMismatchError):
+        lakelog.write_table(table_path, pa.table({"id": pa.array([1.5])}))  # narrowing float -> long
+
+
+def test_non_nullable_column_rejects_nulls(table_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    lakelog.write_table(table_path, pa.table({"id": [1], "s": ["a"]}, schema=schema))
+    with pytest.raises(SchemaMismatchError, match="not nullable"):
+        lakelog.write_table(table_path, pa.table({"id": pa.array([None], pa.int64()), "s": ["b"]}))
+    assert lakelog.read_table(table_path).num_rows == 1
+
+
+def test_partition_by_mismatch_and_bad_names(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1], "p": ["a"]}), partition_by="p")
+    with pytest.raises(SchemaMismatchError, match="partition_by"):
+        lakelog.write_table(table_path, pa.table({"id": [1], "p": ["a"]}), partition_by=["id"])
+    with pytest.raises(SchemaMismatchError, match="not in the data"):
+        lakelog.write_table(table_path + "2", pa.table({"id": [1]}), partition_by=["nope"])
+    with pytest.raises(SchemaMismatchError, match="character"):
+        lakelog.write_table(table_path + "3", pa.table({"bad name": [1]}))
+    with pytest.raises(SchemaMismatchError, match="case"):
+        lakelog.write_table(table_path + "4", pa.table({"a": [1], "A": [2]}))
+
+
+def test_stats_written_per_file(table_path):
+    data = pa.table(
+        {
+            "id": [3, 1, 2],
+            "s": ["b", None, "a" * 40],
+            "d": pa.array([decimal.Decimal("1.25"), decimal.Decimal("-2.50"), None], pa.decimal128(6, 2)),
+            "t": pa.array([dt.datetime(2026, 1, 1, 0, 0, 0, 123456), None, dt.datetime(2025, 1, 1)], pa.timestamp("us")),
+            "st": pa.array([{"a": 1}, {"a": 5}, None], pa.struct([("a", pa.int64())])),
+            "l": pa.array([[1], [], None], pa.list_(pa.int64())),
+        }
+    )
+    lakelog.write_table(table_path, data)
+    add = next(iter(lakelog.Table(table_path).snapshot.files.values()))
+    stats = orjson.loads(add.stats)
+    assert stats["numRecords"] == 3
+    assert stats["minValues"]["id"] == 1 and stats["maxValues"]["id"] == 3
+    assert stats["minValues"]["s"] == "a" * 32 and stats["maxValues"]["s"] == "b"  # min truncated to a prefix
+    assert stats["nullCount"]["s"] == 1
+    assert stats["minValues"]["d"] == -2.5 and stats["maxValues"]["d"] == 1.25
+    assert stats["maxValues"]["t"] == "2026-01-01T00:00:00.123456"
+    assert stats["minValues"]["st"] == {"a": 1} and stats["nullCount"]["st"] == {"a": 1}
+    assert "l" not in stats["nullCount"]
+    lakelog.write_table(table_path + "_long", pa.table({"s": ["a", "z" * 40]}))
+    long_stats = orjson.loads(next(iter(lakelog.Table(table_path + "_long").snapshot.files.values())).stats)
+    assert long_stats["minValues"]["s"] == "a" and "s" not in long_stats["maxValues"]  # a truncated max is no bound
+    p = lakelog.Table(table_path).protocol
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7) and p.reader_features == ["timestampNtz"]
+
+
+def test_filters_as_expressions_and_columns(table_path):
+    for i in range(4):
+        lakelog.write_table(table_path, pa.table({"id": list(range(i * 10, i * 10 + 10)), "g": [f"g{i}"] * 10}), partition_by=["g"])
+    t = lakelog.Table(table_path)
+    assert len(t.files(filters=pc.field("id") >= 35)) == 1
+    assert len(t.files(filters=(pc.field("id") < 5) | (pc.field("g") == "g3"))) == 2
+    got = t.to_pyarrow(columns=["id"], filters=pc.field("id").isin([3, 38]))
+    assert got.column_names == ["id"] and _ids(got) == [3, 38]
+    assert _ids(t.to_pyarrow(filters=[[("g", "=", "g1")], [("id", "<", 2)]])) == [0, 1, *range(10, 20)]
+    with pytest.raises(SchemaMismatchError):
+        t.to_pyarrow(columns=["missing"])
+    with pytest.raises(SchemaMismatchError):
+        t.to_pyarrow(filters=[("missing", "=", 1)])
+
+
+def test_stats_pruning_keeps_rows_with_nulls(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1, 2], "x": pa.array([5, None], pa.int64())}))
+    lakelog.write_table(table_path, pa.table({"id": [3], "x": pa.array([None], pa.int64())}))
+    lakelog.write_table(table_path, pa.table({"id": [4], "x": pa.array([50], pa.int64())}))
+    t = lakelog.Table(table_path)
+    assert _ids(t.to_pyarrow(filters=pc.field("x").is_null())) == [2, 3]
+    assert len(t.files(filters=pc.field("x").is_null())) == 2
+    assert _ids(t.to_pyarrow(filters=pc.field("x") > 0)) == [1, 4]
+    assert len(t.files(filters=[("x", ">", 10)])) == 1
+    assert _ids(t.to_pyarrow(filters=~(pc.field("x") == 5))) == [4]
+
+
+def test_pyarrow_dataset_has_partition_columns(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1, 2], "p": pa.array([dt.date(2026, 1, 1), None], pa.date32())}), partition_by=["p"])
+    dset = lakelog.Table(table_path).to_pyarrow_dataset()
+    assert isinstance(dset, ds.Dataset)
+    assert dset.schema.names == ["id", "p"]
+    got = dset.to_table(filter=pc.field("p").is_null()).to_pylist()
+    assert got == [{"id": 2, "p": None}]
+    assert dset.count_rows() == 2
+
+
+def test_refresh_reads_only_new_commits(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1]}))
+    t = lakelog.Table(table_path)
+    lakelog.write_table(table_path, pa.table({"id": [2]}))
+    lakelog.write_table(table_path, pa.table({"id": [3]}), mode="overwrite")
+    assert t.version == 0
+    assert t.refresh().version == 2 and _ids(t.to_pyarrow()) == [3]
+
+
+def test_empty_write_creates_table_with_schema(table_path):
+    v = lakelog.write_table(table_path, pa.table({"id": pa.array([], pa.int64()), "s": pa.array([], pa.string())}))
+    t = lakelog.Table(table_path)
+    assert v == 0 and t.files() == [] and t.to_pyarrow().num_rows == 0
+    assert t.to_pyarrow().schema.names == ["id", "s"]
