@@ -14,12 +14,14 @@ from .errors import (  # noqa: E402
     VersionNotFoundError,
 )
 from .table import Table, read_table  # noqa: E402
-from .write import write_table  # noqa: E402
+from .write import WritePlan, plan_write, write_table  # noqa: E402
 
 __all__ = [
     "Table",
     "read_table",
     "write_table",
+    "plan_write",
+    "WritePlan",
     "errors",
     "LakelogError",
     "TableNotFoundError",

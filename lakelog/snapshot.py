@@ -207,6 +207,20 @@ class Snapshot:
         snap.check_readable()
         return snap
 
+    def updated(self) -> "Snapshot":
+        """The latest snapshot, reading only the commits added since this one when possible."""
+        listing = self.log.list()
+        latest = listing.latest_version
+        if latest == self.version:
+            self.listing = listing
+            return self
+        newer = list(range(self.version + 1, latest + 1))
+        if latest < self.version or not all(v in listing.commits for v in newer):
+            return Snapshot.load(self.storage, listing=listing)
+        snap = self.advance(self.log.read_commits(newer))
+        snap.listing = listing
+        return snap
+
     def advance(self, new_actions: dict[int, list]) -> "Snapshot":
         """A new snapshot: this one plus the given later commits (contiguous, in order)."""
         state = _Replay()

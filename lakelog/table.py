@@ -54,15 +54,7 @@ class Table:
 
     def refresh(self) -> "Table":
         """Move to the latest version (reads only the commits added since)."""
-        listing = DeltaLog(self.storage).list()
-        latest = listing.latest_version
-        if latest > self.version:
-            newer = list(range(self.version + 1, latest + 1))
-            if all(v in listing.commits for v in newer):
-                self._snapshot = self._snapshot.advance(self._snapshot.log.read_commits(newer))
-                self._snapshot.listing = listing
-            else:
-                self._snapshot = Snapshot.load(self.storage, listing=listing)
+        self._snapshot = self._snapshot.updated()
         return self
 
     # ------------------------------------------------------------ reads

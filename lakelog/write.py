@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, Txn, encode_path, now_ms
+from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, Txn, encode_path, now_ms
 from .errors import LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .schema import (
     canonical_schema,
@@ -256,18 +256,6 @@ class DataWriter:
                 pass
 
 
-def write_batches(storage: Storage, schema: pa.Schema, partition_columns: list[str], batches: Iterable[pa.RecordBatch], max_indexed_cols: int = 32) -> list[AddFile]:
-    """Write ``batches`` (already in ``schema``) as data files and return their add actions (uncommitted)."""
-    w = DataWriter(storage, schema, partition_columns, max_indexed_cols)
-    try:
-        for b in batches:
-            w.write(b)
-        return w.finish()
-    except BaseException:
-        w.abort()
-        raise
-
-
 # ---------------------------------------------------------------- schema planning
 
 def _plan_schema(
@@ -340,6 +328,215 @@ def _plan_protocol(schema: pa.Schema, current: Protocol | None) -> Protocol | No
     return Protocol(3, 7, sorted(reader | {"timestampNtz"}), sorted(writer | {"timestampNtz"}))
 
 
+# ---------------------------------------------------------------- two-phase write
+
+@dataclass
+class WritePlan:
+    """A planned write: made where the job starts, shipped (pickled) to whoever writes the files.
+
+    Two phases, as in a distributed file sink: ``write`` (any process, any number of times) writes
+    uniquely named Parquet files and returns their add actions without making anything visible;
+    ``commit`` (once, on the coordinator) makes all of them visible in one atomic log entry.
+    """
+
+    path: str
+    storage_options: dict[str, Any] | None
+    mode: str
+    schema: pa.Schema  # the schema data files are written with (table columns, canonical types)
+    partition_columns: list[str]
+    partition_by: list[str] | None
+    schema_mode: str | None
+    configuration: dict[str, str] | None
+    read_version: int  # -1: no table when planned
+    max_indexed_cols: int = 32
+    skip: bool = False  # mode="ignore" on an existing table: nothing to do
+    txn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["snapshot"] = None  # tasks need no table state; the coordinator reloads it
+        return state
+
+    def _latest(self, storage: Storage) -> Snapshot | None:
+        if self.snapshot is not None:
+            return self.snapshot.updated()
+        return _load_or_none(storage)
+
+    @property
+    def storage(self) -> Storage:
+        return Storage(self.path, self.storage_options)
+
+    def write(self, data: Any, file_prefix: str = "part") -> list[AddFile]:
+        """Write ``data`` (Arrow/pandas, or an iterable of RecordBatches) as uncommitted data files."""
+        if self.skip:
+            return []
+        if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or type(data).__module__.startswith("pandas"):
+            _, data = to_arrow_stream(data)
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix)
+        try:
+            for b in data:
+                w.write(cast_batch(b, self.schema))
+            return w.finish()
+        except BaseException:
+            w.abort()
+            raise
+
+    def commit(
+        self,
+        adds: list[AddFile],
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        user_metadata: str | None = None,
+        operation: str | None = None,
+        extra_parameters: dict[str, Any] | None = None,
+    ) -> int:
+        """Commit ``adds`` in one atomic log entry; return the committed (or already-current) version.
+
+        Appends rebase onto the latest version (blind appends never conflict). An overwrite keeps the
+        version it was planned on, so data committed after that is a conflict, not silently replaced.
+        When nothing is committed (idempotent duplicate, mode="ignore"), the files are deleted.
+        """
+        storage = self.storage
+        if (app_id is None) != (app_version is None):
+            raise ValueError("pass app_id and app_version together")
+        for _ in range(3):  # more rounds only when the table is created concurrently
+            snapshot = self._latest(storage)
+            if snapshot is not None:
+                if self.mode == "error":
+                    _discard(storage, adds)
+                    raise TableExistsError(f"a table already exists at {self.path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
+                if self.mode == "ignore":
+                    _discard(storage, adds)
+                    return snapshot.version
+                if app_id is not None and app_id in snapshot.txns and snapshot.txns[app_id].version >= app_version:
+                    _discard(storage, adds)
+                    return snapshot.version
+                if self.mode == "overwrite" and 0 <= self.read_version < snapshot.version:
+                    snapshot = Snapshot.load(storage, version=self.read_version, listing=snapshot.listing)
+            try:
+                schema, parts, meta_changed = _plan_schema(self.schema, snapshot, self.mode, self.partition_by, self.schema_mode)
+                if parts != self.partition_columns:
+                    raise SchemaMismatchError(f"the table's partitioning changed to {parts} after this write was planned with {self.partition_columns}")
+                actions = self._actions(snapshot, schema, parts, meta_changed, adds, app_id, app_version)
+                params: dict[str, Any] = {"mode": {"overwrite": "Overwrite", "error": "ErrorIfExists"}.get(self.mode, "Append")}
+                if parts:
+                    params["partitionBy"] = parts
+                if self.schema_mode:
+                    params["schemaMode"] = self.schema_mode
+                params.update(extra_parameters or {})
+                op = operation or ("CREATE TABLE" if snapshot is None else "WRITE")
+                overwrite = self.mode == "overwrite" and snapshot is not None
+                txn = Transaction(storage, snapshot, op, params, read_whole_table=overwrite, user_metadata=user_metadata)
+                txn.txn_id = self.txn_id  # lets abort() recognise a commit that landed
+                return txn.commit(actions).version
+            except DuplicateTransaction as d:
+                _discard(storage, adds)
+                return d.version
+            except TableExistsError:
+                if snapshot is not None:
+                    _discard(storage, adds)
+                    raise
+                continue  # created concurrently: plan again against the new table
+            except LakelogError:
+                # Raised before our commit file was written (conflict, schema, protocol): the files are
+                # unreferenced. Other exceptions leave the outcome unknown, so the files stay.
+                _discard(storage, adds)
+                raise
+        _discard(storage, adds)
+        raise TableExistsError(f"the table at {self.path!r} was created and changed concurrently; retry the write")
+
+    def abort(self, adds: list[AddFile]) -> None:
+        """Delete the given data files unless a commit of this plan references them."""
+        storage = self.storage
+        try:
+            snapshot = Snapshot.load(storage)
+        except TableNotFoundError:
+            snapshot = None
+        if snapshot is not None:
+            newer = [v for v in snapshot.listing.commits if v > self.read_version]
+            for actions in snapshot.log.read_commits(newer).values():
+                if any(isinstance(a, CommitInfo) and a.info.get("txnId") == self.txn_id for a in actions):
+                    return  # our commit landed: every file it names must stay
+        _discard(storage, adds)
+
+    def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
+        configuration = self.configuration
+        actions: list[Action] = []
+        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None)
+        if protocol is not None:
+            actions.append(protocol)
+        if snapshot is None:
+            actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_to_string(schema), partition_columns=parts, configuration=dict(configuration or {}), created_time=now_ms()))
+        elif meta_changed or (configuration and {**snapshot.configuration, **configuration} != snapshot.configuration):
+            m = snapshot.metadata
+            actions.append(
+                Metadata(
+                    id=m.id,
+                    schema_string=schema_to_string(schema) if meta_changed else m.schema_string,
+                    partition_columns=parts,
+                    configuration={**m.configuration, **(configuration or {})},
+                    created_time=m.created_time,
+                    name=m.name,
+                    description=m.description,
+                    format_provider=m.format_provider,
+                    format_options=m.format_options,
+                )
+            )
+        if app_id is not None:
+            actions.append(Txn(app_id, int(app_version), now_ms()))
+        if self.mode == "overwrite" and snapshot is not None:
+            ts = now_ms()
+            actions.extend(a.remove(ts) for a in snapshot.files.values())
+        actions.extend(adds)
+        return actions
+
+
+def plan_write(
+    path: str,
+    schema: pa.Schema,
+    *,
+    mode: str = "append",
+    partition_by: list[str] | str | None = None,
+    schema_mode: str | None = None,
+    configuration: dict[str, str] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> WritePlan:
+    """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if schema_mode not in (None, "merge", "overwrite"):
+        raise ValueError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    storage = Storage(path, storage_options)
+    storage.check_atomic_commits()
+    snapshot = _load_or_none(storage)
+    if snapshot is not None:
+        if mode == "error":
+            raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
+        snapshot.check_writable()
+    table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
+    conf = snapshot.configuration if snapshot is not None else (configuration or {})
+    return WritePlan(
+        path=str(path),
+        storage_options=storage_options,
+        mode=mode,
+        schema=table_schema,
+        partition_columns=parts,
+        partition_by=list(partition_by) if partition_by is not None else None,
+        schema_mode=schema_mode,
+        configuration=configuration,
+        read_version=snapshot.version if snapshot is not None else -1,
+        max_indexed_cols=int(conf.get("delta.dataSkippingNumIndexedCols", 32)),
+        skip=snapshot is not None and mode == "ignore",
+        snapshot=snapshot,
+    )
+
+
 # ---------------------------------------------------------------- public API
 
 def write_table(
@@ -361,100 +558,17 @@ def write_table(
     schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
     app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    if schema_mode not in (None, "merge", "overwrite"):
-        raise ValueError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
-    if schema_mode == "overwrite" and mode != "overwrite":
-        raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
     if (app_id is None) != (app_version is None):
         raise ValueError("pass app_id and app_version together")
-    if isinstance(partition_by, str):
-        partition_by = [partition_by]
-    storage = Storage(path, storage_options)
-    storage.check_atomic_commits()
     data_schema, batches = to_arrow_stream(data)
-
-    files: list[AddFile] = []
-    for _ in range(2):  # a second round only when the table was created concurrently
-        snapshot = _load_or_none(storage)
-        if snapshot is not None:
-            if mode == "error":
-                raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
-            if mode == "ignore":
-                _discard(storage, files)
-                return snapshot.version
-            if app_id is not None and app_id in snapshot.txns and snapshot.txns[app_id].version >= app_version:
-                _discard(storage, files)
-                return snapshot.version
-            snapshot.check_writable()
-        schema, parts, meta_changed = _plan_schema(data_schema, snapshot, mode, partition_by, schema_mode)
-        if not files:
-            max_cols = int((snapshot.configuration if snapshot else configuration or {}).get("delta.dataSkippingNumIndexedCols", 32))
-            files = write_batches(storage, schema, parts, (cast_batch(b, schema) for b in batches), max_cols)
-            written_for = (schema, parts)
-        elif written_for != (schema, parts):
-            _discard(storage, files)
-            raise TableExistsError(f"a table with a different schema was created at {path!r} concurrently; nothing was written")
-        try:
-            return _commit_write(storage, snapshot, schema, parts, meta_changed, files, mode, configuration, app_id, app_version, user_metadata, partition_by, schema_mode)
-        except DuplicateTransaction as d:
-            _discard(storage, files)
-            return d.version
-        except TableExistsError:
-            if snapshot is not None or mode == "error":
-                _discard(storage, files)
-                raise
-            if mode == "ignore":
-                _discard(storage, files)
-                return _load_or_none(storage).version
-            # created concurrently: go round again and commit the same files against the new table
-        except LakelogError:
-            # Raised before our commit file was written (conflict, schema, protocol): the files are unreferenced.
-            # Other exceptions leave the outcome unknown, so the files stay (vacuum removes true orphans).
-            _discard(storage, files)
-            raise
-    _discard(storage, files)
-    raise TableExistsError(f"the table at {path!r} was created concurrently and changed again; retry the write")
-
-
-def _commit_write(storage, snapshot, schema, parts, meta_changed, files, mode, configuration, app_id, app_version, user_metadata, partition_by, schema_mode) -> int:
-    actions: list[Action] = []
-    protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None)
-    if protocol is not None:
-        actions.append(protocol)
-    if snapshot is None:
-        actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_to_string(schema), partition_columns=parts, configuration=dict(configuration or {}), created_time=now_ms()))
-    elif meta_changed or (configuration and {**snapshot.configuration, **configuration} != snapshot.configuration):
-        m = snapshot.metadata
-        actions.append(
-            Metadata(
-                id=m.id,
-                schema_string=schema_to_string(schema) if meta_changed else m.schema_string,
-                partition_columns=parts,
-                configuration={**m.configuration, **(configuration or {})},
-                created_time=m.created_time,
-                name=m.name,
-                description=m.description,
-                format_provider=m.format_provider,
-                format_options=m.format_options,
-            )
-        )
-    if app_id is not None:
-        actions.append(Txn(app_id, int(app_version), now_ms()))
-    overwrite = mode == "overwrite" and snapshot is not None
-    if overwrite:
-        ts = now_ms()
-        actions.extend(a.remove(ts) for a in snapshot.files.values())
-    actions.extend(files)
-    params: dict[str, Any] = {"mode": "Overwrite" if mode == "overwrite" else ("ErrorIfExists" if mode == "error" else "Append")}
-    if parts:
-        params["partitionBy"] = parts
-    if schema_mode:
-        params["schemaMode"] = schema_mode
-    op = "CREATE TABLE" if snapshot is None else "WRITE"
-    txn = Transaction(storage, snapshot, op, params, read_whole_table=overwrite, user_metadata=user_metadata)
-    return txn.commit(actions).version
+    plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options)
+    if plan.skip:
+        return plan.read_version
+    if app_id is not None and plan.snapshot is not None:
+        txn = plan.snapshot.txns.get(app_id)
+        if txn is not None and txn.version >= app_version:
+            return plan.read_version
+    return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
 
 
 def _load_or_none(storage: Storage) -> Snapshot | None:
