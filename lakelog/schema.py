@@ -294,7 +294,7 @@ def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
     raise UnsupportedFeatureError(f"partition column of type {t} is not supported")
 
 
-_HIVE_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+_HIVE_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0, 32)}
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 

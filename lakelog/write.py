@@ -56,18 +56,32 @@ def _has_minmax(t: pa.DataType) -> bool:
         or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
         or pa.types.is_string(t)
+        or pa.types.is_boolean(t)
         or pa.types.is_date(t)
         or pa.types.is_timestamp(t)
     )
 
 
+def _string_upper_bound(s: str) -> str | None:
+    """A string of at most STRING_STATS_PREFIX characters that is >= ``s`` (None if there is none)."""
+    if len(s) <= STRING_STATS_PREFIX:
+        return s
+    for i in range(STRING_STATS_PREFIX - 1, -1, -1):
+        c = ord(s[i]) + 1
+        if 0xD800 <= c <= 0xDFFF:
+            c = 0xE000  # no surrogates in UTF-8
+        if c <= 0x10FFFF:
+            return s[:i] + chr(c)
+    return None
+
+
 class _ColumnStats:
-    __slots__ = ("min", "max", "nulls", "max_exact")
+    __slots__ = ("min", "max", "nulls", "max_known")
 
     def __init__(self) -> None:
         self.min = self.max = None
         self.nulls = 0
-        self.max_exact = True
+        self.max_known = True  # False once some batch's max had no representable upper bound
 
     def update(self, arr: pa.Array, with_minmax: bool) -> None:
         self.nulls += arr.null_count
@@ -82,14 +96,22 @@ class _ColumnStats:
         if lo is None:
             return
         if isinstance(lo, str):
-            if len(hi) > STRING_STATS_PREFIX:
-                self.max_exact = False  # a truncated max would not bound the values, so it is left out
-            lo = lo[:STRING_STATS_PREFIX]
-        if isinstance(lo, float) and (math.isinf(lo) or math.isinf(hi)):
-            self.max_exact = False
-            return
+            lo = lo[:STRING_STATS_PREFIX]  # a prefix is still a lower bound
+            hi = _string_upper_bound(hi)
+            if hi is None:
+                self.max_known = False
         self.min = lo if self.min is None else min(self.min, lo)
-        self.max = hi if self.max is None else max(self.max, hi)
+        if hi is not None:
+            self.max = hi if self.max is None else max(self.max, hi)
+
+    def bounds(self) -> tuple[Any, Any]:
+        """(min, max) to record; a bound JSON cannot hold (infinity) or that is unknown is None."""
+        lo, hi = self.min, (self.max if self.max_known else None)
+        if isinstance(lo, float) and math.isinf(lo):
+            lo = None
+        if isinstance(hi, float) and math.isinf(hi):
+            hi = None
+        return lo, hi
 
 
 class _FileStats:
@@ -136,10 +158,11 @@ class _FileStats:
 
         for path, (st, _) in self.leaves.items():
             put(nulls, path, st.nulls)
-            if st.min is not None:
-                put(mins, path, _stat_value(st.min))
-                if st.max_exact:
-                    put(maxs, path, _stat_value(st.max))
+            lo, hi = st.bounds()
+            if lo is not None:
+                put(mins, path, _stat_value(lo))
+            if hi is not None:
+                put(maxs, path, _stat_value(hi))
         return orjson.dumps({"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}).decode()
 
 
@@ -519,6 +542,9 @@ def plan_write(
         if mode == "error":
             raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
         snapshot.check_writable()
+    if snapshot is not None and mode == "ignore":
+        # The table exists: the data is ignored whole, schema and partitioning included.
+        return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
     conf = snapshot.configuration if snapshot is not None else (configuration or {})
     return WritePlan(
@@ -532,7 +558,6 @@ def plan_write(
         configuration=configuration,
         read_version=snapshot.version if snapshot is not None else -1,
         max_indexed_cols=int(conf.get("delta.dataSkippingNumIndexedCols", 32)),
-        skip=snapshot is not None and mode == "ignore",
         snapshot=snapshot,
     )
 

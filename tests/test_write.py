@@ -125,7 +125,8 @@ def test_stats_written_per_file(table_path):
     assert "l" not in stats["nullCount"]
     lakelog.write_table(table_path + "_long", pa.table({"s": ["a", "z" * 40]}))
     long_stats = orjson.loads(next(iter(lakelog.Table(table_path + "_long").snapshot.files.values())).stats)
-    assert long_stats["minValues"]["s"] == "a" and "s" not in long_stats["maxValues"]  # a truncated max is no bound
+    # A truncated max must still bound the values: its last kept character is incremented.
+    assert long_stats["minValues"]["s"] == "a" and long_stats["maxValues"]["s"] == "z" * 31 + "{"
     p = lakelog.Table(table_path).protocol
     assert (p.min_reader_version, p.min_writer_version) == (3, 7) and p.reader_features == ["timestampNtz"]
 
