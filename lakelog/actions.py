@@ -256,7 +256,12 @@ def parse_actions(data: bytes, name: str) -> list[Action]:
             if parser is None or value is None:
                 continue  # unknown actions are ignored, as the protocol requires
             try:
-                out.append(parser(value))
-            except (KeyError, TypeError, ValueError) as e:
+                if not isinstance(value, dict):
+                    raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+                action = parser(value)
+                if isinstance(action, (AddFile, RemoveFile)) and not isinstance(action.path, str):
+                    raise TypeError(f"path must be a string, got {action.path!r}")
+                out.append(action)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
     return out

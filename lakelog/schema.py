@@ -11,7 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import SchemaMismatchError, UnsupportedFeatureError
+from .errors import CorruptLogError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
     "string": pa.string(),
@@ -63,10 +63,13 @@ def delta_field_to_arrow(f: dict) -> pa.Field:
 
 def schema_from_string(schema_string: str) -> pa.Schema:
     """Parse a ``metaData.schemaString`` into an Arrow schema (column order preserved)."""
-    d = orjson.loads(schema_string)
-    if d.get("type") != "struct":
-        raise UnsupportedFeatureError("metaData.schemaString is not a struct type")
-    return pa.schema([delta_field_to_arrow(f) for f in d["fields"]])
+    try:
+        d = orjson.loads(schema_string)
+        if not isinstance(d, dict) or d.get("type") != "struct":
+            raise CorruptLogError("metaData.schemaString is not a struct type")
+        return pa.schema([delta_field_to_arrow(f) for f in d["fields"]])
+    except (orjson.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
+        raise CorruptLogError(f"metaData.schemaString is not a valid Delta schema ({e}); the table metadata is damaged") from None
 
 
 # ---------------------------------------------------------------- Arrow -> Delta

@@ -119,6 +119,7 @@ class Snapshot:
         mode = self.configuration.get("delta.columnMapping.mode", "none")
         if mode not in ("none", None):
             raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
+        self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
 
     def check_writable(self) -> None:
         self.check_readable()
