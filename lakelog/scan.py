@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 import pyarrow as pa
@@ -125,22 +125,24 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
     return expr
 
 
-def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
-    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds."""
-    schema = snapshot.schema
-    parts = snapshot.partition_columns
+def files_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], filters: Any = None) -> ds.FileSystemDataset:
+    """A pyarrow dataset over the given add actions; with ``filters`` their stats become pruning bounds."""
     expr = to_expression(filters, schema)
     fmt = ds.ParquetFileFormat()
-    fs = snapshot.storage.arrow_fs
     fragments = []
-    for rel, add in snapshot.files.items():
-        g = _partition_guarantee(add, schema, parts)
+    for add in adds:
+        g = _partition_guarantee(add, schema, partition_columns)
         if expr is not None:
-            s = _stats_guarantee(add, schema, parts)
+            s = _stats_guarantee(add, schema, partition_columns)
             g = s if g is None else (g if s is None else g & s)
-        path = snapshot.storage.join(rel)
-        fragments.append(fmt.make_fragment(path, fs, partition_expression=g if g is not None else pc.scalar(True)))
-    return ds.FileSystemDataset(fragments, schema, fmt, fs)
+        path = storage.join(add.relative_path)
+        fragments.append(fmt.make_fragment(path, storage.arrow_fs, partition_expression=g if g is not None else pc.scalar(True)))
+    return ds.FileSystemDataset(fragments, schema, fmt, storage.arrow_fs)
+
+
+def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
+    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds."""
+    return files_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), filters)
 
 
 def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, Txn, encode_path, now_ms
+from .actions import Action, AddFile, Metadata, Protocol, Txn, encode_path, now_ms
+from .log import DeltaLog
 from .errors import LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .schema import (
     canonical_schema,
@@ -34,6 +35,7 @@ from .transaction import DuplicateTransaction, Transaction
 STRING_STATS_PREFIX = 32
 ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
 MODES = ("append", "overwrite", "error", "ignore")
+ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
 
 # ---------------------------------------------------------------- stats
@@ -471,18 +473,27 @@ class WritePlan:
         raise TableExistsError(f"the table at {self.path!r} was created and changed concurrently; retry the write")
 
     def abort(self, adds: list[AddFile]) -> None:
-        """Delete the given data files unless a commit of this plan references them."""
+        """Delete the given data files, except any that a commit references.
+
+        A commit may have landed even when the caller saw an error, possibly made by another plan
+        object (a streaming sink commits through a fresh one), so every commit written since the
+        files were (allowing for clock skew between machines) is checked for their paths.
+        """
+        if not adds:
+            return
         storage = self.storage
         try:
-            snapshot = Snapshot.load(storage)
+            listing = DeltaLog(storage).list()
         except TableNotFoundError:
-            snapshot = None
-        if snapshot is not None:
-            newer = [v for v in snapshot.listing.commits if v > self.read_version]
-            for actions in snapshot.log.read_commits(newer).values():
-                if any(isinstance(a, CommitInfo) and a.info.get("txnId") == self.txn_id for a in actions):
-                    return  # our commit landed: every file it names must stay
-        _discard(storage, adds)
+            _discard(storage, adds)
+            return
+        since = min(a.modification_time for a in adds) - ABORT_CLOCK_SKEW_MS
+        times = listing.commit_timestamps()
+        recent = [v for v, t in times.items() if t >= since]
+        referenced: set[str] = set()
+        for actions in DeltaLog(storage).read_commits(recent).values():
+            referenced.update(a.path for a in actions if isinstance(a, AddFile))
+        _discard(storage, [a for a in adds if a.path not in referenced])
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
         configuration = self.configuration
