@@ -253,7 +253,7 @@ class LakelogWriter(DataSourceArrowWriter):
     """Batch write: plan on the driver, files from tasks, one commit on the driver."""
 
     def __init__(self, options, schema: StructType, mode: str):
-        self.options = dict(options)
+        self.options = options  # case-insensitive keys, as Spark passes them
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.plan = lakelog.plan_write(
             _path(options),
@@ -297,7 +297,7 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
     """Streaming sink: each micro-batch is one commit carrying txn(appId, batchId); replays are skipped."""
 
     def __init__(self, options, schema: StructType, mode: str):
-        self.options = dict(options)
+        self.options = options  # case-insensitive keys, as Spark passes them
         self.app_id = stream_app_id(options)
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.plan = lakelog.plan_write(

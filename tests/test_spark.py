@@ -1,0 +1,298 @@
+"""format("lakelog") on a real local Spark session: batch, time travel, pushdown, streaming, retries."""
+
+import datetime as dt
+import os
+import shutil
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+import lakelog
+
+pyspark = pytest.importorskip("pyspark")
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2,4]")  # 4 attempts per task, so retries really happen
+        .appName("lakelog-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _rows(df, *cols):
+    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+
+
+def _sample(spark, n=200, start=0):
+    return spark.range(start, start + n).selectExpr(
+        "id",
+        "cast(id % 4 as string) as p",
+        "cast(id % 7 as int) as k",
+        "concat('name-', cast(id as string)) as name",
+        "cast(id as double) / 8 as x",
+        "date_add(date'2026-01-01', cast(id % 5 as int)) as d",
+        "timestamp'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as ts",
+        "cast(id as decimal(12, 2)) as amount",
+        "if(id % 10 = 0, null, id * 2) as maybe",
+    )
+
+
+def test_batch_append_overwrite_partitioned_round_trip(spark, table_path):
+    df = _sample(spark)
+    df.write.format("lakelog").option("partitionBy", "p").mode("append").save(table_path)
+    _sample(spark, 50, 200).write.format("lakelog").mode("append").save(table_path)
+    t = lakelog.Table(table_path)
+    assert t.version == 1 and t.partition_columns == ["p"]
+    assert all(f.startswith("p=") for f in t.files())
+    got = spark.read.format("lakelog").load(table_path)
+    assert got.count() == 250
+    assert _rows(got, "id", "p", "k", "maybe") == _rows(_sample(spark, 250), "id", "p", "k", "maybe")
+    # lakelog and deltalake read what Spark wrote
+    expected_ids = list(range(250))
+    assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == expected_ids
+    deltalake = pytest.importorskip("deltalake")
+    dl = deltalake.DeltaTable(table_path).to_pyarrow_table()
+    assert sorted(dl.column("id").to_pylist()) == expected_ids
+    assert dl.schema.field("ts").type == pa.timestamp("us", tz="UTC")
+
+    _sample(spark, 10).write.format("lakelog").mode("overwrite").save(table_path)
+    assert spark.read.format("lakelog").load(table_path).count() == 10
+    assert spark.read.format("lakelog").option("versionAsOf", 1).load(table_path).count() == 250
+    hist = lakelog.Table(table_path).history()
+    assert hist[0]["parameters"]["mode"] == "Overwrite" and len(hist) == 3
+
+
+def test_merge_schema_and_mismatch(spark, table_path):
+    spark.range(3).selectExpr("id", "'a' as s").write.format("lakelog").mode("append").save(table_path)
+    wider = spark.range(3, 5).selectExpr("id", "'b' as s", "id * 10 as extra")
+    with pytest.raises(Exception, match="schema_mode='merge'|SchemaMismatch"):
+        wider.write.format("lakelog").mode("append").save(table_path)
+    assert lakelog.Table(table_path).version == 0
+    wider.write.format("lakelog").option("mergeSchema", "true").mode("append").save(table_path)
+    got = spark.read.format("lakelog").load(table_path)
+    assert got.columns == ["id", "s", "extra"]
+    assert _rows(got, "id", "extra") == [(0, None), (1, None), (2, None), (3, 30), (4, 40)]
+
+
+def test_spark_reads_lakelog_and_deltalake_tables(spark, tmp_path):
+    lk = str(tmp_path / "lk")
+    data = pa.table({"id": [1, 2, 3], "p": ["a", "b", None], "t": pa.array([dt.datetime(2026, 1, 1)] * 3, pa.timestamp("us"))})
+    lakelog.write_table(lk, data, partition_by=["p"])
+    got = spark.read.format("lakelog").load(lk)
+    assert _rows(got, "id", "p") == [(1, "a"), (2, "b"), (3, None)]
+    assert dict(got.dtypes)["t"] == "timestamp_ntz"
+    deltalake = pytest.importorskip("deltalake")
+    dlp = str(tmp_path / "dl")
+    deltalake.write_deltalake(dlp, pa.table({"id": [1, 2], "s": ["x", "y"]}))
+    deltalake.write_deltalake(dlp, pa.table({"id": [3], "s": ["z"]}), mode="append")
+    assert _rows(spark.read.format("lakelog").load(dlp), "id", "s") == [(1, "x"), (2, "y"), (3, "z")]
+    assert spark.read.format("lakelog").option("versionAsOf", "0").load(dlp).count() == 2
+
+
+def test_time_travel_options(spark, table_path):
+    for i in range(3):
+        lakelog.write_table(table_path, pa.table({"id": [i]}))
+        f = os.path.join(table_path, "_delta_log", f"{i:020d}.json")
+        when = dt.datetime(2026, 3, 1, 12, i, tzinfo=dt.timezone.utc).timestamp()
+        os.utime(f, (when, when))
+    read = lambda **o: sorted(r.id for r in spark.read.format("lakelog").options(**o).load(table_path).collect())  # noqa: E731
+    assert read(versionAsOf="1") == [0, 1]
+    assert read(timestampAsOf="2026-03-01T12:01:30Z") == [0, 1]
+    assert read(timestampAsOf="2026-03-01 12:02:00") == [0, 1, 2]
+    with pytest.raises(Exception, match="before the earliest"):
+        read(timestampAsOf="2026-03-01T11:00:00Z")
+
+
+FILTERS = [
+    "p = '1'",
+    "p in ('0', '3') and id > 100",
+    "id between 20 and 40",
+    "k >= 5 or p = '2'",
+    "name like 'name-1%'",
+    "name like '%9'",
+    "name like '%-12%'",
+    "maybe is null",
+    "maybe is not null and maybe < 30",
+    "not (k = 3)",
+    "d = date'2026-01-03'",
+    "amount > 150.5",
+    "x > 20.0",
+    "ts > timestamp'2026-01-01 00:01:00'",
+    "k in (1, null)",
+    "p <=> '1'",
+]
+
+
+@pytest.fixture(scope="module")
+def filter_table(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("filters") / "t")
+    return path
+
+
+@pytest.mark.parametrize("expr", FILTERS)
+def test_filters_give_exactly_sparks_rows(spark, filter_table, expr):
+    if not os.path.exists(filter_table):
+        # several files per partition, so both partition and stats pruning have something to skip
+        for i in range(4):
+            _sample(spark, 50, i * 50).repartition(1).write.format("lakelog").option("partitionBy", "p").mode("append").save(filter_table)
+    df = spark.read.format("lakelog").load(filter_table)
+    pushed = df.filter(expr)
+    reference = spark.createDataFrame(df.toPandas()).filter(expr)  # same rows, filtered by Spark alone
+    cols = ["id", "p", "k", "maybe"]
+    assert _rows(pushed, *cols) == _rows(reference, *cols)
+
+
+def test_pruning_reads_fewer_files(spark, filter_table):
+    if not os.path.exists(filter_table):
+        pytest.skip("filter table is built by the filter tests")
+    base = spark.read.format("lakelog").option("maxPartitionBytes", "1").load(filter_table)
+    all_parts = base.rdd.getNumPartitions()
+    assert all_parts == len(lakelog.Table(filter_table).files()) == 16
+    assert base.filter("p = '1'").rdd.getNumPartitions() == 4
+    assert base.filter("id < 10").rdd.getNumPartitions() == 4  # stats: only the first write's 4 files hold ids < 50
+    assert base.filter("p = '1' and id >= 150").rdd.getNumPartitions() == 1
+
+
+def test_task_retry_leaves_no_duplicates_or_orphans(spark, table_path):
+    from pyspark import TaskContext
+    from pyspark.sql.types import LongType
+
+    @F.udf(LongType())
+    def flaky(v):
+        ctx = TaskContext.get()
+        if ctx.attemptNumber() == 0 and v % 50 == 25:
+            raise RuntimeError("injected failure on the first attempt")
+        return v
+
+    spark.range(0, 200, numPartitions=4).select(flaky("id").alias("id")).write.format("lakelog").mode("append").save(table_path)
+    got = sorted(r.id for r in spark.read.format("lakelog").load(table_path).collect())
+    assert got == list(range(200))
+    on_disk = sorted(os.path.relpath(os.path.join(d, f), table_path) for d, _, fs in os.walk(table_path) for f in fs if f.endswith(".parquet") and "_delta_log" not in d)
+    assert on_disk == sorted(lakelog.Table(table_path).files())  # failed attempts cleaned their files
+
+
+def _write_input_files(input_dir, start_batch, n_batches, rows=20):
+    os.makedirs(input_dir, exist_ok=True)
+    for b in range(start_batch, start_batch + n_batches):
+        ids = list(range(b * rows, (b + 1) * rows))
+        tmp = os.path.join(input_dir, f".b{b:04d}.json.tmp")
+        with open(tmp, "w") as f:
+            f.writelines(f'{{"id": {i}, "batch": {b}}}\n' for i in ids)
+        os.replace(tmp, os.path.join(input_dir, f"b{b:04d}.json"))
+
+
+def _run_stream(spark, input_dir, table_path, ck, fmt="lakelog", **opts):
+    src = spark.readStream.schema("id long, batch long").option("maxFilesPerTrigger", 1).json(input_dir)
+    w = src.writeStream.format(fmt).option("checkpointLocation", ck).outputMode("append")
+    for k, v in opts.items():
+        w = w.option(k, v)
+    q = w.trigger(availableNow=True).start(table_path)
+    q.awaitTermination(240)
+    if q.exception():
+        raise q.exception()
+
+
+def test_streaming_sink_exactly_once_across_replay(spark, tmp_path):
+    input_dir, table, ck = str(tmp_path / "in"), str(tmp_path / "table"), str(tmp_path / "ck")
+    _write_input_files(input_dir, 0, 3)
+    _run_stream(spark, input_dir, table, ck)
+    t = lakelog.Table(table)
+    assert t.version == 2
+    assert sorted(t.to_pyarrow().column("id").to_pylist()) == list(range(60))
+    app_ids = list(t.snapshot.txns)
+    assert len(app_ids) == 1 and t.snapshot.txns[app_ids[0]].version == 2
+
+    # Crash after the table commit but before Spark recorded the batch: Spark re-runs batch 2.
+    os.remove(os.path.join(ck, "commits", "2"))
+    os.remove(os.path.join(ck, "commits", ".2.crc"))
+    _write_input_files(input_dir, 3, 2)
+    _run_stream(spark, input_dir, table, ck)
+    t = lakelog.Table(table)
+    ids = t.to_pyarrow().column("id").to_pylist()
+    assert sorted(ids) == list(range(100)), "every input row exactly once"
+    assert os.path.exists(os.path.join(ck, "commits", "2"))  # the batch was really replayed
+    assert t.version == 4  # the replayed batch committed nothing
+    assert [h["parameters"].get("epochId") for h in t.history()][:2] == ["4", "3"]
+
+
+
+def test_streaming_commit_failure_then_restart(spark, tmp_path):
+    from pyspark import cloudpickle
+
+    import tests.flaky_sink as flaky_sink
+
+    cloudpickle.register_pickle_by_value(flaky_sink)
+    spark.dataSource.register(flaky_sink.FlakyLakelog)
+    input_dir, table, ck = str(tmp_path / "in"), str(tmp_path / "table"), str(tmp_path / "ck")
+    marker = str(tmp_path / "fail-batch-1")
+    open(marker, "w").close()
+    _write_input_files(input_dir, 0, 3)
+    with pytest.raises(Exception, match="injected commit failure"):
+        _run_stream(spark, input_dir, table, ck, fmt="lakelog_flaky", failMarker=marker, failBatch="1")
+    assert lakelog.Table(table).version == 0  # batch 0 only
+    _run_stream(spark, input_dir, table, ck, fmt="lakelog_flaky", failMarker=marker, failBatch="1")
+    ids = lakelog.read_table(table).column("id").to_pylist()
+    assert sorted(ids) == list(range(60))
+
+
+def test_streaming_complete_mode_overwrites(spark, tmp_path):
+    input_dir, table, ck = str(tmp_path / "in"), str(tmp_path / "table"), str(tmp_path / "ck")
+    _write_input_files(input_dir, 0, 2)
+    src = spark.readStream.schema("id long, batch long").option("maxFilesPerTrigger", 1).json(input_dir)
+    agg = src.groupBy("batch").agg(F.count("*").alias("n"))
+    q = agg.writeStream.format("lakelog").option("checkpointLocation", ck).outputMode("complete").trigger(availableNow=True).start(table)
+    q.awaitTermination(240)
+    assert q.exception() is None
+    got = sorted(tuple(r.values()) for r in lakelog.read_table(table).to_pylist())
+    assert got == [(0, 20), (1, 20)]
+    assert lakelog.read_table(table, version=0).num_rows == 1
+
+
+def test_streaming_source_emits_new_versions(spark, tmp_path):
+    src_table, out_table, ck = str(tmp_path / "src"), str(tmp_path / "out"), str(tmp_path / "ck")
+    lakelog.write_table(src_table, pa.table({"id": [1, 2]}))
+    lakelog.write_table(src_table, pa.table({"id": [3]}))
+
+    def run():
+        q = (
+            spark.readStream.format("lakelog").load(src_table)
+            .writeStream.format("lakelog").option("checkpointLocation", ck).trigger(availableNow=True).start(out_table)
+        )
+        q.awaitTermination(240)
+        assert q.exception() is None
+
+    run()
+    assert sorted(lakelog.read_table(out_table).column("id").to_pylist()) == [1, 2, 3]
+    lakelog.write_table(src_table, pa.table({"id": [4, 5]}))
+    t = lakelog.Table(src_table)
+    # a compaction-like commit (dataChange=false) emits nothing
+    from lakelog.transaction import Transaction
+
+    adds = list(t.snapshot.files.values())
+    Transaction(t.storage, t.snapshot, "OPTIMIZE").commit([a.remove(data_change=False) for a in adds[:1]] + [_readd(adds[0])])
+    run()
+    assert sorted(lakelog.read_table(out_table).column("id").to_pylist()) == [1, 2, 3, 4, 5]
+    # startingVersion reads changes from that version on
+    q = spark.readStream.format("lakelog").option("startingVersion", "2").load(src_table).writeStream.format("memory").queryName("from_v2").trigger(availableNow=True).start()
+    q.awaitTermination(240)
+    assert sorted(r.id for r in spark.sql("select id from from_v2").collect()) == [4, 5]
+
+
+def _readd(add):
+    from dataclasses import replace
+
+    return replace(add, data_change=False)
