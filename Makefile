@@ -18,7 +18,7 @@ test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: venv
-	$(BIN)/python -m lakelog.demo
+	$(BIN)/python -m spark_ext.demo
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache .hypothesis
