@@ -34,6 +34,8 @@ from .transaction import DuplicateTransaction, Transaction
 
 STRING_STATS_PREFIX = 32
 ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
+ROW_GROUP_ROWS = 1024 * 1024
+ROW_GROUP_BYTES = 64 * 1024 * 1024
 MODES = ("append", "overwrite", "error", "ignore")
 ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
@@ -140,7 +142,7 @@ class _FileStats:
         for f in schema:
             walk((f.name,), f.type)
 
-    def update(self, batch: pa.RecordBatch) -> None:
+    def update(self, batch: pa.Table) -> None:
         self.num_records += batch.num_rows
         for path, (st, mm) in self.leaves.items():
             arr = batch.column(path[0])
@@ -178,6 +180,9 @@ class _OpenFile:
     sink: Any
     stats: _FileStats
     nbytes: int = 0
+    pending: list = field(default_factory=list)
+    pending_rows: int = 0
+    pending_bytes: int = 0
 
 
 @dataclass
@@ -223,11 +228,23 @@ class DataWriter:
         f = self._open.get(key)
         if f is None:
             f = self._open[key] = self._new_file(pvals)
-        f.writer.write_batch(data)
-        f.stats.update(data)
-        f.nbytes += data.nbytes
+        # Small incoming batches (Spark sends 10k rows) are buffered into large row groups.
+        f.pending.append(data)
+        f.pending_rows += data.num_rows
+        f.pending_bytes += data.nbytes
+        if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush(f)
         if f.nbytes >= ROLL_FILE_BYTES:
             self._close(key)
+
+    def _flush(self, f: "_OpenFile") -> None:
+        if not f.pending:
+            return
+        table = pa.Table.from_batches(f.pending, schema=self.data_schema)
+        f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        f.stats.update(table)
+        f.nbytes += f.pending_bytes
+        f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
     def _new_file(self, pvals: dict[str, str | None]) -> _OpenFile:
         directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
@@ -245,6 +262,7 @@ class DataWriter:
 
     def _close(self, key: tuple) -> None:
         f = self._open.pop(key)
+        self._flush(f)
         f.writer.close()
         size = f.sink.tell()
         f.sink.close()

@@ -393,9 +393,13 @@ class LakelogStreamReader(DataSourceStreamReader):
         pass  # nothing to release: the table's files stay until vacuum
 
 
-def _split(files: list[dict], max_bytes: int = MAX_PARTITION_BYTES) -> list[FilesPartition]:
-    """Pack add actions (JSON form) into input partitions of at most ``max_bytes``, as Spark's file
-    sources do: each file costs its size plus an open cost."""
+def _split(files: list[dict], max_bytes: int = MAX_PARTITION_BYTES, parallelism: int | None = None) -> list[FilesPartition]:
+    """Pack add actions (JSON form) into input partitions as Spark's file sources do: each file costs
+    its size plus an open cost, and a partition holds at most
+    min(max_bytes, max(open cost, total cost / parallelism)), so small tables still use every core."""
+    parallelism = parallelism or os.cpu_count() or 1
+    total = sum(int(f.get("size") or 0) + OPEN_COST_BYTES for f in files)
+    max_bytes = min(max_bytes, max(OPEN_COST_BYTES, total // parallelism))
     out, current, size = [], [], 0
     for f in files:
         cost = int(f.get("size") or 0) + OPEN_COST_BYTES

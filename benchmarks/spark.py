@@ -1,0 +1,90 @@
+"""format("lakelog") against Spark's native Parquet source, same data, same session, as ratios.
+
+Run: python -m benchmarks.spark [--rows N] [--runs K]. Prints a table; returns the rows for the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+
+def _session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import spark_ext
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("lakelog-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_ext.register(spark)
+    return spark
+
+
+def _median_time(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
+    spark = _session()
+    tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
+    df = spark.range(rows, numPartitions=4).selectExpr(
+        "id", "cast(id % 16 as string) as g", "id * 0.5 as x", "concat('user-', cast(id % 1000 as string)) as name"
+    ).cache()
+    df.count()
+    n = {"i": 0}
+
+    def target(kind: str) -> str:
+        n["i"] += 1
+        return os.path.join(tmp, f"{kind}-{n['i']}")
+
+    results = []
+    w_pq = _median_time(lambda: df.write.mode("overwrite").parquet(target("pq")), runs)
+    w_lk = _median_time(lambda: df.write.format("lakelog").mode("append").save(target("lk")), runs)
+    results.append({"name": f"spark write {rows:,} rows", "lakelog_s": w_lk, "peer": "spark parquet", "peer_s": w_pq})
+
+    pq_path, lk_path = os.path.join(tmp, "read-pq"), os.path.join(tmp, "read-lk")
+    df.write.parquet(pq_path)
+    df.write.format("lakelog").mode("append").save(lk_path)
+    agg = ["count(*) as n", "sum(x) as sx", "count(distinct name) as names"]
+    r_pq = _median_time(lambda: spark.read.parquet(pq_path).selectExpr(*agg).collect(), runs)
+    r_lk = _median_time(lambda: spark.read.format("lakelog").load(lk_path).selectExpr(*agg).collect(), runs)
+    results.append({"name": f"spark full read {rows:,} rows", "lakelog_s": r_lk, "peer": "spark parquet", "peer_s": r_pq})
+    f_pq = _median_time(lambda: spark.read.parquet(pq_path).filter("id < 1000").count(), runs)
+    f_lk = _median_time(lambda: spark.read.format("lakelog").load(lk_path).filter("id < 1000").count(), runs)
+    results.append({"name": "spark selective read (id < 1000)", "lakelog_s": f_lk, "peer": "spark parquet", "peer_s": f_pq})
+    spark.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    for r in results:
+        r["ratio"] = r["lakelog_s"] / r["peer_s"]
+    return results
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args(argv)
+    for r in run(args.rows, args.runs):
+        print(f"{r['name']:<36} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
