@@ -12,25 +12,9 @@ import pytest
 import lakelog
 
 pyspark = pytest.importorskip("pyspark")
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-
-@pytest.fixture(scope="session")
-def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2,4]")  # 4 attempts per task, so retries really happen
-        .appName("lakelog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+from tests.spark_session import spark  # noqa: E402,F401  (the shared session fixture)
 
 
 def _rows(df, *cols):
