@@ -2,12 +2,22 @@
 
 Commits never use rename: on the local filesystem a temp file is hard-linked to the final name
 (``os.link`` fails if the name exists); on object stores the file is written directly with a
-conditional PUT (``If-None-Match: *``, fsspec ``mode="create"``).
+conditional PUT (``If-None-Match: *``, fsspec ``mode="create"``). Before the first commit to an S3
+bucket, a process checks once that the endpoint really refuses a second conditional PUT of the same
+object (some S3-compatible stores ignore the header), and refuses to commit if it does not.
+
+``storage_options`` keys that start with ``lakelog.`` are lakelog's own and are not passed to fsspec:
+
+* ``lakelog.single_writer`` ("true"/"false"): allow committing on a store without atomic
+  put-if-absent. Only safe when a single process ever writes the table.
+* ``lakelog.max_commit_attempts`` (int): how many times a commit may lose the race for a version
+  before giving up with ``CommitConflictError`` (default: ``transaction.DEFAULT_MAX_ATTEMPTS``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import threading
 import uuid
@@ -22,6 +32,46 @@ from .errors import StorageError
 # Protocols whose put-if-absent is atomic (two writers cannot both create the same name).
 _ATOMIC_CREATE = {"file", "local", "s3", "s3a", "memory"}
 _memory_lock = threading.Lock()
+_LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts")
+# (filesystem token, bucket) pairs whose conditional PUT was checked in this process.
+_verified_conditional_put: set[tuple[str, str]] = set()
+_verify_lock = threading.Lock()
+
+
+class ConditionalWriteConflict(OSError):
+    """The store refused a conditional create because another conditional write of the same object was
+    in progress (S3: 409 ``ConditionalRequestConflict``). Nothing was written by this request; the
+    object may or may not exist now, so the caller looks again and retries."""
+
+
+def _client_error_info(e: BaseException) -> tuple[str, int | None]:
+    """(error code, HTTP status) of the botocore ClientError behind an s3fs exception, if any."""
+    seen = 0
+    while e is not None and seen < 5:
+        resp = getattr(e, "response", None)
+        if isinstance(resp, dict):
+            code = str((resp.get("Error") or {}).get("Code") or "")
+            status = (resp.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            return code, int(status) if status is not None else None
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return "", None
+
+
+def _is_precondition_failed(e: BaseException) -> bool:
+    code, status = _client_error_info(e)
+    return code == "PreconditionFailed" or status == 412
+
+
+def _is_conditional_conflict(e: BaseException) -> bool:
+    code, status = _client_error_info(e)
+    return code == "ConditionalRequestConflict" or status == 409 or "ConditionalRequestConflict" in str(e)
+
+
+def _rejects_conditional_header(e: BaseException) -> bool:
+    """The store answered that it does not implement the conditional header (rather than failing otherwise)."""
+    code, status = _client_error_info(e)
+    return code in ("NotImplemented", "InvalidArgument") or status == 501 or getattr(e, "errno", None) == errno.ENOSYS
 
 
 @dataclass(frozen=True)
@@ -48,14 +98,25 @@ def _mtime_ms(entry: dict) -> int:
 class Storage:
     """A table root on some fsspec filesystem.
 
-    ``storage_options`` go to ``fsspec.filesystem(protocol, **storage_options)``; the key
-    ``"lakelog.single_writer"`` (not passed on) allows committing on stores without atomic
-    put-if-absent, which is only safe when a single process ever writes the table.
+    ``storage_options`` go to ``fsspec.filesystem(protocol, **storage_options)``, except the
+    ``lakelog.*`` keys described in this module's docstring (``lakelog.single_writer`` allows
+    committing on stores without atomic put-if-absent, which is only safe when a single process ever
+    writes the table; ``lakelog.max_commit_attempts`` bounds the commit retries).
     """
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None):
         opts = dict(storage_options or {})
+        unknown = sorted(k for k in opts if isinstance(k, str) and k.startswith("lakelog.") and k not in _LAKELOG_OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown lakelog storage option(s) {unknown}; known: {list(_LAKELOG_OPTIONS)}")
         self.single_writer = str(opts.pop("lakelog.single_writer", "false")).lower() in ("1", "true", "yes")
+        attempts = opts.pop("lakelog.max_commit_attempts", None)
+        try:
+            self.max_commit_attempts: int | None = None if attempts in (None, "") else int(attempts)
+        except (TypeError, ValueError):
+            raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}") from None
+        if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
+            raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
         self.fs, root = fsspec.core.url_to_fs(uri, **opts)
         protos = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
@@ -108,29 +169,109 @@ class Storage:
         return self.list_dir(self.log_dir)
 
     # ------------------------------------------------------------ writes
+    @property
+    def is_s3(self) -> bool:
+        return self.protocol in ("s3", "s3a")
+
     def check_atomic_commits(self) -> None:
-        if self.protocol not in _ATOMIC_CREATE and not self.single_writer:
-            raise StorageError(
-                f"the {self.protocol!r} filesystem has no atomic put-if-absent, so concurrent commits could "
-                "overwrite each other. Use a local path, s3:// or memory://, or pass "
-                "storage_options={'lakelog.single_writer': 'true'} if only one process ever writes this table."
-            )
+        """Raise StorageError unless commits to this store are safe against concurrent writers.
+
+        Known stores only; on S3 the endpoint is also probed once per process and bucket: a store that
+        accepts a second conditional PUT of the same object cannot do put-if-absent.
+        """
+        if self.protocol not in _ATOMIC_CREATE:
+            if not self.single_writer:
+                raise StorageError(
+                    f"the {self.protocol!r} filesystem has no atomic put-if-absent, so concurrent commits could "
+                    "overwrite each other. Use a local path, s3:// or memory://, or pass "
+                    "storage_options={'lakelog.single_writer': 'true'} if only one process ever writes this table."
+                )
+            return
+        if self.is_s3 and not self.single_writer:
+            self._verify_conditional_put()
 
     def put_if_absent(self, path: str, data: bytes) -> None:
-        """Create ``path`` with ``data`` atomically; raise FileExistsError if it already exists."""
+        """Create ``path`` with ``data`` atomically; raise FileExistsError if it already exists.
+
+        On S3 a ``ConditionalWriteConflict`` (409) means nothing was written by this call; other
+        OSErrors leave the outcome unknown (the object may have been created): callers look again.
+        """
         self.check_atomic_commits()
         if self.is_local:
             self._local_link_create(path, data)
         elif self.protocol == "memory":
             with _memory_lock:
                 self.fs.pipe_file(path, data, mode="create")
-        elif self.protocol in ("s3", "s3a"):
-            self.fs.pipe_file(path, data, mode="create")
-            self.fs.invalidate_cache(path.rsplit("/", 1)[0])
+        elif self.is_s3:
+            if self.single_writer and self.fs.exists(path):
+                raise FileExistsError(errno.EEXIST, f"{path} already exists", path)  # the store may ignore If-None-Match
+            try:
+                self._s3_create(path, data)
+            except OSError as e:
+                if not (self.single_writer and _rejects_conditional_header(e)):
+                    raise
+                self.fs.pipe_file(path, data)  # single writer on a store that rejects conditional PUT
         else:
-            if self.fs.exists(path):
-                raise FileExistsError(path)
-            self.fs.pipe_file(path, data)
+            self._unsafe_create(path, data)
+
+    def _unsafe_create(self, path: str, data: bytes) -> None:
+        """Check-then-write: only used with ``lakelog.single_writer`` on stores without put-if-absent."""
+        if self.fs.exists(path):
+            raise FileExistsError(path)
+        self.fs.pipe_file(path, data)
+
+    def _s3_create(self, path: str, data: bytes) -> None:
+        """One conditional PUT (``If-None-Match: *``), with the store's answers made typed."""
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if _is_precondition_failed(e):  # 412 without the Condition detail s3fs looks for
+                raise FileExistsError(errno.EEXIST, f"{path} already exists", path) from e
+            if _is_conditional_conflict(e):
+                raise ConditionalWriteConflict(errno.EBUSY, f"concurrent conditional write to {path}: {e}", path) from e
+            raise
+        finally:
+            self.fs.invalidate_cache(path.rsplit("/", 1)[0])
+
+    def _verify_conditional_put(self) -> None:
+        bucket = self.root.lstrip("/").split("/", 1)[0]
+        key = (str(getattr(self.fs, "_fs_token", id(self.fs))), bucket)
+        if key in _verified_conditional_put:
+            return
+        with _verify_lock:
+            if key in _verified_conditional_put:
+                return
+            probe = self.log_file(f".lakelog-put-if-absent-probe-{uuid.uuid4().hex}")
+            advice = (
+                "Use an S3 service that supports conditional writes (AWS S3 does since 2024), or pass "
+                "storage_options={'lakelog.single_writer': 'true'} if only one process ever writes this table."
+            )
+            try:
+                try:
+                    self._s3_create(probe, b"1")
+                except OSError as e:
+                    if _rejects_conditional_header(e):
+                        raise StorageError(
+                            f"the S3 endpoint for bucket {bucket!r} does not support conditional PUT (If-None-Match: *): "
+                            f"{e}. lakelog cannot commit safely there. {advice}"
+                        ) from e
+                    raise
+                try:
+                    self._s3_create(probe, b"2")
+                except (FileExistsError, ConditionalWriteConflict):
+                    _verified_conditional_put.add(key)
+                    return
+                raise StorageError(
+                    f"the S3 endpoint for bucket {bucket!r} ignores If-None-Match: * (a second conditional PUT of the same "
+                    f"object succeeded), so it has no put-if-absent and concurrent commits could overwrite each other. {advice}"
+                )
+            finally:
+                try:
+                    self.fs.rm_file(probe)
+                except Exception:
+                    pass
 
     def put(self, path: str, data: bytes) -> None:
         """Write (or replace) ``path`` so readers see the old or the new content, never a torn one."""
@@ -164,11 +305,30 @@ class Storage:
         return tmp
 
     def _local_link_create(self, path: str, data: bytes) -> None:
+        if os.path.lexists(path):  # cheap early answer for a writer that is behind; os.link decides
+            raise FileExistsError(errno.EEXIST, f"{path} already exists", path)
         tmp = self._local_temp(path, data)
         try:
             os.link(tmp, path)  # atomic: fails with FileExistsError when another writer won
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+            if not self.single_writer:
+                raise StorageError(
+                    f"the filesystem holding {os.path.dirname(path)!r} does not support hard links ({e}), which lakelog "
+                    "uses for atomic put-if-absent commits. Put the table on another filesystem, or pass "
+                    "storage_options={'lakelog.single_writer': 'true'} if only one process ever writes this table."
+                ) from e
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, f"{path} already exists", path) from None
+            os.replace(tmp, path)  # single writer: nobody else creates this name
         finally:
-            os.unlink(tmp)
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
         dfd = os.open(os.path.dirname(path), os.O_RDONLY)
         try:
             os.fsync(dfd)

@@ -1,23 +1,45 @@
-"""The single commit path: optimistic concurrency with conflict checks, idempotent txns and retries."""
+"""The single commit path: optimistic concurrency with conflict checks, idempotent txns and retries.
+
+A transaction read the table at ``read_version`` and tries to create commit ``read_version + 1`` with
+put-if-absent. When another writer created that version first, the winning commit is read and checked:
+
+* its ``commitInfo.txnId`` is ours: our earlier attempt landed and only its reply was lost -> done;
+* it holds a ``txn`` for one of our app ids at or above our version: we are a duplicate -> nothing is
+  committed (``DuplicateTransaction``, handled by the write path);
+* it changed ``metaData``/``protocol``, removed a file we remove, or (for a transaction that read the
+  table: overwrite, delete, replaceWhere) added or removed data it read -> ``CommitConflictError``;
+* otherwise (blind appends, compaction beside appends) we rebase: retry at the next version.
+
+Losing a race means another writer made progress, so retries continue (with jittered exponential
+backoff) up to ``max_attempts`` lost races; transient store errors (S3 409 ConditionalRequestConflict,
+timeouts) make the writer look at the same version again.
+"""
 
 from __future__ import annotations
 
+import errno
 import random
 import time
 import uuid
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__
 from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
-from .errors import CommitConflictError, TableExistsError, UnsupportedFeatureError
-from .log import DeltaLog
+from .errors import CommitConflictError, CorruptLogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from .log import DeltaLog, commit_name
 from .snapshot import Snapshot, checkpoint_interval
-from .storage import Storage
+from .storage import ConditionalWriteConflict, Storage
 
-DEFAULT_MAX_ATTEMPTS = 10_000
+DEFAULT_MAX_ATTEMPTS = 10_000  # lost races (each one means another writer committed) before giving up
+MAX_TRANSIENT_ERRORS = 10  # store errors with an unknown outcome (timeouts, 5xx) in one commit
+# Backoff unit: the duration of one round (put + reading the winners), clamped to this range; the
+# jitter window doubles per lost race up to BACKOFF_CAP_ROUNDS rounds.
+BACKOFF_MIN_UNIT_S = 0.001
+BACKOFF_MAX_UNIT_S = 0.05
+BACKOFF_CAP_ROUNDS = 8
 
 
 class DuplicateTransaction(Exception):
@@ -33,11 +55,40 @@ class CommitResult:
     attempts: int
 
 
+def backoff_delay(losses: int, unit: float = BACKOFF_MIN_UNIT_S) -> float:
+    """Full-jitter exponential backoff after ``losses`` lost races of one commit (none after the first).
+
+    A loss already includes catching up to the latest version, so the first retry goes at once; later
+    ones spread out so that writers racing for the same version do not collide again in step. ``unit``
+    is how long one round takes on this store (about 1 ms on a local disk, tens of ms on S3): the
+    window is ``unit * 2**(losses-2)``, at most ``BACKOFF_CAP_ROUNDS`` units.
+    """
+    if losses <= 1:
+        return 0.0
+    unit = min(max(unit, BACKOFF_MIN_UNIT_S), BACKOFF_MAX_UNIT_S)
+    return random.uniform(0, unit * min(BACKOFF_CAP_ROUNDS, 2 ** min(losses - 2, 16)))
+
+
+def _is_transient(e: OSError) -> bool:
+    """A store error after which the write may or may not have happened, and a retry may succeed."""
+    if isinstance(e, (ConditionalWriteConflict, TimeoutError, ConnectionError)):
+        return True
+    if isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+        return False
+    return e.errno in (errno.EBUSY, errno.EAGAIN, errno.ETIMEDOUT, getattr(errno, "EREMOTEIO", errno.EIO)) or (
+        "ConditionalRequestConflict" in str(e)
+    )
+
+
 class Transaction:
     """Stage actions against a read snapshot and commit them as one atomic log entry.
 
     ``read_whole_table``: the transaction's outcome depends on all current data (overwrite), so a
-    concurrent commit that changes data conflicts. Blind appends leave it False and never conflict.
+    concurrent commit that changes data conflicts. ``read_predicate``: the transaction read only the
+    files for which it returns True (delete or overwrite of some partitions), so only concurrent adds
+    or removes of such files conflict. Blind appends set neither and never conflict on data.
+    ``max_attempts``: lost races before giving up (default: the storage option
+    ``lakelog.max_commit_attempts``, else ``DEFAULT_MAX_ATTEMPTS``).
     """
 
     def __init__(
@@ -48,7 +99,8 @@ class Transaction:
         parameters: dict[str, Any] | None = None,
         *,
         read_whole_table: bool = False,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        read_predicate: Callable[[AddFile], bool] | None = None,
+        max_attempts: int | None = None,
         user_metadata: str | None = None,
     ):
         self.storage = storage
@@ -58,12 +110,21 @@ class Transaction:
         self.operation = operation
         self.parameters = parameters or {}
         self.read_whole_table = read_whole_table
+        self.read_predicate = read_predicate
+        if max_attempts is None:
+            max_attempts = getattr(storage, "max_commit_attempts", None) or DEFAULT_MAX_ATTEMPTS
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         self.max_attempts = max_attempts
         self.user_metadata = user_metadata
         self.txn_id = uuid.uuid4().hex
 
+    @property
+    def reads_data(self) -> bool:
+        return self.read_whole_table or self.read_predicate is not None
+
     def _commit_info(self, actions: list[Action]) -> CommitInfo:
-        blind = not self.read_whole_table and not any(isinstance(a, RemoveFile) for a in actions)
+        blind = not self.reads_data and not any(isinstance(a, RemoveFile) for a in actions)
         info: dict[str, Any] = {
             "timestamp": now_ms(),
             "operation": self.operation,
@@ -79,7 +140,10 @@ class Transaction:
         return CommitInfo(info)
 
     def commit(self, actions: list[Action]) -> CommitResult:
-        """Commit ``actions`` at the next free version; raise CommitConflictError on a real conflict."""
+        """Commit ``actions`` at the next free version; raise CommitConflictError on a real conflict.
+
+        Raises ``DuplicateTransaction`` when a concurrent commit already holds this transaction's txn.
+        """
         self.storage.check_atomic_commits()
         if self.snapshot is not None:
             self.snapshot.check_writable()
@@ -87,40 +151,93 @@ class Transaction:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         payload = [self._commit_info(actions), *actions]
         version = self.read_version + 1
-        for attempt in range(1, self.max_attempts + 1):
+        attempts = losses = transient = 0
+        round_s = 0.0
+        while True:
+            attempts += 1
+            started = time.perf_counter()
             try:
                 self.log.write_commit(version, payload)
+                break
             except FileExistsError:
-                winner = self.log.read_commit(version)
-                if self._is_ours(winner):
-                    break  # our write landed but its acknowledgement was lost
-                self._check_conflict(version, winner, actions)
-                version += 1
-                if attempt > 2:
-                    time.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 7))))
-                continue
+                pass
             except OSError as e:
-                # S3 answers a concurrent conditional PUT with 409 ConditionalRequestConflict: look again.
-                if "ConditionalRequestConflict" in str(e) or "409" in str(e):
-                    time.sleep(random.uniform(0.001, 0.02))
-                    try:
-                        if self._is_ours(self.log.read_commit(version)):
-                            break
-                    except FileNotFoundError:
-                        pass
-                    continue
-                raise
-            break
-        else:
-            raise CommitConflictError(
-                f"gave up committing after {self.max_attempts} attempts under contention (read version {self.read_version})",
-                read_version=self.read_version,
-            )
+                if not _is_transient(e):
+                    raise
+                # The store answered neither "created" nor "exists" (409 ConditionalRequestConflict,
+                # timeout, 5xx): the object may exist now, possibly ours. Look at the same version again.
+                if not isinstance(e, ConditionalWriteConflict):
+                    transient += 1
+                    if transient > MAX_TRANSIENT_ERRORS:
+                        raise
+            winners = self._winners_from(version)
+            landed = None
+            for v in sorted(winners):
+                if self._is_ours(winners[v]):
+                    landed = v  # an earlier attempt of ours landed but its acknowledgement was lost
+                    break
+                self._check_conflict(v, winners[v], actions)
+            if landed is not None:
+                version = landed
+                break
+            if winners:
+                version = max(winners) + 1  # rebase: no winner touches what we read or remove
+            losses += 1
+            if losses >= self.max_attempts:
+                raise CommitConflictError(
+                    f"{self.operation} gave up after losing the race for a new version {losses} times "
+                    f"(read version {self.read_version}, last tried {version}); the table is under heavy contention. "
+                    "Retry later or raise the storage option lakelog.max_commit_attempts.",
+                    read_version=self.read_version,
+                    winning_version=version - 1 if version - 1 > self.read_version else None,
+                )
+            took = time.perf_counter() - started
+            round_s = took if round_s == 0 else 0.7 * round_s + 0.3 * took
+            delay = backoff_delay(losses, round_s)
+            if delay:
+                time.sleep(delay)
         self._maybe_checkpoint(version, actions)
-        return CommitResult(version, attempt)
+        return CommitResult(version, attempts)
+
+    def _winners_from(self, version: int) -> dict[int, list[Action]]:
+        """Every commit from ``version`` up to the latest one (one listing, one bulk read); {} if none.
+
+        A writer that is several versions behind catches up in one step instead of losing a race per version.
+        """
+        try:
+            commits = self.log.list().commits
+        except TableNotFoundError:  # a 409 on the very first commit: nothing is listed yet
+            commits = {}
+        if version not in commits:
+            # Just created and not listed yet, or absent after a 409: read it directly if it exists.
+            winner = self._read_winner(version)
+            return {} if winner is None else {version: winner}
+        last = version
+        while last + 1 in commits:
+            last += 1
+        return self.log.read_commits(list(range(version, last + 1)))
+
+    def _read_winner(self, version: int) -> list[Action] | None:
+        """The actions of commit ``version``, or None when it does not exist (yet)."""
+        path = self.storage.log_file(commit_name(version))
+        try:
+            return self.log.read_commit(version)
+        except FileNotFoundError:
+            return None
+        except CorruptLogError:
+            # read_commits reports a vanished file as corrupt; tell that apart from a torn commit
+            if not self.storage.exists(path):
+                return None
+            raise
 
     def _is_ours(self, actions: list[Action]) -> bool:
         return any(isinstance(a, CommitInfo) and a.info.get("txnId") == self.txn_id for a in actions)
+
+    def _reads(self, add: AddFile) -> bool:
+        """Whether this transaction's outcome depends on the (added or removed) file ``add``."""
+        if self.read_whole_table:
+            return True
+        return self.read_predicate is not None and bool(self.read_predicate(add))
 
     def _check_conflict(self, version: int, winner: list[Action], ours: list[Action]) -> None:
         def conflict(reason: str) -> CommitConflictError:
@@ -136,17 +253,24 @@ class Transaction:
         for a in winner:
             if isinstance(a, Txn) and a.app_id in our_txns and a.version >= our_txns[a.app_id]:
                 raise DuplicateTransaction(version)
+        read_files = self.snapshot.files if self.snapshot is not None else {}
         for a in winner:
             if isinstance(a, (Metadata, Protocol)):
                 if self.read_version < 0:
                     raise TableExistsError(
                         f"the table at {self.storage.uri!r} was created concurrently (version {version}); retry the write"
                     )
-                raise conflict("changed the table's metadata or protocol")
-            if isinstance(a, RemoveFile) and decode_path(a.path) in our_removes:
-                raise conflict(f"removed {a.path!r}, which this transaction also removes")
-            if self.read_whole_table and isinstance(a, (AddFile, RemoveFile)) and a.data_change:
-                raise conflict(f"changed data ({type(a).__name__} {a.path!r}) that this {self.operation} depends on")
+                raise conflict(f"changed the table's {'metadata' if isinstance(a, Metadata) else 'protocol'}")
+            if isinstance(a, RemoveFile):
+                path = decode_path(a.path)
+                if path in our_removes:
+                    raise conflict(f"removed {a.path!r}, which this transaction also removes")
+                if a.data_change and self.reads_data:
+                    read = read_files.get(path)
+                    if read is not None and self._reads(read):
+                        raise conflict(f"removed {a.path!r}, which this {self.operation} read")
+            elif isinstance(a, AddFile) and a.data_change and self.reads_data and self._reads(a):
+                raise conflict(f"added {a.path!r}, which this {self.operation} would have read")
 
     def _maybe_checkpoint(self, version: int, actions: list[Action]) -> None:
         metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)

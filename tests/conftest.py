@@ -1,11 +1,15 @@
+import logging
 import os
 import sys
+import threading
 import uuid
 
 import pytest
 
 # Spark's Python workers must run this interpreter (it has pyarrow); set before any session starts.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+S3_BUCKET = "lakelog-tests"
 
 
 @pytest.fixture
@@ -14,12 +18,195 @@ def table_path(tmp_path):
     return str(tmp_path / "table")
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "s3"])
 def any_table_path(request, tmp_path):
-    """A fresh table location on each storage backend."""
+    """A fresh table location on each storage backend.
+
+    For "s3" the path is ``s3://lakelog-tests/<uuid>/table`` on the session's moto server: the
+    ``s3_endpoint`` fixture points s3fs (and any subprocess) at it through AWS_* environment variables,
+    so the path needs no storage_options.
+    """
     if request.param == "local":
         return str(tmp_path / "table")
+    if request.param == "s3":
+        endpoint = request.getfixturevalue("s3_endpoint")
+        return endpoint.new_table_uri()
     return f"memory://lakelog-tests/{uuid.uuid4().hex}/table"
+
+
+# ---------------------------------------------------------------- S3 over real HTTP (moto server)
+
+
+class _S3TestMiddleware:
+    """WSGI middleware in front of moto's S3 app.
+
+    * Serializes conditional writes (requests carrying If-None-Match). moto 5.x checks "exists?" and then
+      stores the object without a lock, so two concurrent conditional PUTs of one key could both succeed
+      on its threaded server; AWS S3 guarantees exactly one wins. The lock gives the test endpoint that
+      guarantee (and only that: everything else runs concurrently as before).
+    * Injects answers real S3 gives under faults, for tests that need them (``inject``): a 409
+      ConditionalRequestConflict, or a lost reply (the write is applied, the client gets a 500 and retries).
+    * ``ignore_conditional`` / ``reject_conditional``: buckets that behave like S3-compatible stores without
+      conditional writes (the header is dropped, or answered with 501 NotImplemented).
+    """
+
+    def __init__(self, app):
+        self.app = app
+        self.write_lock = threading.Lock()
+        self._rules_lock = threading.Lock()
+        self._rules: list[list] = []  # [method, key suffix, kind, remaining]
+        self.ignore_conditional: set[str] = set()
+        self.reject_conditional: set[str] = set()
+        self.faults_served: list[tuple[str, str, str]] = []
+
+    def inject(self, method: str, key_suffix: str, kind: str, times: int = 1) -> None:
+        assert kind in ("conflict409", "lose_reply")
+        with self._rules_lock:
+            self._rules.append([method.upper(), key_suffix, kind, times])
+
+    def clear(self) -> None:
+        with self._rules_lock:
+            self._rules.clear()
+        self.ignore_conditional.clear()
+        self.reject_conditional.clear()
+        self.faults_served.clear()
+
+    def _take(self, method: str, path: str) -> str | None:
+        with self._rules_lock:
+            for rule in self._rules:
+                if rule[0] == method and path.endswith(rule[1]) and rule[3] > 0:
+                    rule[3] -= 1
+                    self.faults_served.append((method, path, rule[2]))
+                    return rule[2]
+        return None
+
+    @staticmethod
+    def _error(start_response, status: str, code: str, message: str):
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+            f"<RequestId>lakelog-test</RequestId></Error>"
+        ).encode()
+        start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    def __call__(self, environ, start_response):
+        method = environ.get("REQUEST_METHOD", "")
+        path = environ.get("PATH_INFO", "")
+        bucket = path.lstrip("/").split("/", 1)[0]
+        conditional = "HTTP_IF_NONE_MATCH" in environ and method in ("PUT", "POST")
+        if conditional and bucket in self.reject_conditional:
+            return self._error(start_response, "501 Not Implemented", "NotImplemented", "A header you provided implies functionality that is not implemented")
+        if conditional and bucket in self.ignore_conditional:
+            del environ["HTTP_IF_NONE_MATCH"]
+            conditional = False
+        fault = self._take(method, path)
+        if fault == "conflict409":
+            return self._error(
+                start_response, "409 Conflict", "ConditionalRequestConflict",
+                "A conflicting conditional operation is currently in progress against this resource. Please try again.",
+            )
+        if fault == "lose_reply":
+            with self.write_lock:
+                for _ in self.app(environ, lambda *a, **k: None):
+                    pass
+            return self._error(start_response, "500 Internal Server Error", "InternalError", "We encountered an internal error. Please try again.")
+        if conditional:
+            with self.write_lock:
+                return list(self.app(environ, start_response))
+        return self.app(environ, start_response)
+
+
+class S3Endpoint:
+    """The session's S3 endpoint: a moto server on 127.0.0.1 speaking real HTTP."""
+
+    access_key = "testing"
+    secret_key = "testing"
+    region = "us-east-1"
+
+    def __init__(self, url: str, middleware: "_S3TestMiddleware | None"):
+        self.url = url
+        self.bucket = S3_BUCKET
+        self.middleware = middleware
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """Explicit s3fs options (the environment already has them; passing them also works)."""
+        return {"endpoint_url": self.url, "key": self.access_key, "secret": self.secret_key}
+
+    @property
+    def deltalake_options(self) -> dict[str, str]:
+        """storage_options for ``deltalake.DeltaTable`` (delta-rs / object_store)."""
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_REGION": self.region,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def new_table_uri(self, bucket: str | None = None) -> str:
+        return f"s3://{bucket or self.bucket}/{uuid.uuid4().hex}/table"
+
+    def make_bucket(self, name: str) -> None:
+        import fsspec
+
+        fs = fsspec.filesystem("s3")
+        try:
+            fs.mkdir(name)
+        except FileExistsError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """Start moto's ThreadedMotoServer on 127.0.0.1 (a free port) for the whole session.
+
+    AWS_* variables point s3fs (botocore honours AWS_ENDPOINT_URL) and subprocesses at it; they are
+    restored when the session ends. The bucket ``lakelog-tests`` is created.
+    """
+    pytest.importorskip("s3fs")
+    server_mod = pytest.importorskip("moto.server")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    middleware = None
+    wsgi_server = getattr(server, "_server", None)
+    if wsgi_server is not None and hasattr(wsgi_server, "app"):
+        middleware = _S3TestMiddleware(wsgi_server.app)
+        wsgi_server.app = middleware
+    endpoint = S3Endpoint(f"http://{host}:{port}", middleware)
+    mp = pytest.MonkeyPatch()
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_SECURITY_TOKEN"):
+        mp.delenv(name, raising=False)
+    for name, value in endpoint.env.items():
+        mp.setenv(name, value)
+    try:
+        endpoint.make_bucket(S3_BUCKET)
+        yield endpoint
+    finally:
+        mp.undo()
+        server.stop()
+
+
+@pytest.fixture
+def s3_faults(s3_endpoint):
+    """The endpoint's fault-injection middleware, cleared after the test."""
+    if s3_endpoint.middleware is None:
+        pytest.skip("this moto version does not expose its WSGI app; fault injection unavailable")
+    s3_endpoint.middleware.clear()
+    yield s3_endpoint.middleware
+    s3_endpoint.middleware.clear()
 
 
 _exit_status = {}
