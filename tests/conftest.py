@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from tests.spark_session import spark  # noqa: F401  (one local Spark session per test run)
+
 # Spark's Python workers must run this interpreter (it has pyarrow); set before any session starts.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

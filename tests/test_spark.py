@@ -14,8 +14,6 @@ import lakelog
 pyspark = pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
 
-from tests.spark_session import spark  # noqa: E402,F401  (the shared session fixture)
-
 
 def _rows(df, *cols):
     return sorted(tuple(r[c] for c in cols) for r in df.collect())
