@@ -79,95 +79,83 @@ def _string_upper_bound(s: str) -> str | None:
     return None
 
 
-class _ColumnStats:
-    __slots__ = ("min", "max", "nulls", "max_known")
+def _leaves(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType | None]]:
+    """Parquet leaf columns in file order: (path, type), type None for leaves under a list or map."""
+    out: list[tuple[tuple[str, ...], pa.DataType | None]] = []
 
-    def __init__(self) -> None:
-        self.min = self.max = None
-        self.nulls = 0
-        self.max_known = True  # False once some batch's max had no representable upper bound
+    def walk(path: tuple[str, ...], t: pa.DataType, in_collection: bool) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(path + (t.field(i).name,), t.field(i).type, in_collection)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(path, t.value_type, True)
+        elif pa.types.is_map(t):
+            walk(path, t.key_type, True)
+            walk(path, t.item_type, True)
+        else:
+            out.append((path, None if in_collection else t))
 
-    def update(self, arr: pa.Array, with_minmax: bool) -> None:
-        self.nulls += arr.null_count
-        if not with_minmax or arr.null_count == len(arr):
-            return
-        if pa.types.is_floating(arr.type):
-            arr = arr.filter(pc.invert(pc.is_nan(arr)))  # NaN has no place in min/max stats
-            if len(arr) == arr.null_count:
-                return
-        mm = pc.min_max(arr)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is None:
-            return
+    for f in schema:
+        walk((f.name,), f.type, False)
+    return out
+
+
+def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, max_indexed_cols: int = 32) -> str:
+    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from a Parquet footer.
+
+    Only the first ``max_indexed_cols`` eligible leaf columns (``delta.dataSkippingNumIndexedCols``;
+    -1 = all) get stats; list and map contents get none. A bound is left out when some row group lacks
+    it, when it is infinite, or when no upper bound fits in 32 characters.
+    """
+    mins: dict = {}
+    maxs: dict = {}
+    nulls: dict = {}
+
+    def put(d: dict, path: tuple[str, ...], v: Any) -> None:
+        for name in path[:-1]:
+            d = d.setdefault(name, {})
+        d[path[-1]] = v
+
+    leaves = _leaves(schema)
+    indexed = 0
+    for j, (path, t) in enumerate(leaves):
+        if t is None:
+            continue
+        if max_indexed_cols >= 0 and indexed >= max_indexed_cols:
+            break
+        indexed += 1
+        lo = hi = None
+        null_count, bounds_known = 0, _has_minmax(t)
+        for r in range(metadata.num_row_groups):
+            rg = metadata.row_group(r)
+            st = rg.column(j).statistics
+            if st is None or not st.has_null_count:
+                null_count, bounds_known = None, False
+                break
+            null_count += st.null_count
+            if st.null_count == rg.num_rows:
+                continue  # all null: no values to bound
+            if not st.has_min_max:
+                bounds_known = False
+                continue
+            lo = st.min if lo is None else min(lo, st.min)
+            hi = st.max if hi is None else max(hi, st.max)
+        if null_count is None:
+            continue
+        put(nulls, path, null_count)
+        if not bounds_known or lo is None:
+            continue
         if isinstance(lo, str):
-            lo = lo[:STRING_STATS_PREFIX]  # a prefix is still a lower bound
-            hi = _string_upper_bound(hi)
-            if hi is None:
-                self.max_known = False
-        self.min = lo if self.min is None else min(self.min, lo)
-        if hi is not None:
-            self.max = hi if self.max is None else max(self.max, hi)
-
-    def bounds(self) -> tuple[Any, Any]:
-        """(min, max) to record; a bound JSON cannot hold (infinity) or that is unknown is None."""
-        lo, hi = self.min, (self.max if self.max_known else None)
+            lo, hi = lo[:STRING_STATS_PREFIX], _string_upper_bound(hi)
         if isinstance(lo, float) and math.isinf(lo):
             lo = None
         if isinstance(hi, float) and math.isinf(hi):
             hi = None
-        return lo, hi
-
-
-class _FileStats:
-    """Running Delta stats (numRecords, minValues, maxValues, nullCount) for one data file."""
-
-    def __init__(self, schema: pa.Schema, max_indexed: int):
-        self.num_records = 0
-        self.leaves: dict[tuple[str, ...], tuple[_ColumnStats, bool]] = {}
-        count = 0
-
-        def walk(prefix: tuple[str, ...], t: pa.DataType) -> None:
-            nonlocal count
-            if pa.types.is_struct(t):
-                for i in range(t.num_fields):
-                    walk(prefix + (t.field(i).name,), t.field(i).type)
-                return
-            if pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
-                return
-            if max_indexed >= 0 and count >= max_indexed:
-                return
-            count += 1
-            self.leaves[prefix] = (_ColumnStats(), _has_minmax(t))
-
-        for f in schema:
-            walk((f.name,), f.type)
-
-    def update(self, batch: pa.Table) -> None:
-        self.num_records += batch.num_rows
-        for path, (st, mm) in self.leaves.items():
-            arr = batch.column(path[0])
-            for name in path[1:]:
-                arr = arr.flatten()[arr.type.get_field_index(name)]
-            st.update(arr, mm)
-
-    def to_json(self) -> str:
-        mins: dict = {}
-        maxs: dict = {}
-        nulls: dict = {}
-
-        def put(d: dict, path: tuple[str, ...], v: Any) -> None:
-            for name in path[:-1]:
-                d = d.setdefault(name, {})
-            d[path[-1]] = v
-
-        for path, (st, _) in self.leaves.items():
-            put(nulls, path, st.nulls)
-            lo, hi = st.bounds()
-            if lo is not None:
-                put(mins, path, _stat_value(lo))
-            if hi is not None:
-                put(maxs, path, _stat_value(hi))
-        return orjson.dumps({"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}).decode()
+        if lo is not None:
+            put(mins, path, _stat_value(lo))
+        if hi is not None:
+            put(maxs, path, _stat_value(hi))
+    return orjson.dumps({"numRecords": metadata.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}).decode()
 
 
 # ---------------------------------------------------------------- file writing
@@ -178,7 +166,6 @@ class _OpenFile:
     partition_values: dict[str, str | None]
     writer: pq.ParquetWriter
     sink: Any
-    stats: _FileStats
     nbytes: int = 0
     pending: list = field(default_factory=list)
     pending_rows: int = 0
@@ -242,7 +229,6 @@ class DataWriter:
             return
         table = pa.Table.from_batches(f.pending, schema=self.data_schema)
         f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        f.stats.update(table)
         f.nbytes += f.pending_bytes
         f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
@@ -258,7 +244,7 @@ class DataWriter:
             self._made_dirs.add(parent)
         sink = self.storage.arrow_fs.open_output_stream(full)
         writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
-        return _OpenFile(rel, dict(pvals), writer, sink, _FileStats(self.data_schema, self.max_indexed_cols))
+        return _OpenFile(rel, dict(pvals), writer, sink)
 
     def _close(self, key: tuple) -> None:
         f = self._open.pop(key)
@@ -273,7 +259,7 @@ class DataWriter:
                 size=size,
                 modification_time=now_ms(),
                 data_change=True,
-                stats=f.stats.to_json(),
+                stats=stats_from_parquet_metadata(self.data_schema, f.writer.writer.metadata, self.max_indexed_cols),
             )
         )
 
