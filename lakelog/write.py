@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -199,16 +201,20 @@ class DataWriter:
         if not self.partition_columns:
             self._write_part((), {}, batch)
             return
-        table = pa.Table.from_batches([batch])
-        idx = table.append_column("__lakelog_row", pa.array(range(batch.num_rows), pa.int64()))
-        groups = idx.group_by(self.partition_columns, use_threads=False).aggregate([("__lakelog_row", "list")])
-        keys = {c: groups.column(c).to_pylist() for c in self.partition_columns}
-        rows = groups.column("__lakelog_row_list")
-        for i in range(groups.num_rows):
-            pvals = {c: serialize_partition_value(keys[c][i], self._ptypes[c]) for c in self.partition_columns}
+        # Group rows by partition: sort on dictionary codes (cheap integers, not the values themselves),
+        # one take, then zero-copy slices per run of equal codes.
+        codes = [pc.dictionary_encode(batch.column(c)).indices for c in self.partition_columns]
+        coded = pa.record_batch(codes, names=[f"k{i}" for i in range(len(codes))])
+        order = pc.sort_indices(coded, sort_keys=[(n, "ascending", "at_end") for n in coded.schema.names])
+        ordered = batch.take(order)
+        runs = pa.Table.from_batches([coded.take(order)]).group_by(coded.schema.names, use_threads=False).aggregate([([], "count_all")])
+        offset = 0
+        for n in runs.column("count_all").to_pylist():
+            first = ordered.slice(offset, 1)
+            pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
             pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
-            part = batch.take(rows[i].values)
-            self._write_part(tuple(pvals.values()), pvals, part)
+            self._write_part(tuple(pvals.values()), pvals, ordered.slice(offset, n))
+            offset += n
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
         data = batch.select(self.data_schema.names)
@@ -264,8 +270,14 @@ class DataWriter:
         )
 
     def finish(self) -> list[AddFile]:
-        for key in list(self._open):
-            self._close(key)
+        keys = list(self._open)
+        if len(keys) > 1:
+            # Files of different partitions are independent; pyarrow writes them without holding the GIL.
+            with ThreadPoolExecutor(max_workers=min(len(keys), os.cpu_count() or 1)) as pool:
+                list(pool.map(self._close, keys))
+        else:
+            for key in keys:
+                self._close(key)
         return list(self._done)
 
     def abort(self) -> None:

@@ -1,0 +1,241 @@
+"""lakelog against its peers, measured side by side in one run, reported as ratios.
+
+Workloads (each compared with what users would otherwise pick):
+1. write 1M rows, mixed types, unpartitioned and partitioned: raw pyarrow.parquet.write_table (the floor)
+   and deltalake.write_deltalake;
+2. read the latest snapshot, full and with a selective filter: pyarrow.dataset over the same files and
+   deltalake's to_pyarrow_table;
+3. snapshot load (open the table, list its files): 100k files across 1,000 commits with checkpoints,
+   and 10k commits without a checkpoint: deltalake;
+4. checkpoint creation for 100k files: deltalake create_checkpoint;
+5. small-append commits per second on local disk (no peer: the target is absolute);
+6. Spark format("lakelog") against Spark's Parquet source (with --spark).
+
+Times are medians of several runs (machines here are noisy: read the ratios, not the seconds).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from typing import Callable
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+import lakelog
+from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
+
+
+def median_time(fn: Callable[[], object], runs: int, setup: Callable[[], object] | None = None) -> float:
+    times = []
+    for _ in range(runs):
+        if setup:
+            setup()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def mixed_table(rows: int) -> pa.Table:
+    ids = pa.array(range(rows), pa.int64())
+    return pa.table(
+        {
+            "id": ids,
+            "cat": pc.cast(pc.bit_wise_and(ids, pa.scalar(15, pa.int64())), pa.string()),
+            "x": pc.divide(pc.cast(ids, pa.float64()), 7.0),
+            "n": pc.cast(pc.bit_wise_and(ids, pa.scalar(1023, pa.int64())), pa.int32()),
+            "flag": pc.equal(pc.bit_wise_and(ids, pa.scalar(1, pa.int64())), 0),
+            "day": pc.cast(pc.cast(pc.add(pc.bit_wise_and(ids, pa.scalar(31, pa.int64())), 20000), pa.int32()), pa.date32()),
+            "ts": pc.cast(pc.multiply(ids, 1_000_000), pa.timestamp("us", tz="UTC")),
+            "name": pc.binary_join_element_wise("user-", pc.cast(pc.bit_wise_and(ids, pa.scalar(4095, pa.int64())), pa.string()), ""),
+            "amount": pa.array([decimal.Decimal(i % 10000) / 100 for i in range(rows)], pa.decimal128(12, 2)),
+        }
+    )
+
+
+class Suite:
+    def __init__(self, quick: bool):
+        self.quick = quick
+        self.runs = 3 if quick else 5
+        self.tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
+        self.results: list[dict] = []
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.tmp, f"{name}-{uuid.uuid4().hex[:8]}")
+
+    def add(self, name: str, lakelog_s: float, peer: str, peer_s: float) -> None:
+        r = {"name": name, "lakelog_s": round(lakelog_s, 6), "peer": peer, "peer_s": round(peer_s, 6), "ratio": round(lakelog_s / peer_s, 3)}
+        self.results.append(r)
+        print(f"  {name:<44} lakelog {lakelog_s:8.3f}s   {peer:<28} {peer_s:8.3f}s   ratio {r['ratio']:.2f}x", flush=True)
+
+    # ------------------------------------------------------------ 1. writes
+    def writes(self) -> None:
+        import deltalake
+
+        rows = 200_000 if self.quick else 1_000_000
+        data = mixed_table(rows)
+        print(f"1. write {rows:,} rows")
+        for partitioned in (False, True):
+            part = ["cat"] if partitioned else None
+            label = "partitioned by cat (16)" if partitioned else "unpartitioned"
+            lk = median_time(lambda: lakelog.write_table(self.path("w-lk"), data, partition_by=part), self.runs)
+            if partitioned:
+                raw = median_time(lambda: pq.write_to_dataset(data, self.path("w-pq"), partition_cols=part), self.runs)
+            else:
+                raw = median_time(lambda: (os.makedirs(p := self.path("w-pq")), pq.write_table(data, os.path.join(p, "f.parquet"))), self.runs)
+            dl = median_time(lambda: deltalake.write_deltalake(self.path("w-dl"), data, partition_by=part), self.runs)
+            self.add(f"write {label}", lk, "pyarrow.parquet (floor)", raw)
+            self.add(f"write {label}", lk, "deltalake.write_deltalake", dl)
+
+    # ------------------------------------------------------------ 2. reads
+    def reads(self) -> None:
+        import deltalake
+
+        rows = 200_000 if self.quick else 1_000_000
+        data = mixed_table(rows)
+        path = self.path("read")
+        for i in range(8):  # eight files, so there is something to prune
+            lakelog.write_table(path, data.slice(i * rows // 8, rows // 8))
+        files = [os.path.join(path, f) for f in lakelog.Table(path).files()]
+        print(f"2. read {rows:,} rows in {len(files)} files")
+        flt = pc.field("id") < 1000
+        lk = median_time(lambda: lakelog.read_table(path), self.runs)
+        pads = median_time(lambda: ds.dataset(files, format="parquet").to_table(), self.runs)
+        dl = median_time(lambda: deltalake.DeltaTable(path).to_pyarrow_table(), self.runs)
+        self.add("read full snapshot", lk, "pyarrow.dataset", pads)
+        self.add("read full snapshot", lk, "deltalake", dl)
+        lk = median_time(lambda: lakelog.read_table(path, filters=flt), self.runs)
+        pads = median_time(lambda: ds.dataset(files, format="parquet").to_table(filter=flt), self.runs)
+        dl = median_time(lambda: deltalake.DeltaTable(path).to_pyarrow_dataset().to_table(filter=flt), self.runs)
+        self.add("read selective (id < 1000)", lk, "pyarrow.dataset", pads)
+        self.add("read selective (id < 1000)", lk, "deltalake", dl)
+
+    # ------------------------------------------------------------ 3./4. large logs
+    def synthetic_log(self, commits: int, files_per_commit: int, checkpoint_every: int | None) -> str:
+        """A table whose log names files that are never opened (snapshot load reads only the log)."""
+        path = self.path("log")
+        log = os.path.join(path, "_delta_log")
+        os.makedirs(log)
+        schema = pa.schema([("id", pa.int64()), ("part", pa.string())])
+        meta = Metadata(id=str(uuid.uuid4()), schema_string=lakelog.schema.schema_to_string(schema), partition_columns=["part"],
+                        configuration={"delta.checkpointInterval": str(checkpoint_every or 1_000_000)}, created_time=0)
+        stats = orjson.dumps({"numRecords": 10, "minValues": {"id": 0}, "maxValues": {"id": 9}, "nullCount": {"id": 0}}).decode()
+        for v in range(commits):
+            actions = [CommitInfo({"timestamp": v, "operation": "WRITE"})]
+            if v == 0:
+                actions += [Protocol(1, 2), meta]
+            actions += [
+                AddFile(f"part={v % 50}/part-{v:05d}-{i:05d}-{uuid.uuid4()}.snappy.parquet", {"part": str(v % 50)}, 1000, v, True, stats)
+                for i in range(files_per_commit)
+            ]
+            with open(os.path.join(log, f"{v:020d}.json"), "wb") as f:
+                f.write(serialize_actions(actions))
+        if checkpoint_every:
+            last = (commits - 1) // checkpoint_every * checkpoint_every
+            lakelog.Table(path, version=last).checkpoint()
+        return path
+
+    def snapshots(self) -> None:
+        import deltalake
+
+        big_commits, per = (200, 100) if self.quick else (1000, 100)
+        print(f"3. snapshot load: {big_commits * per:,} files in {big_commits:,} commits with checkpoints")
+        path = self.synthetic_log(big_commits, per, checkpoint_every=10)
+        lk = median_time(lambda: len(lakelog.Table(path).files()), self.runs)
+        dl = median_time(lambda: len(deltalake.DeltaTable(path).file_uris()), self.runs)
+        self.add(f"snapshot load {big_commits * per // 1000}k files (checkpoint)", lk, "deltalake", dl)
+
+        n = 2_000 if self.quick else 10_000
+        print(f"   snapshot load: {n:,} commits, no checkpoint")
+        path = self.synthetic_log(n, 1, checkpoint_every=None)
+        lk = median_time(lambda: len(lakelog.Table(path).files()), self.runs)
+        dl = median_time(lambda: len(deltalake.DeltaTable(path).file_uris()), self.runs)
+        self.add(f"snapshot load {n // 1000}k commits (no checkpoint)", lk, "deltalake", dl)
+
+        files = big_commits * per
+        print(f"4. checkpoint creation for {files:,} files")
+        path = self.synthetic_log(big_commits, per, checkpoint_every=None)
+        cp = os.path.join(path, "_delta_log", f"{big_commits - 1:020d}.checkpoint.parquet")
+        last = os.path.join(path, "_delta_log", "_last_checkpoint")
+
+        def clear() -> None:
+            for f in (cp, last):
+                if os.path.exists(f):
+                    os.remove(f)
+
+        table = lakelog.Table(path)
+        lk = median_time(lambda: table.checkpoint(), self.runs, setup=clear)
+        dlt = deltalake.DeltaTable(path)
+        dl = median_time(lambda: dlt.create_checkpoint(), self.runs, setup=clear)
+        self.add(f"checkpoint {files // 1000}k files", lk, "deltalake create_checkpoint", dl)
+
+    # ------------------------------------------------------------ 5. commit rate
+    def commits(self) -> None:
+        n = 100 if self.quick else 300
+        path = self.path("commits")
+        lakelog.write_table(path, pa.table({"id": [0]}))
+        small = pa.table({"id": [1]})
+        t0 = time.perf_counter()
+        for _ in range(n):
+            lakelog.write_table(path, small)
+        took = time.perf_counter() - t0
+        per_s = n / took
+        print(f"5. small appends: {per_s:.0f} commits/s on local disk (target >= 50)")
+        self.results.append({"name": "small-append commits per second (local)", "lakelog_s": round(took / n, 6), "peer": "target 50/s", "peer_s": 0.02, "ratio": round((took / n) / 0.02, 3)})
+
+    # ------------------------------------------------------------ 6. spark
+    def spark(self) -> None:
+        from benchmarks import spark as spark_bench
+
+        print("6. Spark format('lakelog') vs Spark parquet")
+        for r in spark_bench.run(rows=500_000 if self.quick else 2_000_000, runs=self.runs):
+            self.add(r["name"], r["lakelog_s"], r["peer"], r["peer_s"])
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def machine() -> str:
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f" {int(f.readline().split()[1]) // 1024 // 1024} GiB"
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores,{mem} {platform.system()}, Python {platform.python_version()}, pyarrow {pa.__version__}"
+
+
+def run(quick: bool = False, spark: bool = False) -> list[dict]:
+    import deltalake
+
+    s = Suite(quick)
+    print(f"lakelog {lakelog.__version__} vs deltalake {deltalake.__version__} on {machine()}{' (quick)' if quick else ''}")
+    try:
+        s.writes()
+        s.reads()
+        s.snapshots()
+        s.commits()
+        if spark:
+            s.spark()
+    finally:
+        s.close()
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "wb") as f:
+        f.write(orjson.dumps({"machine": machine(), "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, "results": s.results}, option=orjson.OPT_INDENT_2))
+    print(f"wrote {RESULTS}")
+    return s.results
