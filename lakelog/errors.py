@@ -46,3 +46,7 @@ class StorageError(LakelogError):
 
 class InvalidPathError(CorruptLogError):
     """A log action names a file outside the table root (absolute, with a scheme, or escaping with ``..``)."""
+
+
+class RetentionDurationError(LakelogError, ValueError):
+    """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""

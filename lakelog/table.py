@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from . import scan
+from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
 from .log import DeltaLog
@@ -96,6 +96,68 @@ class Table:
     def checkpoint(self) -> int:
         """Write a checkpoint for this table's version; returns the version."""
         return write_checkpoint(self._snapshot)
+
+    # The operations below work on the latest version of the table (whatever version this Table shows)
+    # and, when they commit, leave this Table at the latest version. See lakelog.maintenance.
+
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Delete data files that no version inside the retention window needs; return their relative paths.
+
+        The retention defaults to ``delta.deletedFileRetentionDuration`` (7 days); a shorter one raises
+        ``RetentionDurationError`` unless ``enforce_retention_duration=False``. ``dry_run`` (the default)
+        only lists the files.
+        """
+        deleted = maintenance.vacuum(
+            self.storage,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention_duration=enforce_retention_duration,
+            progress=progress,
+        )
+        if not dry_run and deleted:
+            self._snapshot = Snapshot.load(self.storage)
+        return deleted
+
+    def optimize(
+        self,
+        target_size: int | None = None,
+        filters: Any = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict:
+        """Compact small files per partition into files near ``target_size`` bytes (default
+        ``delta.targetFileSize``, else 100 MiB) in one ``OPTIMIZE`` commit; ``filters`` (DNF tuples on
+        partition columns) limit it to some partitions. Returns metrics (numFilesAdded, numFilesRemoved, ...)."""
+        metrics = maintenance.optimize(self.storage, target_size=target_size, filters=filters, progress=progress)
+        if metrics.get("version") is not None:
+            self._snapshot = Snapshot.load(self.storage)
+        return metrics
+
+    def restore(self, version: int | None = None, timestamp: Any = None) -> dict:
+        """Commit a new version whose data (and metadata) equal those of ``version``/``timestamp``.
+
+        Without either, the version this Table shows is restored. Returns metrics and the new ``version``.
+        """
+        if version is None and timestamp is None:
+            version = self.version
+        metrics = maintenance.restore(self.storage, version=version, timestamp=timestamp)
+        self._snapshot = Snapshot.load(self.storage)
+        return metrics
+
+    def cleanup_log(self, retention_hours: float | None = None, dry_run: bool = False) -> list[str]:
+        """Delete commits and checkpoints older than ``delta.logRetentionDuration`` (default 30 days) that
+        the table no longer needs (Delta's Metadata Cleanup); return the deleted file names."""
+        names = maintenance.cleanup_log(self.storage, retention_hours=retention_hours, dry_run=dry_run)
+        if names and not dry_run:
+            self._snapshot.listing = DeltaLog(self.storage).list()
+        return names
 
     def __repr__(self) -> str:
         return f"Table({self.path!r}, version={self.version})"

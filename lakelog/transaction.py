@@ -277,7 +277,11 @@ class Transaction:
         if version == 0 or version % checkpoint_interval(metadata.configuration if metadata else {}):
             return
         try:
-            write_checkpoint(Snapshot.load(self.storage, version=version))
+            snap = Snapshot.load(self.storage, version=version)
+            write_checkpoint(snap)
+            from .maintenance import cleanup_expired_logs  # lazy: maintenance imports this module
+
+            cleanup_expired_logs(self.storage, snap)
         except Exception as e:  # a checkpoint is an optimization: never fail the commit over it
             warnings.warn(f"lakelog: checkpoint after version {version} failed: {e!r}", stacklevel=3)
 

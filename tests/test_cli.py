@@ -1,0 +1,240 @@
+"""The ``lakelog`` console script, run in subprocesses: output, --json and exit codes."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+import lakelog
+
+VENV_BIN = os.path.dirname(sys.executable)
+SCRIPT = os.path.join(VENV_BIN, "lakelog")
+CMD = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "lakelog.cli"]
+
+
+def run(*args, timeout=120):
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    return subprocess.run([*CMD, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_json(*args):
+    r = run(*args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def one_line_error(r, code):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "error" in lines[0] and "Traceback" not in r.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    csv = tmp_path / "a.csv"
+    csv.write_text("id,name,day\n1,ann,mon\n2,,tue\n3,cid,mon\n")
+    jsonl = tmp_path / "b.jsonl"
+    jsonl.write_text('{"id": 4, "name": "dee", "day": "wed"}\n{"id": 5, "name": "eve", "day": "mon"}\n')
+    parquet = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": pa.array([6], pa.int64()), "name": ["fay"], "day": ["tue"]}), parquet)
+    return str(csv), str(jsonl), str(parquet)
+
+
+def test_write_show_describe_history_files(table_path, inputs):
+    r = run("write", table_path, *inputs, "--partition-by", "day")
+    assert r.returncode == 0, r.stderr
+    assert "wrote 6 row(s) from 3 file(s)" in r.stdout and "version 0" in r.stdout
+    rows = sorted(lakelog.read_table(table_path).to_pylist(), key=lambda x: x["id"])
+    assert [x["id"] for x in rows] == [1, 2, 3, 4, 5, 6]
+    assert rows[1]["name"] is None  # an empty CSV field is null
+    assert lakelog.Table(table_path).partition_columns == ["day"]
+    assert DeltaTable(table_path).to_pyarrow_table().num_rows == 6
+
+    r = run("show", table_path, "--limit", "2", "--columns", "id,name")
+    assert r.returncode == 0, r.stderr
+    header = r.stdout.splitlines()[0].split()
+    assert header == ["id", "name"]
+    assert "(2 of 6 rows, version 0)" in r.stdout
+    shown = run_json("show", table_path, "--limit", "0")
+    assert shown["version"] == 0 and shown["num_rows"] == 6 and shown["total_rows"] == 6
+    assert sorted(r["id"] for r in shown["rows"]) == [1, 2, 3, 4, 5, 6]
+    assert set(shown["columns"]) == {"id", "name", "day"}
+
+    r = run("write", table_path, inputs[0], "--mode", "overwrite")  # version 1
+    assert r.returncode == 0, r.stderr
+    assert run_json("show", table_path, "--version", "0", "--limit", "0")["num_rows"] == 6
+    assert run_json("show", table_path)["num_rows"] == 3
+    ts = lakelog.Table(table_path).history()[-1]["timestamp"].isoformat()
+    assert run_json("show", table_path, "--timestamp", ts)["version"] == 0
+
+    d = run_json("describe", table_path)
+    assert d["version"] == 1 and d["partitionColumns"] == ["day"]
+    assert [c["name"] for c in d["schema"]] == ["id", "name", "day"]
+    assert d["schema"][0]["type"] == "long" and d["schema"][2]["partition"] is True
+    assert d["numFiles"] == 2 and d["numRecords"] == 3 and d["sizeInBytes"] > 0
+    assert d["protocol"]["minReaderVersion"] == 1
+    r = run("describe", table_path)
+    assert r.returncode == 0 and "partitioned: day" in r.stdout and "2 file(s)" in r.stdout
+
+    h = run_json("history", table_path)
+    assert [e["version"] for e in h] == [1, 0]
+    assert h[0]["operation"] == "WRITE" and h[0]["operationParameters"]["mode"] == "Overwrite"
+    r = run("history", table_path, "--limit", "1")
+    assert r.returncode == 0 and "WRITE" in r.stdout and "CREATE TABLE" not in r.stdout
+
+    f = run_json("files", table_path)
+    assert f["version"] == 1 and len(f["files"]) == 2
+    assert {x["partitionValues"]["day"] for x in f["files"]} == {"mon", "tue"}
+    assert sum(x["numRecords"] for x in f["files"]) == 3
+    assert len(run_json("files", table_path, "--version", "0")["files"]) == 5
+
+
+def test_maintenance_commands(table_path):
+    for i in range(12):
+        lakelog.write_table(table_path, pa.table({"id": [i, i + 100], "p": ["a", "b"]}), partition_by=["p"] if i == 0 else None)
+    expected = sorted(lakelog.read_table(table_path).column("id").to_pylist())
+
+    r = run("optimize", table_path, "--target-size", "64MiB")
+    assert r.returncode == 0, r.stderr
+    assert "compacted 24 file(s)" in r.stdout and "committed version 12" in r.stdout
+    assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == expected
+    assert run_json("optimize", table_path)["version"] is None
+
+    r = run("vacuum", table_path, "--retain-hours", "0")
+    assert "--no-enforce-retention" in one_line_error(r, 2)
+    r = run("vacuum", table_path, "--retain-hours", "0", "--no-enforce-retention")
+    assert r.returncode == 0, r.stderr
+    assert "dry run: 24 file(s) would be deleted" in r.stdout
+    v = run_json("vacuum", table_path, "--retain-hours", "0", "--no-enforce-retention", "--no-dry-run")
+    assert v["dry_run"] is False and v["num_files"] == 24 and v["version"] == 14
+    assert sorted(DeltaTable(table_path).to_pyarrow_table().column("id").to_pylist()) == expected
+
+    r = run("restore", table_path, "20")
+    assert "version 20" in one_line_error(r, 2)
+    r = run("restore", table_path, "3")  # its files were vacuumed
+    assert "no longer exist" in one_line_error(r, 2)
+    lakelog.write_table(table_path, pa.table({"id": [999], "p": ["a"]}), mode="overwrite")  # v15
+    res = run_json("restore", table_path, "14")
+    assert res["version"] == 16 and res["restoredVersion"] == 14
+    assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == expected
+    assert sorted(DeltaTable(table_path).to_pyarrow_table().column("id").to_pylist()) == expected
+
+    assert run_json("checkpoint", table_path) == {"version": 16}
+    assert "00000000000000000016.checkpoint.parquet" in os.listdir(os.path.join(table_path, "_delta_log"))
+    old = time.time() - 40 * 86400
+    for i in range(14):
+        os.utime(os.path.join(table_path, "_delta_log", f"{i:020d}.json"), (old, old))
+    c = run_json("cleanup-log", table_path, "--dry-run")
+    assert c["dry_run"] is True and c["files"] == [f"{i:020d}.json" for i in range(10)]
+    r = run("cleanup-log", table_path)
+    assert r.returncode == 0 and "10 log file(s) deleted" in r.stdout
+    r = run("show", table_path, "--version", "3")
+    assert "version 3" in one_line_error(r, 2)
+    assert run_json("describe", table_path, "--version", "10")["version"] == 10  # its data files were vacuumed
+
+
+def test_errors_exit_codes_and_one_line_messages(tmp_path, table_path, inputs):
+    missing = tmp_path / "nope"
+    for cmd in ("show", "vacuum"):
+        line = one_line_error(run(cmd, missing), 2)
+        assert "no table at" in line
+
+    r = run("show")  # missing PATH
+    one_line_error(r, 2)
+    r = run("frobnicate", table_path)
+    one_line_error(r, 2)
+    r = run("show", table_path, "--limit", "-3")
+    one_line_error(r, 2)
+    r = run("optimize", table_path, "--target-size", "lots")
+    one_line_error(r, 2)
+    r = run("show", table_path, "--storage-option", "novalue")
+    one_line_error(r, 2)
+
+    r = run("write", table_path, tmp_path / "missing.csv")
+    assert "does not exist" in one_line_error(r, 2)
+    r = run("write", table_path, inputs[0], "--partition-by", "nosuch")
+    assert "nosuch" in one_line_error(r, 2)
+    assert not os.path.exists(os.path.join(table_path, "_delta_log"))
+    assert run("write", table_path, inputs[0]).returncode == 0
+    r = run("write", table_path, inputs[0], "--mode", "error")
+    assert "exists" in one_line_error(r, 1)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,extra\n1,x\n")
+    r = run("write", table_path, bad)
+    assert "extra" in one_line_error(r, 2)
+    r = run("show", table_path, "--columns", "nosuch")
+    one_line_error(r, 2)
+    r = run("show", table_path, "--storage-option", "lakelog.bogus=1")
+    assert "lakelog.bogus" in one_line_error(r, 2)
+    assert run("show", table_path, "--storage-option", "lakelog.single_writer=true").returncode == 0
+
+    # A corrupt log is a failure (1), not a usage error; --debug adds the traceback.
+    with open(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), "w") as f:
+        f.write('{"commitInfo": {}}\n{"add": {"path": "x.parquet", "partitionValues"')
+    r = run("show", table_path)
+    assert "incomplete log file" in one_line_error(r, 1)
+    r = run("show", table_path, "--debug")
+    assert r.returncode == 1 and "Traceback" in r.stderr
+
+
+def test_help_version_and_module_entry_point():
+    r = run("--help")
+    assert r.returncode == 0
+    assert "exit codes" in r.stdout and "vacuum" in r.stdout and "130" in r.stdout
+    r = run("vacuum", "--help")
+    assert r.returncode == 0 and "--no-dry-run" in r.stdout and "--retain-hours" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "lakelog.cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == f"lakelog {lakelog.__version__}"
+
+
+def test_check_and_convert_commands(tmp_path, table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1, 2]}))
+    r = run("check", table_path, "--json")
+    if importlib.util.find_spec("lakelog.check") is None:
+        assert "lakelog.check" in one_line_error(r, 1)
+    else:
+        assert r.returncode == 0, r.stderr
+        assert isinstance(json.loads(r.stdout), dict)
+        assert run("check", tmp_path / "nope").returncode in (1, 2)
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), raw / "part-0.parquet")
+    r = run("convert", raw, "--json")
+    if importlib.util.find_spec("lakelog.convert") is None:
+        assert "lakelog.convert" in one_line_error(r, 1)
+    else:
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["version"] == 0
+        assert lakelog.read_table(str(raw)).num_rows == 3
+
+
+def test_main_in_process_with_options_before_the_command(tmp_path, table_path, capsys):
+    from lakelog.cli import main
+
+    missing = str(tmp_path / "nope")
+    for argv in (["describe", missing], ["history", missing], ["files", missing], ["optimize", missing],
+                 ["checkpoint", missing], ["restore", missing, "0"], ["cleanup-log", missing]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no table at" in err, argv
+
+    lakelog.write_table(table_path, pa.table({"id": [1, 2, 3]}))
+    assert main(["--json", "history", table_path]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["version"] == 0
+    assert main(["show", table_path, "--version", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "version 5" in err
+    assert main(["vacuum", table_path, "--retain-hours", "200"]) == 0
+    assert "dry run: 0 file(s)" in capsys.readouterr().out
