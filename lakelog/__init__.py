@@ -15,6 +15,7 @@ from .errors import (  # noqa: E402
 )
 from .table import Table, read_table  # noqa: E402
 from .write import WritePlan, plan_write, write_table  # noqa: E402
+from .conversion import convert  # noqa: E402
 
 __all__ = [
     "Table",
@@ -22,6 +23,7 @@ __all__ = [
     "write_table",
     "plan_write",
     "WritePlan",
+    "convert",
     "errors",
     "LakelogError",
     "TableNotFoundError",

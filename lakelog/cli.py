@@ -610,7 +610,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    convert = _import_optional("lakelog.convert", "convert", "convert")
+    convert = _import_optional("lakelog.conversion", "convert", "convert")
     partition_by = args.partition_by
     if partition_by:  # convert splits "a,b:decimal(10,2)" itself (commas inside parentheses stay)
         partition_by = ",".join(partition_by)

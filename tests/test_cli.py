@@ -211,8 +211,8 @@ def test_check_and_convert_commands(tmp_path, table_path):
     raw.mkdir()
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), raw / "part-0.parquet")
     r = run("convert", raw, "--json")
-    if importlib.util.find_spec("lakelog.convert") is None:
-        assert "lakelog.convert" in one_line_error(r, 1)
+    if importlib.util.find_spec("lakelog.conversion") is None:
+        assert "lakelog.conversion" in one_line_error(r, 1)
     else:
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["version"] == 0
