@@ -202,19 +202,22 @@ class DataWriter:
             self._write_part((), {}, batch)
             return
         # Group rows by partition: sort on dictionary codes (cheap integers, not the values themselves),
-        # one take, then zero-copy slices per run of equal codes.
-        codes = [pc.dictionary_encode(batch.column(c)).indices for c in self.partition_columns]
+        # one take, then zero-copy slices per run of equal codes. Nulls get code -1 so runs compare plainly.
+        codes = [pc.fill_null(pc.dictionary_encode(batch.column(c)).indices, -1) for c in self.partition_columns]
         coded = pa.record_batch(codes, names=[f"k{i}" for i in range(len(codes))])
-        order = pc.sort_indices(coded, sort_keys=[(n, "ascending", "at_end") for n in coded.schema.names])
+        order = pc.sort_indices(coded, sort_keys=[(n, "ascending") for n in coded.schema.names])
         ordered = batch.take(order)
-        runs = pa.Table.from_batches([coded.take(order)]).group_by(coded.schema.names, use_threads=False).aggregate([([], "count_all")])
-        offset = 0
-        for n in runs.column("count_all").to_pylist():
-            first = ordered.slice(offset, 1)
+        n = batch.num_rows
+        changed = None
+        for col in coded.take(order).columns:
+            step = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+            changed = step if changed is None else pc.or_(changed, step)
+        starts = [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()] if n > 1 else [0]
+        for start, end in zip(starts, starts[1:] + [n]):
+            first = ordered.slice(start, 1)
             pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
             pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
-            self._write_part(tuple(pvals.values()), pvals, ordered.slice(offset, n))
-            offset += n
+            self._write_part(tuple(pvals.values()), pvals, ordered.slice(start, end - start))
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
         data = batch.select(self.data_schema.names)
@@ -248,7 +251,7 @@ class DataWriter:
         if parent not in self._made_dirs:
             self.storage.makedirs(parent)
             self._made_dirs.add(parent)
-        sink = self.storage.arrow_fs.open_output_stream(full)
+        sink = self.storage.open_output(full)
         writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
         return _OpenFile(rel, dict(pvals), writer, sink)
 

@@ -182,3 +182,19 @@ def test_empty_write_creates_table_with_schema(table_path):
     t = lakelog.Table(table_path)
     assert v == 0 and t.files() == [] and t.to_pyarrow().num_rows == 0
     assert t.to_pyarrow().schema.names == ["id", "s"]
+
+
+def test_rows_land_in_their_own_partition_with_nulls_in_the_keys(table_path):
+    # Regression: groups of (null, a) and (null, b) must not be merged or swapped.
+    data = pa.table({
+        "id": [0, 1, 2, 3, 4, 5],
+        "ps": ["", "", " ", None, "b", " "],
+        "pd": pa.array([None, None, None, dt.date(2000, 1, 1), None, dt.date(2000, 1, 1)]),
+    })
+    lakelog.write_table(table_path, data, partition_by=["pd", "ps"])
+    got = lakelog.read_table(table_path).sort_by("id").to_pylist()
+    assert [(r["ps"], r["pd"]) for r in got] == [
+        (None, None), (None, None), (" ", None), (None, dt.date(2000, 1, 1)), ("b", None), (" ", dt.date(2000, 1, 1)),
+    ]
+    t = lakelog.Table(table_path)
+    assert sorted(t.snapshot.files[p].partition_values["ps"] or "-" for p in t.files()) == [" ", " ", "-", "-", "b"]
