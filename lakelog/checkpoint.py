@@ -167,10 +167,23 @@ def write_checkpoint(snapshot: "Snapshot") -> int:
         "sizeInBytes": len(data),
         "numOfAddFiles": len(snapshot.files),
     }
-    current = snapshot.log.read_last_checkpoint()
-    if current is None or int(current.get("version", -1)) < snapshot.version:
+    if _hint_needs_update(storage, snapshot.log.read_last_checkpoint(), snapshot.version):
         storage.put(storage.log_file(LAST_CHECKPOINT), orjson.dumps(hint))
     return snapshot.version
+
+
+def _hint_needs_update(storage, current, version: int) -> bool:
+    """Whether ``_last_checkpoint`` should now name ``version``: it is missing, unparseable, older, or
+    names a newer checkpoint that does not exist (a damaged hint is repaired, a valid newer one kept)."""
+    if not isinstance(current, dict):
+        return True
+    try:
+        named = int(current.get("version"))
+    except (TypeError, ValueError):
+        return True
+    if named < version:
+        return True
+    return named > version and not storage.exists(storage.log_file(checkpoint_name(named)))
 
 
 def _map(v) -> dict | None:
@@ -181,7 +194,7 @@ def read_checkpoint(storage, version: int) -> list[Action]:
     """Read the actions of a classic checkpoint; raises CorruptLogError when unreadable."""
     path = storage.log_file(checkpoint_name(version))
     try:
-        with storage.arrow_fs.open_input_file(path) as f:
+        with storage.open_input(path) as f:
             pf = pq.ParquetFile(f)
             names = set(pf.schema_arrow.names)
             cols = [c for c in ("protocol", "metaData", "txn", "add", "remove") if c in names]
@@ -200,20 +213,26 @@ def read_checkpoint(storage, version: int) -> list[Action]:
         col = table.column(name)
         return col.filter(pc.is_valid(col)).to_pylist()
 
-    for d in valid_rows("protocol"):
-        actions.append(Protocol.from_json(d))
-    for d in valid_rows("metaData"):
-        d["configuration"] = _map(d.get("configuration"))
-        if d.get("format"):
-            d["format"]["options"] = _map(d["format"].get("options"))
-        actions.append(Metadata.from_json(d))
-    for d in valid_rows("txn"):
-        actions.append(Txn.from_json(d))
-    for d in valid_rows("add"):
-        d["partitionValues"] = _map(d.get("partitionValues"))
-        d["tags"] = _map(d.get("tags"))
-        actions.append(AddFile.from_json(d))
-    for d in valid_rows("remove"):
-        d["partitionValues"] = _map(d.get("partitionValues"))
-        actions.append(RemoveFile.from_json(d))
+    try:
+        for d in valid_rows("protocol"):
+            actions.append(Protocol.from_json(d))
+        for d in valid_rows("metaData"):
+            d["configuration"] = _map(d.get("configuration"))
+            if d.get("format"):
+                d["format"]["options"] = _map(d["format"].get("options"))
+            actions.append(Metadata.from_json(d))
+        for d in valid_rows("txn"):
+            actions.append(Txn.from_json(d))
+        for d in valid_rows("add"):
+            d["partitionValues"] = _map(d.get("partitionValues"))
+            d["tags"] = _map(d.get("tags"))
+            actions.append(AddFile.from_json(d))
+        for d in valid_rows("remove"):
+            d["partitionValues"] = _map(d.get("partitionValues"))
+            actions.append(RemoveFile.from_json(d))
+        for a in actions:
+            if isinstance(a, (AddFile, RemoveFile)) and not isinstance(a.path, str):
+                raise TypeError(f"path must be a string, got {a.path!r}")
+    except (KeyError, TypeError, ValueError, AttributeError, pa.ArrowException) as e:
+        raise CorruptLogError(f"checkpoint {checkpoint_name(version)} holds a malformed action ({e!r})") from None
     return actions

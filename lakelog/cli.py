@@ -17,7 +17,7 @@ import re
 import sys
 import textwrap
 import traceback
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -584,23 +584,9 @@ class _counting:
             yield b
 
 
-def _import_optional(module: str, attr: str, command: str) -> Callable:
-    import importlib
-
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name in (module, module.rsplit(".", 1)[0]):
-            raise CommandFailed(f"the '{command}' command needs {module}, which this lakelog installation does not have") from None
-        raise
-    fn = getattr(mod, attr, None)
-    if fn is None:
-        raise CommandFailed(f"the '{command}' command needs {module}.{attr}, which this lakelog installation does not have")
-    return fn
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    check_table = _import_optional("lakelog.check", "check_table", "check")
+    from .check import check_table
+
     report = check_table(args.path, storage_options=args.storage_options)
     if args.json:
         _emit_json(report.to_dict())
@@ -610,7 +596,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    convert = _import_optional("lakelog.conversion", "convert", "convert")
+    from .conversion import convert
+
     partition_by = args.partition_by
     if partition_by:  # convert splits "a,b:decimal(10,2)" itself (commas inside parentheses stay)
         partition_by = ",".join(partition_by)

@@ -79,18 +79,10 @@ class DeltaLog:
             return {}
         paths = {self.storage.log_file(commit_name(v)): v for v in versions}
         try:
-            blobs = self.storage.fs.cat(list(paths), on_error="raise")
+            blobs = self.storage.read_many(list(paths))
         except FileNotFoundError as e:
             raise CorruptLogError(f"log file disappeared while reading: {e}; retry the operation") from None
-        if not isinstance(blobs, dict):
-            blobs = {next(iter(paths)): blobs}
-        out = {}
-        for p, data in blobs.items():
-            v = paths.get(p) or paths.get(p.replace("file://", ""))
-            if v is None:  # fsspec may normalize the key; match on the file name
-                v = int(p.rsplit("/", 1)[-1][:20])
-            out[v] = parse_actions(data, commit_name(v))
-        return out
+        return {paths[p]: parse_actions(data, commit_name(paths[p])) for p, data in blobs.items()}
 
     def read_commit(self, version: int) -> list[Action]:
         return self.read_commits([version])[version]

@@ -27,7 +27,20 @@ _MS = dt.timedelta(milliseconds=1)
 
 
 class MissingDataFileError(CorruptLogError):
-    """A data file named by the log does not exist."""
+    """A data file named by the log does not exist; ``paths`` are the table-relative paths found missing."""
+
+    def __init__(self, message: str, paths: list[str] | None = None):
+        super().__init__(message)
+        self.paths = list(paths or [])
+
+
+class CorruptDataFileError(CorruptLogError):
+    """A data file named by the log exists but is not readable Parquet (truncated or overwritten);
+    ``paths`` are the table-relative paths concerned."""
+
+    def __init__(self, message: str, paths: list[str] | None = None):
+        super().__init__(message)
+        self.paths = list(paths or [])
 
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
@@ -164,12 +177,37 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
     expr = to_expression(filters, snapshot.schema)
     try:
         return d.to_table(columns=columns, filter=expr)
-    except FileNotFoundError as e:
-        raise MissingDataFileError(
-            f"a data file named by the log at version {snapshot.version} is missing ({e}); "
-            "restore it, or restore the table to a version that does not reference it"
-        ) from None
-    except pa.ArrowInvalid as e:
-        if "No such file" in str(e) or "not found" in str(e).lower():
-            raise MissingDataFileError(f"a data file named by the log is missing: {e}") from None
-        raise
+    except (OSError, pa.ArrowInvalid) as e:
+        err = _data_file_error(snapshot, e)
+        if err is None:
+            raise
+        raise err from None
+
+
+def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | None:
+    """The typed error, naming the file(s), for a failure to read the snapshot's data files (None: not a
+    data-file problem). Only called on the error path: it may list the table to find missing files."""
+    storage, text = snapshot.storage, str(e)
+    named = [rel for rel in snapshot.files if storage.join(rel) in text]
+    if named:
+        missing = [rel for rel in named if not storage.exists(storage.join(rel))]
+    elif isinstance(e, FileNotFoundError) or "No such file" in text:
+        present = {f.name for f in storage.list_files(storage.root)}
+        missing = [rel for rel in snapshot.files if rel not in present]
+    else:
+        return None
+    where = f"named by the log at version {snapshot.version}"
+    if missing:
+        return MissingDataFileError(
+            f"data file(s) {missing[:5]}{' and more' if len(missing) > 5 else ''} {where} are missing from {storage.uri!r}; "
+            "restore them from a backup, or read a version that does not reference them ('lakelog check' lists every "
+            "missing file)",
+            missing,
+        )
+    if named and isinstance(e, pa.ArrowInvalid):
+        return CorruptDataFileError(
+            f"data file(s) {named[:5]} {where} cannot be read as Parquet ({e}); the file was truncated or overwritten. "
+            "Restore it from a backup, or read a version that does not reference it",
+            named,
+        )
+    return None

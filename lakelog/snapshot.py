@@ -12,7 +12,7 @@ import pyarrow as pa
 from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
 from .checkpoint import DEFAULT_TOMBSTONE_RETENTION_MS, read_checkpoint
 from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
-from .log import DeltaLog, LogListing
+from .log import DeltaLog, LogListing, checkpoint_name
 from .schema import schema_from_string
 from .storage import Storage
 
@@ -170,6 +170,7 @@ class Snapshot:
 
         state = _Replay()
         start = -1
+        skipped: list[tuple[int, Exception]] = []  # unusable checkpoints, newest first
         for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
             try:
                 actions = read_checkpoint(storage, cp)
@@ -178,7 +179,9 @@ class Snapshot:
                 if probe.protocol is None or probe.metadata is None:
                     raise CorruptLogError(f"checkpoint {cp} has no protocol or metaData")
             except (CorruptLogError, FileNotFoundError) as e:
+                # Documented fallback: an older checkpoint, or JSON replay, when those files exist.
                 warnings.warn(f"lakelog: skipping unusable checkpoint at version {cp}: {e}", stacklevel=2)
+                skipped.append((cp, e))
                 continue
             state, start = probe, cp
             break
@@ -186,6 +189,16 @@ class Snapshot:
         needed = list(range(start + 1, target + 1))
         missing = [v for v in needed if v not in listing.commits]
         if missing:
+            covering = [(cp, e) for cp, e in skipped if cp >= missing[-1]]
+            if covering:
+                # Only an unusable checkpoint covered the missing commits: no fallback exists.
+                cp, err = covering[0]
+                error_type = type(err) if isinstance(err, CorruptLogError) else CorruptLogError
+                raise error_type(
+                    f"version {target} cannot be reconstructed: checkpoint {checkpoint_name(cp)} is unusable ({err}) "
+                    f"and commit file(s) for version(s) {missing[:5]} it covers are gone, so there is nothing to fall "
+                    "back to. Restore the checkpoint or those commits from a backup."
+                )
             earliest = min(listing.commits) if listing.commits else None
             if start == -1 and missing[0] == 0 and (earliest is None or all(v < earliest for v in missing)):
                 raise VersionNotFoundError(

@@ -12,6 +12,16 @@ object (some S3-compatible stores ignore the header), and refuses to commit if i
   put-if-absent. Only safe when a single process ever writes the table.
 * ``lakelog.max_commit_attempts`` (int): how many times a commit may lose the race for a version
   before giving up with ``CommitConflictError`` (default: ``transaction.DEFAULT_MAX_ATTEMPTS``).
+* ``lakelog.fault_injector`` (callable, for tests): ``injector(op, path)`` is called before every storage
+  operation (``OPS``), and ``injector(op + ":done", path)`` after a ``put_if_absent``, ``put`` or
+  ``delete`` succeeded. Whatever it raises propagates as if the store had failed: raised before, the
+  operation did not happen; raised at ``":done"``, it happened but its reply was lost.
+
+The injection points are the public methods of ``Storage`` (``read``, ``read_many``, ``exists``,
+``list_dir``, ``list_files``, ``open_input``, ``open_output``, ``put_if_absent``, ``put``, ``delete``,
+``makedirs``). The write path uses them for the log listing, checkpoint reads, data files
+(``open_output``), commits, checkpoints and ``_last_checkpoint``. Scans read data files through
+pyarrow datasets on ``arrow_fs`` and are not injection points.
 """
 
 from __future__ import annotations
@@ -32,7 +42,11 @@ from .errors import StorageError
 # Protocols whose put-if-absent is atomic (two writers cannot both create the same name).
 _ATOMIC_CREATE = {"file", "local", "s3", "s3a", "memory"}
 _memory_lock = threading.Lock()
-_LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts")
+_LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts", "lakelog.fault_injector")
+# Operations reported to a fault injector (``lakelog.fault_injector``); those in DONE_OPS are reported
+# again as "<op>:done" once they succeeded.
+OPS = ("read", "read_many", "exists", "list_dir", "list_files", "open_input", "open_output", "put_if_absent", "put", "delete", "makedirs")
+DONE_OPS = ("put_if_absent", "put", "delete")
 # (filesystem token, bucket) pairs whose conditional PUT was checked in this process.
 _verified_conditional_put: set[tuple[str, str]] = set()
 _verify_lock = threading.Lock()
@@ -101,7 +115,8 @@ class Storage:
     ``storage_options`` go to ``fsspec.filesystem(protocol, **storage_options)``, except the
     ``lakelog.*`` keys described in this module's docstring (``lakelog.single_writer`` allows
     committing on stores without atomic put-if-absent, which is only safe when a single process ever
-    writes the table; ``lakelog.max_commit_attempts`` bounds the commit retries).
+    writes the table; ``lakelog.max_commit_attempts`` bounds the commit retries;
+    ``lakelog.fault_injector`` is the tests' hook into every operation, see ``_before``).
     """
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None):
@@ -110,6 +125,9 @@ class Storage:
         if unknown:
             raise ValueError(f"unknown lakelog storage option(s) {unknown}; known: {list(_LAKELOG_OPTIONS)}")
         self.single_writer = str(opts.pop("lakelog.single_writer", "false")).lower() in ("1", "true", "yes")
+        self.fault_injector = opts.pop("lakelog.fault_injector", None)
+        if self.fault_injector is not None and not callable(self.fault_injector):
+            raise ValueError(f"lakelog.fault_injector must be a callable(op, path), not {self.fault_injector!r}")
         attempts = opts.pop("lakelog.max_commit_attempts", None)
         try:
             self.max_commit_attempts: int | None = None if attempts in (None, "") else int(attempts)
@@ -118,7 +136,14 @@ class Storage:
         if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
             raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
-        self.fs, root = fsspec.core.url_to_fs(uri, **opts)
+        # No listings cache: lakelog always needs the store's current answer. With s3fs's cache, a listing
+        # of a directory (vacuum, check) made later reads treat files created since then as missing.
+        opts.setdefault("use_listings_cache", False)
+        try:
+            self.fs, root = fsspec.core.url_to_fs(uri, **opts)
+        except TypeError:  # a filesystem class that does not take the option
+            opts.pop("use_listings_cache")
+            self.fs, root = fsspec.core.url_to_fs(uri, **opts)
         protos = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
         self.protocol = protos[0]
         self.is_local = "file" in protos or "local" in protos
@@ -134,6 +159,21 @@ class Storage:
     def log_file(self, name: str) -> str:
         return f"{self.log_dir}/{name}"
 
+    # ------------------------------------------------------------ fault injection
+    def _before(self, op: str, path: str) -> None:
+        """The injection point every public operation passes before touching the store.
+
+        With ``lakelog.fault_injector`` set, it is called as ``injector(op, path)``; an exception it raises
+        fails the operation before anything happened. Without one this does nothing.
+        """
+        if self.fault_injector is not None:
+            self.fault_injector(op, path)
+
+    def _after(self, op: str, path: str) -> None:
+        """Called once a write operation succeeded: ``injector(op + ":done", path)`` (a lost reply)."""
+        if self.fault_injector is not None:
+            self.fault_injector(f"{op}:done", path)
+
     @property
     def arrow_fs(self) -> pafs.FileSystem:
         if self._arrow_fs is None:
@@ -145,13 +185,64 @@ class Storage:
 
     # ------------------------------------------------------------ reads
     def read(self, path: str) -> bytes:
+        self._before("read", path)
         return self.fs.cat_file(path)
 
+    def read_many(self, paths: list[str]) -> dict[str, bytes]:
+        """Read several files in one bulk fetch: {path as given: bytes}; FileNotFoundError if one is missing."""
+        if not paths:
+            return {}
+        self._before("read_many", paths[0])
+        blobs = self.fs.cat(list(paths), on_error="raise")
+        if not isinstance(blobs, dict):
+            return {paths[0]: blobs}
+        out: dict[str, bytes] = {}
+        by_norm = {p: p for p in paths}
+        by_norm.update({p.replace("file://", ""): p for p in paths})
+        by_name = {p.rsplit("/", 1)[-1]: p for p in paths}
+        for key, data in blobs.items():  # fsspec may normalize the keys
+            out[by_norm.get(key) or by_norm.get(key.replace("file://", "")) or by_name.get(key.rsplit("/", 1)[-1], key)] = data
+        return out
+
     def exists(self, path: str) -> bool:
+        self._before("exists", path)
         return self.fs.exists(path)
+
+    def open_input(self, path: str):
+        """A seekable binary input file (pyarrow ``NativeFile``) for reading ``path``."""
+        self._before("open_input", path)
+        return self.arrow_fs.open_input_file(path)
+
+    def open_output(self, path: str):
+        """A binary output stream (pyarrow ``NativeFile``) creating or replacing ``path``.
+
+        Used for data files only: they become visible when a commit names them, never by being written.
+        """
+        self._before("open_output", path)
+        return self.arrow_fs.open_output_stream(path)
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        """Every file under ``path``, recursively (fresh listing; ``FileInfo.name`` is the path relative to
+        ``path``); a missing directory -> []."""
+        self._before("list_files", path)
+        base = path.rstrip("/")
+        self.fs.invalidate_cache(base)
+        try:
+            found = self.fs.find(base, detail=True, withdirs=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        prefix = base + "/"
+        for name, e in found.items():
+            name = name.rstrip("/")
+            if e.get("type") == "directory" or not name.startswith(prefix):
+                continue
+            out.append(FileInfo(name[len(prefix):], name, int(e.get("size") or 0), _mtime_ms(e)))
+        return out
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """List files directly in ``path`` (fresh, no cached listing); missing dir -> []."""
+        self._before("list_dir", path)
         self.fs.invalidate_cache(path)
         try:
             entries = self.fs.ls(path, detail=True)
@@ -197,6 +288,11 @@ class Storage:
         OSErrors leave the outcome unknown (the object may have been created): callers look again.
         """
         self.check_atomic_commits()
+        self._before("put_if_absent", path)
+        self._put_if_absent(path, data)
+        self._after("put_if_absent", path)
+
+    def _put_if_absent(self, path: str, data: bytes) -> None:
         if self.is_local:
             self._local_link_create(path, data)
         elif self.protocol == "memory":
@@ -275,20 +371,25 @@ class Storage:
 
     def put(self, path: str, data: bytes) -> None:
         """Write (or replace) ``path`` so readers see the old or the new content, never a torn one."""
+        self._before("put", path)
         if self.is_local:
             tmp = self._local_temp(path, data)
             os.replace(tmp, path)  # a hint file may be replaced; commits never go through here
         else:
             self.fs.pipe_file(path, data)
+        self._after("put", path)
 
     def makedirs(self, path: str) -> None:
+        self._before("makedirs", path)
         if self.is_local:
             os.makedirs(path, exist_ok=True)
         else:
             self.fs.makedirs(path, exist_ok=True)
 
     def delete(self, path: str) -> None:
+        self._before("delete", path)
         self.fs.rm_file(path)
+        self._after("delete", path)
 
     def _local_temp(self, path: str, data: bytes) -> str:
         d, name = os.path.split(path)

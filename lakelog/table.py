@@ -159,6 +159,13 @@ class Table:
             self._snapshot.listing = DeltaLog(self.storage).list()
         return names
 
+    def check(self):
+        """Check this table's log and the data files of its current version; returns a ``CheckReport``
+        (``.ok``, ``.problems``, ``.warnings``, ``.orphans``). Problems are reported, never raised."""
+        from .check import check_table
+
+        return check_table(self.path, version=self.version, storage=self.storage)
+
     def __repr__(self) -> str:
         return f"Table({self.path!r}, version={self.version})"
 

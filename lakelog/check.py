@@ -1,0 +1,401 @@
+"""``lakelog check``: verify a table's log and data files without changing anything.
+
+``check_table(path)`` reports, in a ``CheckReport``:
+
+* problems (``ok`` is False when there is any):
+
+  - ``corrupt_commit``: a commit file that does not parse (torn line, malformed action) or that uses a
+    feature lakelog does not read;
+  - ``invalid_path``: an ``add``/``remove`` path that is absolute, has a scheme or escapes the table;
+  - ``unreadable_checkpoint``: a checkpoint that cannot be read (readers fall back to an older
+    checkpoint or to the JSON commits when those exist);
+  - ``checkpoint_mismatch``: a checkpoint whose files, protocol, metadata or txns differ from the replay
+    of the JSON commits it covers (checked whenever those commits still exist, from version 0 or from an
+    earlier checkpoint);
+  - ``version_gap``: versions after the earliest reconstructable one that cannot be reconstructed
+    (missing or unreadable commit files not covered by a usable checkpoint);
+  - ``unreadable_version``: the checked version (default: the latest) cannot be opened; the message is
+    the error a reader gets;
+  - ``missing_file`` / ``size_mismatch``: a data file the checked version references is absent, or its
+    size differs from the size in the log.
+
+* warnings (do not affect ``ok``): a ``_last_checkpoint`` hint that is unparseable or names a checkpoint
+  that does not exist (readers only use it as a hint), and temp files in ``_delta_log`` left by writers
+  that crashed (readers ignore them; delete them when no writer runs).
+
+* orphans: files under the table root, outside ``_delta_log`` and hidden (``_``/``.``) paths, that no
+  ``add`` or ``remove`` in any commit or checkpoint still in the log names: written but never committed
+  (a crashed or failed writer), or removed so long ago that the log no longer mentions them. They are
+  not a problem (``vacuum`` deletes them).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, parse_actions
+from .checkpoint import read_checkpoint
+from .errors import CorruptLogError, InvalidPathError, LakelogError, VersionNotFoundError
+from .log import LAST_CHECKPOINT, DeltaLog, checkpoint_name, commit_name
+from .schema import hive_escape
+from .snapshot import Snapshot, _Replay
+from .storage import Storage
+
+_TEMP_RE = re.compile(r"^\..+\.tmp$")  # lakelog's temp files: .<final name>.<uuid>.tmp
+_READ_CHUNK = 1000  # commit files per bulk read
+
+
+@dataclass
+class Problem:
+    kind: str
+    message: str
+    version: int | None = None
+    path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class CheckReport:
+    """What ``check_table`` found. ``ok``: no problems (orphans and warnings do not count)."""
+
+    path: str
+    version: int | None  # the version whose files were checked
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    counts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "version": self.version,
+            "ok": self.ok,
+            "problems": [p.to_dict() for p in self.problems],
+            "warnings": [w.to_dict() for w in self.warnings],
+            "orphans": list(self.orphans),
+            "counts": dict(self.counts),
+        }
+
+    def format(self) -> str:
+        c = self.counts
+        lines = [f"lakelog check {self.path}"]
+        readable = "none" if c.get("earliest_version") is None else f"{c['earliest_version']}..{c['latest_version']}"
+        lines.append(
+            f"  log: {c.get('commits', 0)} commit(s), {c.get('checkpoints', 0)} checkpoint(s) "
+            f"({c.get('checkpoints_verified', 0)} verified against the JSON commits); readable versions {readable}"
+        )
+        if self.version is not None and c.get("files") is not None:
+            state = "all present with their logged sizes" if not any(p.kind in ("missing_file", "size_mismatch") for p in self.problems) else "see problems"
+            lines.append(f"  version {self.version}: {c['files']} data file(s), {c.get('bytes', 0)} bytes; {state}")
+        if self.orphans:
+            lines.append(f"  orphans: {len(self.orphans)} file(s) that no version in the log references (vacuum deletes them):")
+            lines.extend(f"    {o}" for o in self.orphans[:20])
+            if len(self.orphans) > 20:
+                lines.append(f"    ... and {len(self.orphans) - 20} more")
+        else:
+            lines.append("  orphans: none")
+        if self.warnings:
+            lines.append(f"  warnings ({len(self.warnings)}):")
+            lines.extend(f"    - {w.kind}: {w.message}" for w in self.warnings)
+        if self.problems:
+            lines.append(f"  PROBLEMS ({len(self.problems)}):")
+            lines.extend(f"    - {p.kind}: {p.message}" for p in self.problems)
+            lines.append(f"result: {len(self.problems)} problem(s) found")
+        else:
+            lines.append("result: OK")
+        return "\n".join(lines) + "\n"
+
+    __str__ = format
+
+
+def check_table(
+    path: str,
+    storage_options: dict[str, Any] | None = None,
+    version: int | None = None,
+    *,
+    storage: Storage | None = None,
+) -> CheckReport:
+    """Check the table at ``path`` (its whole log; the data files of ``version``, default the latest).
+
+    Raises ``TableNotFoundError`` when there is no table, and ``VersionNotFoundError`` for a version
+    outside the log; everything else found is reported, never raised.
+    """
+    storage = storage or Storage(path, storage_options)
+    log = DeltaLog(storage)
+    listing = log.list()  # TableNotFoundError: nothing to check
+    latest = listing.latest_version
+    target = latest if version is None else int(version)
+    if not 0 <= target <= latest:
+        raise VersionNotFoundError(f"version {target} does not exist; the table's versions are up to {latest}")
+    report = CheckReport(str(path), target)
+    problems, warns = report.problems, report.warnings
+
+    # ---------------------------------------------------------------- every commit parses
+    commits: dict[int, list[Action]] = {}
+    for v, data in _read_commits(storage, sorted(listing.commits)).items():
+        if data is None:
+            problems.append(Problem("corrupt_commit", f"commit file {commit_name(v)} vanished while being checked", v, commit_name(v)))
+            continue
+        try:
+            commits[v] = parse_actions(data, commit_name(v))
+        except LakelogError as e:
+            problems.append(Problem("corrupt_commit", str(e), v, commit_name(v)))
+
+    referenced: set[str] = set()
+    partition_columns: set[str] = set()
+
+    def note_paths(actions: list[Action], v: int, where: str) -> None:
+        bad = None
+        for a in actions:
+            if isinstance(a, (AddFile, RemoveFile)):
+                try:
+                    referenced.add(decode_path(a.path))
+                except InvalidPathError as e:
+                    bad = bad or e
+            elif isinstance(a, Metadata):
+                partition_columns.update(a.partition_columns)
+        if bad is not None:
+            problems.append(Problem("invalid_path", f"{where}: {bad}", v, where))
+
+    for v in sorted(commits):
+        note_paths(commits[v], v, commit_name(v))
+
+    # ---------------------------------------------------------------- checkpoints and continuity
+    cp_versions = sorted(listing.checkpoints)
+    first = min([*listing.commits, *cp_versions])
+    state: _Replay | None = None
+    covered: list[int] = []
+    verified = 0
+    for v in range(first, latest + 1):
+        if v in commits and (state is not None or v == 0):
+            state = state or _Replay()
+            try:
+                state.apply(commits[v])
+            except LakelogError:
+                state = None  # reported above (invalid path)
+        else:
+            state = None  # chain broken: missing or unreadable commit
+        if v in listing.checkpoints:
+            cp_state = _read_checkpoint_state(storage, v, problems, note_paths)
+            if cp_state is not None:
+                if state is not None:
+                    verified += 1
+                    diff = _differences(state, cp_state)
+                    if diff:
+                        problems.append(
+                            Problem(
+                                "checkpoint_mismatch",
+                                f"checkpoint {checkpoint_name(v)} differs from the JSON commits up to version {v}: {'; '.join(diff)}. "
+                                "Readers starting from this checkpoint see a different table than the log describes.",
+                                v,
+                                checkpoint_name(v),
+                            )
+                        )
+                else:
+                    state = cp_state
+        if state is not None:
+            covered.append(v)
+
+    covered_set = set(covered)
+    earliest = covered[0] if covered else None
+    if earliest is not None:
+        gaps = _ranges([v for v in range(earliest, latest + 1) if v not in covered_set])
+        for lo, hi in gaps:
+            absent = [v for v in range(lo, hi + 1) if v not in listing.commits]
+            broken = [v for v in range(lo, hi + 1) if v in listing.commits and v not in commits]
+            why = []
+            if absent:
+                why.append(f"commit file(s) for version(s) {absent[:5]}{' ...' if len(absent) > 5 else ''} are missing")
+            if broken:
+                why.append(f"commit(s) {broken[:5]} are unreadable")
+            if not why:
+                why.append("a commit in that range names an invalid path")
+            span = f"version {lo}" if lo == hi else f"versions {lo}..{hi}"
+            problems.append(Problem("version_gap", f"{span} cannot be reconstructed: {' and '.join(why)}, and no usable checkpoint covers them", lo))
+    else:
+        problems.append(Problem("version_gap", "no version of the table can be reconstructed from the log", None))
+
+    # ---------------------------------------------------------------- _last_checkpoint and temp files
+    names = {f.name for f in storage.list_log()}
+    if LAST_CHECKPOINT in names:
+        try:
+            hint = orjson.loads(storage.read(storage.log_file(LAST_CHECKPOINT)))
+            named = int(hint["version"])
+        except (FileNotFoundError, orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            warns.append(Problem("last_checkpoint", f"_last_checkpoint is unparseable ({e!r}); readers ignore it and list the log", None, LAST_CHECKPOINT))
+        else:
+            if named not in listing.checkpoints:
+                warns.append(
+                    Problem(
+                        "last_checkpoint",
+                        f"_last_checkpoint names version {named}, which has no checkpoint; readers ignore the hint and list the log. "
+                        "The next checkpoint rewrites it.",
+                        named,
+                        LAST_CHECKPOINT,
+                    )
+                )
+    temps = sorted(n for n in names if _TEMP_RE.match(n))
+    for n in temps:
+        warns.append(Problem("stale_temp_file", f"_delta_log/{n} was left by a writer that stopped mid-write; readers ignore it", None, f"_delta_log/{n}"))
+
+    # ---------------------------------------------------------------- the checked version's data files
+    files = {f.name: f for f in storage.list_files(storage.root)}
+    snapshot = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            snapshot = Snapshot.load(storage, version=target, listing=listing)
+    except LakelogError as e:
+        problems.append(Problem("unreadable_version", f"version {target} cannot be opened: {e}", target))
+    n_files = n_bytes = None
+    if snapshot is not None:
+        partition_columns.update(snapshot.partition_columns)
+        n_files, n_bytes = len(snapshot.files), 0
+        for rel, add in sorted(snapshot.files.items()):
+            n_bytes += add.size
+            info = files.get(rel)
+            if info is None:
+                problems.append(Problem("missing_file", f"data file {rel!r} named by version {target} is missing", target, rel))
+            elif info.size != add.size:
+                problems.append(
+                    Problem("size_mismatch", f"data file {rel!r} is {info.size} bytes but version {target} logged {add.size} bytes", target, rel)
+                )
+
+    # ---------------------------------------------------------------- orphans
+    nested = {rel.split("/_delta_log/", 1)[0] + "/" for rel in files if "/_delta_log/" in rel}
+    report.orphans = sorted(
+        rel
+        for rel in files
+        if rel not in referenced
+        and not rel.startswith("_delta_log/")
+        and not any(_is_hidden(part, partition_columns) for part in rel.split("/"))
+        and not any(rel.startswith(n) for n in nested)
+    )
+
+    report.counts = {
+        "commits": len(listing.commits),
+        "checkpoints": len(listing.checkpoints),
+        "checkpoints_verified": verified,
+        "earliest_version": earliest,
+        "latest_version": latest,
+        "files": n_files,
+        "bytes": n_bytes,
+        "orphans": len(report.orphans),
+        "orphan_bytes": sum(files[o].size for o in report.orphans),
+        "problems": len(problems),
+        "warnings": len(warns),
+    }
+    return report
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _read_commits(storage: Storage, versions: list[int]) -> dict[int, bytes | None]:
+    """Raw bytes of each commit (None when it vanished), in bulk reads of ``_READ_CHUNK`` files."""
+    out: dict[int, bytes | None] = {}
+    for i in range(0, len(versions), _READ_CHUNK):
+        chunk = versions[i : i + _READ_CHUNK]
+        paths = {storage.log_file(commit_name(v)): v for v in chunk}
+        try:
+            for p, data in storage.read_many(list(paths)).items():
+                out[paths[p]] = data
+        except (FileNotFoundError, KeyError):
+            for p, v in paths.items():  # one vanished (log cleanup running): read them one by one
+                try:
+                    out[v] = storage.read(p)
+                except FileNotFoundError:
+                    out[v] = None
+    return out
+
+
+def _read_checkpoint_state(storage: Storage, v: int, problems: list[Problem], note_paths) -> _Replay | None:
+    name = checkpoint_name(v)
+    try:
+        actions = read_checkpoint(storage, v)
+    except FileNotFoundError:
+        problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} vanished while being checked", v, name))
+        return None
+    except LakelogError as e:
+        problems.append(Problem("unreadable_checkpoint", f"{e}; readers fall back to an older checkpoint or the JSON commits", v, name))
+        return None
+    note_paths(actions, v, name)
+    state = _Replay()
+    try:
+        state.apply(actions)
+    except CorruptLogError:
+        return None  # invalid path: reported by note_paths
+    if state.protocol is None or state.metadata is None:
+        problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} has no protocol or metaData", v, name))
+        return None
+    return state
+
+
+def _protocol_key(p) -> tuple:
+    return (p.min_reader_version, p.min_writer_version, sorted(p.reader_features or []), sorted(p.writer_features or []))
+
+
+def _metadata_key(m) -> tuple:
+    try:
+        schema: Any = orjson.loads(m.schema_string)
+    except (orjson.JSONDecodeError, TypeError):
+        schema = m.schema_string
+    conf = {k: v for k, v in (m.configuration or {}).items() if v is not None}
+    return (m.id, schema, list(m.partition_columns), conf, m.format_provider)
+
+
+def _file_key(a: AddFile) -> tuple:
+    return (a.size, tuple(sorted((k, v) for k, v in (a.partition_values or {}).items())))
+
+
+def _differences(replay: _Replay, checkpoint: _Replay) -> list[str]:
+    out = []
+    if _protocol_key(replay.protocol) != _protocol_key(checkpoint.protocol):
+        out.append("the protocol differs")
+    if _metadata_key(replay.metadata) != _metadata_key(checkpoint.metadata):
+        out.append("the metadata differs")
+    only_log = sorted(set(replay.files) - set(checkpoint.files))
+    only_cp = sorted(set(checkpoint.files) - set(replay.files))
+    changed = sorted(p for p in set(replay.files) & set(checkpoint.files) if _file_key(replay.files[p]) != _file_key(checkpoint.files[p]))
+    if only_log:
+        out.append(f"{len(only_log)} file(s) in the log are missing from the checkpoint (e.g. {only_log[0]!r})")
+    if only_cp:
+        out.append(f"{len(only_cp)} file(s) in the checkpoint are not in the log (e.g. {only_cp[0]!r})")
+    if changed:
+        out.append(f"{len(changed)} file(s) have another size or other partition values (e.g. {changed[0]!r})")
+    txns_log = {k: t.version for k, t in replay.txns.items()}
+    txns_cp = {k: t.version for k, t in checkpoint.txns.items()}
+    if txns_log != txns_cp:
+        out.append("the txn (idempotent writer) versions differ")
+    return out
+
+
+def _ranges(versions: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for v in versions:
+        if out and out[-1][1] == v - 1:
+            out[-1] = (out[-1][0], v)
+        else:
+            out.append((v, v))
+    return out
+
+
+def _is_hidden(name: str, partition_columns: set[str]) -> bool:
+    """Delta's hidden-file rule: names starting with ``_`` or ``.``, except partition directories."""
+    if not name.startswith(("_", ".")):
+        return False
+    return not any(name.startswith(f"{c}=") or name.startswith(f"{hive_escape(c)}=") for c in partition_columns)
+
+
+__all__ = ["CheckReport", "Problem", "check_table"]
