@@ -268,6 +268,9 @@ def test_version_argument_checks_that_versions_files(table_path):
     report = check_table(table_path, version=2)
     assert _kinds(report) == ["missing_file"] * len(old_only)
     assert {p.path for p in report.problems} == old_only
+    # Table.check() checks the version the Table shows.
+    assert lakelog.Table(table_path).check().ok
+    assert _kinds(lakelog.Table(table_path, version=2).check()) == ["missing_file"] * len(old_only)
 
 
 def test_not_a_table_and_bad_version(tmp_path, table_path):
