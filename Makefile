@@ -20,5 +20,9 @@ test: venv
 demo: venv
 	$(BIN)/python -m spark_ext.demo
 
+# The whole benchmark suite (Spark included); writes benchmarks/results/latest.json.
+bench: venv
+	$(BIN)/python -m benchmarks --spark $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache .hypothesis

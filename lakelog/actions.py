@@ -8,6 +8,8 @@ from typing import Any, Union
 from urllib.parse import quote, unquote
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .errors import CorruptLogError, InvalidPathError, UnsupportedFeatureError
 
@@ -33,6 +35,26 @@ def decode_path(logged: str) -> str:
     if any(p == ".." for p in parts) or rel.startswith("/"):
         raise InvalidPathError(f"log path {logged!r} escapes the table root; refusing to read it")
     return rel
+
+
+def decode_paths(logged: pa.Array) -> list[str]:
+    """``decode_path`` for a whole column: only paths that could need decoding or be unsafe (``%``,
+    ``:``, ``..``, a leading slash or backslash) go through Python."""
+    out = logged.to_pylist()
+    slow = pc.match_substring(logged, "%")
+    for test in (pc.match_substring(logged, ":"), pc.match_substring(logged, ".."), pc.starts_with(logged, "/"), pc.starts_with(logged, "\\")):
+        slow = pc.or_(slow, test)
+    if slow.true_count:
+        for i in pc.indices_nonzero(slow).to_pylist():
+            out[i] = decode_path(out[i])
+    return out
+
+
+def refuse_deletion_vector(path: str) -> None:
+    raise UnsupportedFeatureError(
+        f"file {path!r} has a deletion vector; lakelog does not read deletion vectors. "
+        "Purge them with the writing engine (e.g. REORG TABLE ... APPLY (PURGE)) first."
+    )
 
 
 @dataclass(slots=True)
@@ -136,10 +158,7 @@ class AddFile:
     @classmethod
     def from_json(cls, d: dict) -> "AddFile":
         if d.get("deletionVector"):
-            raise UnsupportedFeatureError(
-                f"file {d.get('path')!r} has a deletion vector; lakelog does not read deletion vectors. "
-                "Purge them with the writing engine (e.g. REORG TABLE ... APPLY (PURGE)) first."
-            )
+            refuse_deletion_vector(d.get("path"))
         return cls(
             path=d["path"],
             partition_values=dict(d.get("partitionValues") or {}),

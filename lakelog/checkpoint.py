@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import orjson
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, now_ms
+from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_paths, now_ms, refuse_deletion_vector
 from .errors import CorruptLogError
 from .log import LAST_CHECKPOINT, checkpoint_name
 
@@ -84,59 +85,65 @@ def _items(d: dict | None) -> list[tuple] | None:
     return None if d is None else list(d.items())
 
 
+def _add_rows(adds: list[AddFile]) -> list[dict]:
+    return [
+        {
+            "path": a.path,
+            "partitionValues": _items(a.partition_values),
+            "size": a.size,
+            "modificationTime": a.modification_time,
+            "dataChange": False,  # checkpoint adds describe state, not a change
+            "stats": a.stats,
+            "tags": _items(a.tags),
+        }
+        for a in adds
+    ]
+
+
+def _as_checkpoint_adds(rows: pa.StructArray) -> pa.StructArray:
+    """Checkpoint add rows read back (possibly written by another engine, with more or differently typed
+    fields) in the add type lakelog writes, ``dataChange`` false."""
+    target = CHECKPOINT_SCHEMA.field("add").type
+    n = len(rows)
+    children = []
+    for f in target:
+        if f.name == "dataChange":
+            children.append(pa.repeat(pa.scalar(False), n))
+        elif rows.type.get_field_index(f.name) >= 0:
+            children.append(rows.field(f.name).cast(f.type))
+        else:
+            children.append(pa.nulls(n, f.type))
+    return pa.StructArray.from_arrays(children, fields=list(target))
+
+
 def checkpoint_rows(snapshot: "Snapshot", now: int | None = None) -> pa.Table:
     """The checkpoint content of ``snapshot`` as an Arrow table with Delta's classic checkpoint schema."""
     now = now_ms() if now is None else now
     retention = snapshot.tombstone_retention_ms()
     p, m = snapshot.protocol, snapshot.metadata
-    rows: dict[str, list] = {name: [] for name in CHECKPOINT_SCHEMA.names}
-
-    def push(col: str, value: dict) -> None:
-        for name in rows:
-            rows[name].append(value if name == col else None)
-
-    push(
-        "protocol",
-        {
-            "minReaderVersion": p.min_reader_version,
-            "minWriterVersion": p.min_writer_version,
-            "readerFeatures": p.reader_features,
-            "writerFeatures": p.writer_features,
-        },
-    )
-    push(
-        "metaData",
-        {
-            "id": m.id,
-            "name": m.name,
-            "description": m.description,
-            "format": {"provider": m.format_provider, "options": _items(m.format_options)},
-            "schemaString": m.schema_string,
-            "partitionColumns": m.partition_columns,
-            "configuration": _items(m.configuration),
-            "createdTime": m.created_time,
-        },
-    )
-    for t in snapshot.txns.values():
-        push("txn", {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated})
-    for a in snapshot.files.values():
-        push(
-            "add",
+    values: dict[str, list] = {
+        "protocol": [
             {
-                "path": a.path,
-                "partitionValues": _items(a.partition_values),
-                "size": a.size,
-                "modificationTime": a.modification_time,
-                "dataChange": False,  # checkpoint adds describe state, not a change
-                "stats": a.stats,
-                "tags": _items(a.tags),
-            },
-        )
-    for r in snapshot.tombstones.values():
-        if r.deletion_timestamp is not None and r.deletion_timestamp < now - retention:
-            continue  # expired tombstones are dropped, as Delta does
-        push(
-            "remove",
+                "minReaderVersion": p.min_reader_version,
+                "minWriterVersion": p.min_writer_version,
+                "readerFeatures": p.reader_features,
+                "writerFeatures": p.writer_features,
+            }
+        ],
+        "metaData": [
+            {
+                "id": m.id,
+                "name": m.name,
+                "description": m.description,
+                "format": {"provider": m.format_provider, "options": _items(m.format_options)},
+                "schemaString": m.schema_string,
+                "partitionColumns": m.partition_columns,
+                "configuration": _items(m.configuration),
+                "createdTime": m.created_time,
+            }
+        ],
+        "txn": [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()],
+        "remove": [
             {
                 "path": r.path,
                 "deletionTimestamp": r.deletion_timestamp,
@@ -144,9 +151,25 @@ def checkpoint_rows(snapshot: "Snapshot", now: int | None = None) -> pa.Table:
                 "extendedFileMetadata": r.extended_file_metadata,
                 "partitionValues": _items(r.partition_values),
                 "size": r.size,
-            },
-        )
-    return pa.table({name: pa.array(vals, type=CHECKPOINT_SCHEMA.field(name).type) for name, vals in rows.items()}, schema=CHECKPOINT_SCHEMA)
+            }
+            for r in snapshot.tombstones.values()
+            # expired tombstones are dropped, as Delta does
+            if r.deletion_timestamp is None or r.deletion_timestamp >= now - retention
+        ],
+    }
+    # One block of rows per action kind (the other columns null); checkpoint adds stay Arrow columns.
+    blocks: dict[str, list[pa.Array]] = {name: [pa.array(v, CHECKPOINT_SCHEMA.field(name).type)] for name, v in values.items()}
+    kept = snapshot.file_set.base_rows_kept()
+    blocks["add"] = [] if kept is None else [_as_checkpoint_adds(kept)]
+    blocks["add"].append(pa.array(_add_rows(snapshot.file_set.changed_adds()), CHECKPOINT_SCHEMA.field("add").type))
+    order = ["protocol", "metaData", "txn", "add", "remove"]
+    tables = []
+    for kind in order:
+        for arr in blocks[kind]:
+            if len(arr):
+                cols = {name: (arr if name == kind else pa.nulls(len(arr), CHECKPOINT_SCHEMA.field(name).type)) for name in CHECKPOINT_SCHEMA.names}
+                tables.append(pa.table(cols, schema=CHECKPOINT_SCHEMA))
+    return pa.concat_tables(tables)
 
 
 def write_checkpoint(snapshot: "Snapshot") -> int:
@@ -165,7 +188,7 @@ def write_checkpoint(snapshot: "Snapshot") -> int:
         "version": snapshot.version,
         "size": table.num_rows,
         "sizeInBytes": len(data),
-        "numOfAddFiles": len(snapshot.files),
+        "numOfAddFiles": snapshot.num_files,
     }
     if _hint_needs_update(storage, snapshot.log.read_last_checkpoint(), snapshot.version):
         storage.put(storage.log_file(LAST_CHECKPOINT), orjson.dumps(hint))
@@ -190,9 +213,45 @@ def _map(v) -> dict | None:
     return None if v is None else dict(v)
 
 
-def read_checkpoint(storage, version: int) -> list[Action]:
-    """Read the actions of a classic checkpoint; raises CorruptLogError when unreadable."""
-    path = storage.log_file(checkpoint_name(version))
+@dataclass
+class CheckpointState:
+    """A checkpoint as read: its add rows stay Arrow columns (most tables are mostly adds, and most
+    operations need only their paths); every other action is a Python object."""
+
+    version: int
+    actions: list[Action]  # protocol, metaData, txn and remove actions
+    adds: pa.StructArray  # the valid rows of the ``add`` column
+    paths: list[str]  # decoded ``add.path`` of each row (validated like every logged path)
+
+    def add_actions(self) -> list[AddFile]:
+        return adds_from_arrow(self.adds)
+
+
+def _child(adds: pa.StructArray, name: str, n: int) -> list:
+    if adds.type.get_field_index(name) < 0:
+        return [None] * n
+    return adds.field(name).to_pylist()
+
+
+def adds_from_arrow(adds: pa.StructArray) -> list[AddFile]:
+    """``AddFile`` objects for checkpoint add rows, built column by column."""
+    n = len(adds)
+    if n == 0:
+        return []
+    paths = adds.field("path").to_pylist()
+    pvs, sizes, mtimes = _child(adds, "partitionValues", n), _child(adds, "size", n), _child(adds, "modificationTime", n)
+    changes, stats, tags = _child(adds, "dataChange", n), _child(adds, "stats", n), _child(adds, "tags", n)
+    return [
+        AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg))
+        for p, pv, sz, mt, dc, st, tg in zip(paths, pvs, sizes, mtimes, changes, stats, tags)
+    ]
+
+
+def read_checkpoint_state(storage, version: int) -> CheckpointState:
+    """Read a classic checkpoint; raises CorruptLogError when it is unreadable or holds a malformed action,
+    UnsupportedFeatureError when a file has a deletion vector."""
+    name = checkpoint_name(version)
+    path = storage.log_file(name)
     try:
         with storage.open_input(path) as f:
             pf = pq.ParquetFile(f)
@@ -202,37 +261,53 @@ def read_checkpoint(storage, version: int) -> list[Action]:
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as e:
-        raise CorruptLogError(f"checkpoint {checkpoint_name(version)} is unreadable ({e})") from None
+        raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
     if "protocol" not in table.column_names or "metaData" not in table.column_names:
-        raise CorruptLogError(f"checkpoint {checkpoint_name(version)} lacks protocol or metaData columns")
+        raise CorruptLogError(f"checkpoint {name} lacks protocol or metaData columns")
+
+    def valid(col_name: str):
+        col = table.column(col_name).combine_chunks()
+        return col.filter(pc.is_valid(col))
+
     actions: list[Action] = []
-
-    def valid_rows(name: str) -> list[dict]:
-        if name not in table.column_names:
-            return []
-        col = table.column(name)
-        return col.filter(pc.is_valid(col)).to_pylist()
-
     try:
-        for d in valid_rows("protocol"):
+        for d in valid("protocol").to_pylist():
             actions.append(Protocol.from_json(d))
-        for d in valid_rows("metaData"):
+        for d in valid("metaData").to_pylist():
             d["configuration"] = _map(d.get("configuration"))
             if d.get("format"):
                 d["format"]["options"] = _map(d["format"].get("options"))
             actions.append(Metadata.from_json(d))
-        for d in valid_rows("txn"):
-            actions.append(Txn.from_json(d))
-        for d in valid_rows("add"):
-            d["partitionValues"] = _map(d.get("partitionValues"))
-            d["tags"] = _map(d.get("tags"))
-            actions.append(AddFile.from_json(d))
-        for d in valid_rows("remove"):
-            d["partitionValues"] = _map(d.get("partitionValues"))
-            actions.append(RemoveFile.from_json(d))
-        for a in actions:
-            if isinstance(a, (AddFile, RemoveFile)) and not isinstance(a.path, str):
-                raise TypeError(f"path must be a string, got {a.path!r}")
+        if "txn" in table.column_names:
+            actions.extend(Txn.from_json(d) for d in valid("txn").to_pylist())
+        if "remove" in table.column_names:
+            for d in valid("remove").to_pylist():
+                d["partitionValues"] = _map(d.get("partitionValues"))
+                if not isinstance(d.get("path"), str):
+                    raise TypeError(f"remove path must be a string, got {d.get('path')!r}")
+                actions.append(RemoveFile.from_json(d))
+        if "add" in table.column_names:
+            adds = valid("add")
+            if not isinstance(adds, pa.StructArray) or not pa.types.is_string(adds.type.field("path").type):
+                raise TypeError(f"add column has type {adds.type}, expected a struct with a string path")
+            if adds.field("path").null_count:
+                raise TypeError("add path must be a string, got None")
+        else:
+            adds = pa.array([], CHECKPOINT_SCHEMA.field("add").type)
     except (KeyError, TypeError, ValueError, AttributeError, pa.ArrowException) as e:
-        raise CorruptLogError(f"checkpoint {checkpoint_name(version)} holds a malformed action ({e!r})") from None
-    return actions
+        raise CorruptLogError(f"checkpoint {name} holds a malformed action ({e!r})") from None
+    if adds.type.get_field_index("deletionVector") >= 0:
+        dv = adds.field("deletionVector")
+        if dv.null_count < len(dv):
+            refuse_deletion_vector(adds.field("path")[pc.index(pc.is_valid(dv), True).as_py()].as_py())
+    paths = decode_paths(adds.field("path"))
+    if len(set(paths)) != len(paths):  # a path named twice: the last row wins, as in log replay
+        last = sorted({p: i for i, p in enumerate(paths)}.values())
+        adds, paths = adds.take(pa.array(last, pa.int64())), [paths[i] for i in last]
+    return CheckpointState(version, actions, adds, paths)
+
+
+def read_checkpoint(storage, version: int) -> list[Action]:
+    """Read the actions of a classic checkpoint; raises CorruptLogError when unreadable."""
+    state = read_checkpoint_state(storage, version)
+    return state.actions + state.add_actions()

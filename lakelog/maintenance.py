@@ -179,7 +179,7 @@ def _walk_table_files(storage: Storage, partition_columns: list[str]) -> list[tu
 
 def _files_in_retention(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
     """Decoded paths that the latest version or any version inside the retention window references."""
-    keep = set(snapshot.files)
+    keep = set(snapshot.file_paths())
     for path, r in snapshot.tombstones.items():
         if r.deletion_timestamp is None or r.deletion_timestamp >= cutoff_ms:
             keep.add(path)

@@ -161,7 +161,7 @@ def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
 def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
     """Relative paths of files that may hold rows matching ``filters`` (no data file is opened)."""
     if filters is None:
-        return list(snapshot.files)
+        return snapshot.file_paths()
     d = dataset(snapshot, filters)
     expr = to_expression(filters, snapshot.schema)
     rel_of = {snapshot.storage.join(rel): rel for rel in snapshot.files}

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
-from .checkpoint import DEFAULT_TOMBSTONE_RETENTION_MS, read_checkpoint
+from .checkpoint import DEFAULT_TOMBSTONE_RETENTION_MS, CheckpointState, read_checkpoint_state
 from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
 from .log import DeltaLog, LogListing, checkpoint_name
 from .schema import schema_from_string
@@ -77,13 +77,26 @@ class Snapshot:
     version: int
     protocol: Protocol
     metadata: Metadata
-    files: dict[str, AddFile]  # decoded relative path -> add
+    file_set: "FileSet"
     tombstones: dict[str, RemoveFile] = field(default_factory=dict)
     txns: dict[str, Txn] = field(default_factory=dict)
     listing: LogListing | None = None
     _schema: pa.Schema | None = None
 
     # ------------------------------------------------------------ derived
+    @property
+    def files(self) -> dict[str, AddFile]:
+        """Decoded relative path -> ``add`` of every live file (built on first use; treat as read-only)."""
+        return self.file_set.as_dict()
+
+    def file_paths(self) -> list[str]:
+        """Decoded relative paths of the live files (cheap: no ``AddFile`` objects are built)."""
+        return self.file_set.paths()
+
+    @property
+    def num_files(self) -> int:
+        return len(self.file_set)
+
     @property
     def schema(self) -> pa.Schema:
         if self._schema is None:
@@ -173,9 +186,9 @@ class Snapshot:
         skipped: list[tuple[int, Exception]] = []  # unusable checkpoints, newest first
         for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
             try:
-                actions = read_checkpoint(storage, cp)
-                probe = _Replay()
-                probe.apply(actions)
+                cp_state = read_checkpoint_state(storage, cp)
+                probe = _Replay(FileSet(cp_state))
+                probe.apply(cp_state.actions)
                 if probe.protocol is None or probe.metadata is None:
                     raise CorruptLogError(f"checkpoint {cp} has no protocol or metaData")
             except (CorruptLogError, FileNotFoundError) as e:
@@ -217,7 +230,7 @@ class Snapshot:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
         if state.metadata is None:
             raise CorruptLogError(f"no metaData action found in the log up to version {target}; the table is incomplete")
-        snap = cls(storage, log, target, state.protocol, state.metadata, state.files, state.tombstones, state.txns, listing)
+        snap = cls(storage, log, target, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, listing)
         snap.check_readable()
         return snap
 
@@ -237,43 +250,112 @@ class Snapshot:
 
     def advance(self, new_actions: dict[int, list]) -> "Snapshot":
         """A new snapshot: this one plus the given later commits (contiguous, in order)."""
-        state = _Replay()
+        state = _Replay(self.file_set.copy())
         state.protocol, state.metadata = self.protocol, self.metadata
-        state.files, state.tombstones, state.txns = dict(self.files), dict(self.tombstones), dict(self.txns)
+        state.tombstones, state.txns = dict(self.tombstones), dict(self.txns)
         version = self.version
         for v in sorted(new_actions):
             if v != version + 1:
                 raise CorruptLogError(f"cannot advance snapshot {self.version} by non-contiguous version {v}")
             state.apply(new_actions[v])
             version = v
-        snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.files, state.tombstones, state.txns, None)
+        snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, None)
         snap.check_readable()
         return snap
+
+
+class FileSet:
+    """The live files of a snapshot: the add rows of the checkpoint it started from, kept as Arrow
+    columns, plus the changes of the JSON commits after it (path -> add, or None when removed).
+
+    Listing paths never builds per-file objects; ``as_dict`` builds them once, when a caller needs them.
+    """
+
+    __slots__ = ("base", "changes", "_dict")
+
+    def __init__(self, base: CheckpointState | None = None, changes: dict[str, AddFile | None] | None = None) -> None:
+        self.base = base
+        self.changes: dict[str, AddFile | None] = {} if changes is None else changes
+        self._dict: dict[str, AddFile] | None = None
+
+    def copy(self) -> "FileSet":
+        return FileSet(self.base, dict(self.changes))
+
+    def add(self, path: str, add: AddFile) -> None:
+        self.changes[path] = add
+        self._dict = None
+
+    def remove(self, path: str) -> None:
+        if self.base is None:
+            self.changes.pop(path, None)
+        else:
+            self.changes[path] = None  # the path may be a checkpoint row
+        self._dict = None
+
+    def paths(self) -> list[str]:
+        base = self.base.paths if self.base is not None else []
+        changes = self.changes
+        if not changes:
+            return list(base)
+        out = [p for p in base if p not in changes]
+        out.extend(p for p, a in changes.items() if a is not None)
+        return out
+
+    def __len__(self) -> int:
+        if not self.changes:
+            return len(self.base.paths) if self.base is not None else 0
+        return len(self.paths())
+
+    def as_dict(self) -> dict[str, AddFile]:
+        if self._dict is None:
+            out: dict[str, AddFile] = {}
+            if self.base is not None:
+                changes = self.changes
+                out = {p: a for p, a in zip(self.base.paths, self.base.add_actions()) if p not in changes}
+            out.update((p, a) for p, a in self.changes.items() if a is not None)
+            self._dict = out
+        return self._dict
+
+    def base_rows_kept(self) -> pa.StructArray | None:
+        """The checkpoint add rows still live (for writing the next checkpoint without Python objects)."""
+        if self.base is None:
+            return None
+        if not self.changes:
+            return self.base.adds
+        changes = self.changes
+        return self.base.adds.filter(pa.array([p not in changes for p in self.base.paths], pa.bool_()))
+
+    def changed_adds(self) -> list[AddFile]:
+        return [a for a in self.changes.values() if a is not None]
 
 
 class _Replay:
     """Action reconciliation: latest protocol/metaData win, latest action per path wins, latest txn per appId."""
 
-    __slots__ = ("protocol", "metadata", "files", "tombstones", "txns")
+    __slots__ = ("protocol", "metadata", "file_set", "tombstones", "txns")
 
-    def __init__(self) -> None:
+    def __init__(self, file_set: FileSet | None = None) -> None:
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
-        self.files: dict[str, AddFile] = {}
+        self.file_set = FileSet() if file_set is None else file_set
         self.tombstones: dict[str, RemoveFile] = {}
         self.txns: dict[str, Txn] = {}
 
+    @property
+    def files(self) -> dict[str, AddFile]:
+        return self.file_set.as_dict()
+
     def apply(self, actions: list) -> None:
-        files, tombstones = self.files, self.tombstones
+        file_set, tombstones = self.file_set, self.tombstones
         for a in actions:
             t = type(a)
             if t is AddFile:
                 key = decode_path(a.path)
-                files[key] = a
+                file_set.add(key, a)
                 tombstones.pop(key, None)
             elif t is RemoveFile:
                 key = decode_path(a.path)
-                files.pop(key, None)
+                file_set.remove(key)
                 tombstones[key] = a
             elif t is Metadata:
                 self.metadata = a

@@ -253,7 +253,6 @@ class Transaction:
         for a in winner:
             if isinstance(a, Txn) and a.app_id in our_txns and a.version >= our_txns[a.app_id]:
                 raise DuplicateTransaction(version)
-        read_files = self.snapshot.files if self.snapshot is not None else {}
         for a in winner:
             if isinstance(a, (Metadata, Protocol)):
                 if self.read_version < 0:
@@ -266,7 +265,7 @@ class Transaction:
                 if path in our_removes:
                     raise conflict(f"removed {a.path!r}, which this transaction also removes")
                 if a.data_change and self.reads_data:
-                    read = read_files.get(path)
+                    read = self.snapshot.files.get(path) if self.snapshot is not None else None
                     if read is not None and self._reads(read):
                         raise conflict(f"removed {a.path!r}, which this {self.operation} read")
             elif isinstance(a, AddFile) and a.data_change and self.reads_data and self._reads(a):
@@ -277,7 +276,10 @@ class Transaction:
         if version == 0 or version % checkpoint_interval(metadata.configuration if metadata else {}):
             return
         try:
-            snap = Snapshot.load(self.storage, version=version)
+            if self.snapshot is not None and self.snapshot.version == version - 1:
+                snap = self.snapshot.advance({version: actions})  # no race: no need to read the log again
+            else:
+                snap = Snapshot.load(self.storage, version=version)
             write_checkpoint(snap)
             from .maintenance import cleanup_expired_logs  # lazy: maintenance imports this module
 

@@ -88,3 +88,57 @@ def test_deltalake_reads_lakelog_checkpoint_without_json(table_path):
     got = deltalake.DeltaTable(table_path).to_pyarrow_table().sort_by("id")
     assert got.num_rows == 36
     assert got.column("id").to_pylist() == lakelog.read_table(table_path).sort_by("id").column("id").to_pylist()
+
+
+def _add_keys(snapshot):
+    return {p: (a.path, a.size, a.partition_values, a.stats) for p, a in snapshot.files.items()}
+
+
+def test_checkpoint_rows_and_later_commits_reconcile(table_path):
+    """Files from a checkpoint (kept as Arrow rows) and from later commits combine as a full JSON replay
+    does: removes of checkpoint rows, re-adds, overwrites, and a checkpoint written from such a state."""
+    for i in range(4):
+        lakelog.write_table(table_path, _rows(i).append_column("p", pa.array(["a b", "c%d", None if i % 2 else "é"])), partition_by=["p"],
+                            configuration={"delta.checkpointInterval": "100"} if i == 0 else None)
+    t = lakelog.Table(table_path)
+    assert t.checkpoint() == 3
+    first = sorted(t.files())[0]
+    t.optimize()  # removes checkpoint rows, adds new files (dataChange=false)
+    lakelog.write_table(table_path, _rows(9).append_column("p", pa.array(["a b"] * 3)), partition_by=["p"])
+    t = lakelog.Table(table_path)
+    assert t.snapshot.file_set.base is not None and t.snapshot.file_set.changes
+    assert first not in t.files()
+    # The same state rebuilt from JSON only.
+    os.rename(os.path.join(_log(table_path), f"{3:020d}.checkpoint.parquet"), os.path.join(table_path, "cp.bak"))
+    replayed = lakelog.Table(table_path).snapshot
+    assert replayed.file_set.base is None
+    assert sorted(t.files()) == sorted(replayed.file_paths()) == sorted(replayed.files)
+    assert len(t.snapshot.file_set) == len(replayed.files)
+    assert _add_keys(t.snapshot) == _add_keys(replayed)
+    os.rename(os.path.join(table_path, "cp.bak"), os.path.join(_log(table_path), f"{3:020d}.checkpoint.parquet"))
+    # A checkpoint written from checkpoint rows + changes, read by lakelog alone and by deltalake.
+    latest = lakelog.Table(table_path)
+    assert latest.checkpoint() == latest.version
+    for v in range(latest.version):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    again = lakelog.Table(table_path)
+    assert _add_keys(again.snapshot) == _add_keys(replayed)
+    assert again.to_pyarrow().sort_by("id").equals(latest.to_pyarrow().sort_by("id"))
+    deltalake = pytest.importorskip("deltalake")
+    dl = deltalake.DeltaTable(table_path)
+    assert sorted(dl.file_uris()) == sorted(again.storage.join(p) for p in again.files())
+    assert dl.to_pyarrow_table().num_rows == again.to_pyarrow().num_rows
+
+
+def test_checkpoint_naming_a_path_twice_keeps_the_last_row(table_path):
+    lakelog.write_table(table_path, _rows(0))
+    lakelog.write_table(table_path, _rows(1))
+    lakelog.Table(table_path).checkpoint()
+    cp_path = os.path.join(_log(table_path), f"{1:020d}.checkpoint.parquet")
+    cp = pq.read_table(cp_path)
+    adds = cp.filter(pa.compute.is_valid(cp.column("add")))
+    dup = adds.slice(0, 1)
+    pq.write_table(pa.concat_tables([cp, dup]), cp_path)
+    t = lakelog.Table(table_path)
+    assert len(t.files()) == 2 and len(t.snapshot.files) == 2 and len(t.snapshot.file_set) == 2
+    assert t.to_pyarrow().num_rows == 6
