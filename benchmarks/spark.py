@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
+
+
+from benchmarks.suite import median_times
 
 
 def _session():
@@ -33,15 +34,6 @@ def _session():
     return spark
 
 
-def _median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
     spark = _session()
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
@@ -56,19 +48,22 @@ def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
         return os.path.join(tmp, f"{kind}-{n['i']}")
 
     results = []
-    w_pq = _median_time(lambda: df.write.mode("overwrite").parquet(target("pq")), runs)
-    w_lk = _median_time(lambda: df.write.format("lakelog").mode("append").save(target("lk")), runs)
+    w_lk, w_pq = median_times(
+        [lambda: df.write.format("lakelog").mode("append").save(target("lk")), lambda: df.write.mode("overwrite").parquet(target("pq"))], runs
+    )
     results.append({"name": f"spark write {rows:,} rows", "lakelog_s": w_lk, "peer": "spark parquet", "peer_s": w_pq})
 
     pq_path, lk_path = os.path.join(tmp, "read-pq"), os.path.join(tmp, "read-lk")
     df.write.parquet(pq_path)
     df.write.format("lakelog").mode("append").save(lk_path)
     agg = ["count(*) as n", "sum(x) as sx", "count(distinct name) as names"]
-    r_pq = _median_time(lambda: spark.read.parquet(pq_path).selectExpr(*agg).collect(), runs)
-    r_lk = _median_time(lambda: spark.read.format("lakelog").load(lk_path).selectExpr(*agg).collect(), runs)
+    r_lk, r_pq = median_times(
+        [lambda: spark.read.format("lakelog").load(lk_path).selectExpr(*agg).collect(), lambda: spark.read.parquet(pq_path).selectExpr(*agg).collect()], runs
+    )
     results.append({"name": f"spark full read {rows:,} rows", "lakelog_s": r_lk, "peer": "spark parquet", "peer_s": r_pq})
-    f_pq = _median_time(lambda: spark.read.parquet(pq_path).filter("id < 1000").count(), runs)
-    f_lk = _median_time(lambda: spark.read.format("lakelog").load(lk_path).filter("id < 1000").count(), runs)
+    f_lk, f_pq = median_times(
+        [lambda: spark.read.format("lakelog").load(lk_path).filter("id < 1000").count(), lambda: spark.read.parquet(pq_path).filter("id < 1000").count()], runs
+    )
     results.append({"name": "spark selective read (id < 1000)", "lakelog_s": f_lk, "peer": "spark parquet", "peer_s": f_pq})
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -40,15 +40,22 @@ from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_a
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 
 
-def median_time(fn: Callable[[], object], runs: int, setup: Callable[[], object] | None = None) -> float:
-    times = []
-    for _ in range(runs):
+def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[], object] | None = None) -> list[float]:
+    """Median time of each function; runs are interleaved (a, b, c, a, b, c, ...) after one untimed
+    warm-up each, so a noisy spell on the machine hits every contender alike."""
+    for fn in fns:
         if setup:
             setup()
-        t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            if setup:
+                setup()
+            t0 = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def mixed_table(rows: int) -> pa.Table:
@@ -93,12 +100,18 @@ class Suite:
         for partitioned in (False, True):
             part = ["cat"] if partitioned else None
             label = "partitioned by cat (16)" if partitioned else "unpartitioned"
-            lk = median_time(lambda: lakelog.write_table(self.path("w-lk"), data, partition_by=part), self.runs)
             if partitioned:
-                raw = median_time(lambda: pq.write_to_dataset(data, self.path("w-pq"), partition_cols=part), self.runs)
+                raw_fn = lambda: pq.write_to_dataset(data, self.path("w-pq"), partition_cols=part)  # noqa: E731
             else:
-                raw = median_time(lambda: (os.makedirs(p := self.path("w-pq")), pq.write_table(data, os.path.join(p, "f.parquet"))), self.runs)
-            dl = median_time(lambda: deltalake.write_deltalake(self.path("w-dl"), data, partition_by=part), self.runs)
+                raw_fn = lambda: (os.makedirs(p := self.path("w-pq")), pq.write_table(data, os.path.join(p, "f.parquet")))  # noqa: E731
+            lk, raw, dl = median_times(
+                [
+                    lambda: lakelog.write_table(self.path("w-lk"), data, partition_by=part),
+                    raw_fn,
+                    lambda: deltalake.write_deltalake(self.path("w-dl"), data, partition_by=part),
+                ],
+                self.runs,
+            )
             self.add(f"write {label}", lk, "pyarrow.parquet (floor)", raw)
             self.add(f"write {label}", lk, "deltalake.write_deltalake", dl)
 
@@ -114,14 +127,24 @@ class Suite:
         files = [os.path.join(path, f) for f in lakelog.Table(path).files()]
         print(f"2. read {rows:,} rows in {len(files)} files")
         flt = pc.field("id") < 1000
-        lk = median_time(lambda: lakelog.read_table(path), self.runs)
-        pads = median_time(lambda: ds.dataset(files, format="parquet").to_table(), self.runs)
-        dl = median_time(lambda: deltalake.DeltaTable(path).to_pyarrow_table(), self.runs)
+        lk, pads, dl = median_times(
+            [
+                lambda: lakelog.read_table(path),
+                lambda: ds.dataset(files, format="parquet").to_table(),
+                lambda: deltalake.DeltaTable(path).to_pyarrow_table(),
+            ],
+            self.runs,
+        )
         self.add("read full snapshot", lk, "pyarrow.dataset", pads)
         self.add("read full snapshot", lk, "deltalake", dl)
-        lk = median_time(lambda: lakelog.read_table(path, filters=flt), self.runs)
-        pads = median_time(lambda: ds.dataset(files, format="parquet").to_table(filter=flt), self.runs)
-        dl = median_time(lambda: deltalake.DeltaTable(path).to_pyarrow_dataset().to_table(filter=flt), self.runs)
+        lk, pads, dl = median_times(
+            [
+                lambda: lakelog.read_table(path, filters=flt),
+                lambda: ds.dataset(files, format="parquet").to_table(filter=flt),
+                lambda: deltalake.DeltaTable(path).to_pyarrow_dataset().to_table(filter=flt),
+            ],
+            self.runs,
+        )
         self.add("read selective (id < 1000)", lk, "pyarrow.dataset", pads)
         self.add("read selective (id < 1000)", lk, "deltalake", dl)
 
@@ -156,15 +179,13 @@ class Suite:
         big_commits, per = (200, 100) if self.quick else (1000, 100)
         print(f"3. snapshot load: {big_commits * per:,} files in {big_commits:,} commits with checkpoints")
         path = self.synthetic_log(big_commits, per, checkpoint_every=10)
-        lk = median_time(lambda: len(lakelog.Table(path).files()), self.runs)
-        dl = median_time(lambda: len(deltalake.DeltaTable(path).file_uris()), self.runs)
+        lk, dl = median_times([lambda: len(lakelog.Table(path).files()), lambda: len(deltalake.DeltaTable(path).file_uris())], self.runs)
         self.add(f"snapshot load {big_commits * per // 1000}k files (checkpoint)", lk, "deltalake", dl)
 
         n = 2_000 if self.quick else 10_000
         print(f"   snapshot load: {n:,} commits, no checkpoint")
         path = self.synthetic_log(n, 1, checkpoint_every=None)
-        lk = median_time(lambda: len(lakelog.Table(path).files()), self.runs)
-        dl = median_time(lambda: len(deltalake.DeltaTable(path).file_uris()), self.runs)
+        lk, dl = median_times([lambda: len(lakelog.Table(path).files()), lambda: len(deltalake.DeltaTable(path).file_uris())], self.runs)
         self.add(f"snapshot load {n // 1000}k commits (no checkpoint)", lk, "deltalake", dl)
 
         files = big_commits * per
@@ -179,9 +200,8 @@ class Suite:
                     os.remove(f)
 
         table = lakelog.Table(path)
-        lk = median_time(lambda: table.checkpoint(), self.runs, setup=clear)
         dlt = deltalake.DeltaTable(path)
-        dl = median_time(lambda: dlt.create_checkpoint(), self.runs, setup=clear)
+        lk, dl = median_times([table.checkpoint, dlt.create_checkpoint], self.runs, setup=clear)
         self.add(f"checkpoint {files // 1000}k files", lk, "deltalake create_checkpoint", dl)
 
     # ------------------------------------------------------------ 5. commit rate

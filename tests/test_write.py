@@ -177,6 +177,22 @@ def test_refresh_reads_only_new_commits(table_path):
     assert t.refresh().version == 2 and _ids(t.to_pyarrow()) == [3]
 
 
+def test_refresh_after_a_checkpoint_does_not_reread_it(table_path):
+    for i in range(11):
+        lakelog.write_table(table_path, pa.table({"id": [i]}))
+    ops = []
+    t = lakelog.Table(table_path, storage_options={"lakelog.fault_injector": lambda op, path: ops.append((op, os.path.basename(path)))})
+    assert ("open_input", f"{10:020d}.checkpoint.parquet") in ops
+    lakelog.write_table(table_path, pa.table({"id": [11]}))
+    lakelog.write_table(table_path, pa.table({"id": [12]}))
+    ops.clear()
+    assert t.refresh().version == 12
+    assert [op for op, _ in ops] == ["list_dir", "read_many"]  # one listing, one bulk read of the new commits
+    assert ops[1][1] == f"{11:020d}.json"
+    assert _ids(t.to_pyarrow()) == list(range(13))
+    assert t.snapshot.file_set.base is not None and len(t.snapshot.file_set.changes) == 2
+
+
 def test_empty_write_creates_table_with_schema(table_path):
     v = lakelog.write_table(table_path, pa.table({"id": pa.array([], pa.int64()), "s": pa.array([], pa.string())}))
     t = lakelog.Table(table_path)
