@@ -30,7 +30,10 @@ def decode_path(logged: str) -> str:
             f"log names the absolute path {logged!r}; lakelog only reads files inside the table root. "
             "Rewrite the table with relative paths (or copy the files into the table directory)."
         )
-    rel = unquote(logged)
+    try:
+        rel = unquote(logged, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidPathError(f"log path {logged!r} does not decode to UTF-8; refusing to guess which file it names") from None
     parts = rel.replace("\\", "/").split("/")
     if any(p == ".." for p in parts) or rel.startswith("/"):
         raise InvalidPathError(f"log path {logged!r} escapes the table root; refusing to read it")

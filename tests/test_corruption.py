@@ -402,7 +402,14 @@ def _case_checkpoint_deletion_vector(path):
     _rewrite_checkpoint(path, 2, _with_deletion_vector)
 
 
+def _case_add_path_not_utf8(path):
+    lakelog.write_table(path, pa.table({"id": [1]}))
+    add = {"add": {"path": "part-%FF%FE.parquet", "partitionValues": {}, "size": 1, "modificationTime": 1, "dataChange": True}}
+    _write_json_commit(path, 1, [add])
+
+
 NEGATIVE_CASES = [
+    ("add-path-percent-decodes-to-invalid-utf8", _case_add_path_not_utf8, InvalidPathError),
     ("commit-not-utf8", _case_commit_not_utf8, CorruptLogError),
     ("commit-line-is-an-array", _case_commit_line_is_array, CorruptLogError),
     ("commit-0-missing-without-checkpoint", _case_commit_zero_missing, VersionNotFoundError),
