@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import json
 import os
 import platform
 import shutil
@@ -38,6 +37,7 @@ import lakelog
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
+RUN_INFO = os.path.join(os.path.dirname(RESULTS), "latest-run.json")  # machine and time of latest.json
 
 
 def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[], object] | None = None) -> list[float]:
@@ -256,6 +256,9 @@ def run(quick: bool = False, spark: bool = False) -> list[dict]:
         s.close()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     with open(RESULTS, "wb") as f:
-        f.write(orjson.dumps({"machine": machine(), "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, "results": s.results}, option=orjson.OPT_INDENT_2))
+        f.write(orjson.dumps(s.results, option=orjson.OPT_INDENT_2))
+    with open(RUN_INFO, "wb") as f:
+        when = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        f.write(orjson.dumps({"machine": machine(), "when": when, "quick": quick, "deltalake": deltalake.__version__}, option=orjson.OPT_INDENT_2))
     print(f"wrote {RESULTS}")
     return s.results
