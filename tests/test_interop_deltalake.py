@@ -816,3 +816,23 @@ def test_filters_and_pruning_on_any_storage(any_table_path):
     n_all = len(table.files())
     assert len(table.files(filters=[("p", "=", "50%")])) == 4 < n_all
     assert 0 < len(table.files(filters=[("id", "=", 40)])) <= len(FILTER_PARTS) < n_all
+
+
+def test_lakelog_checkpoint_on_top_of_a_deltalake_checkpoint(table_path):
+    """Checkpoint rows written by delta-rs (non-null fields, deletionVector and row-tracking columns,
+    differently named map entries) carry over into a lakelog checkpoint that both engines read alone."""
+    for i, k in enumerate(["x%y", "a b", "a b"]):
+        write_deltalake(table_path, pa.table({"id": pa.array([i], pa.int64()), "k": [k]}), partition_by=["k"], mode="append")
+    DeltaTable(table_path).create_checkpoint()
+    lakelog.write_table(table_path, pa.table({"id": pa.array([9], pa.int64()), "k": ["z"]}))
+    t = lakelog.Table(table_path)
+    assert t.snapshot.file_set.base is not None  # started from delta-rs's checkpoint rows
+    before = {p: (a.size, a.partition_values, a.stats) for p, a in t.snapshot.files.items()}
+    assert t.checkpoint() == 3
+    for v in range(4):
+        os.remove(os.path.join(table_path, "_delta_log", f"{v:020d}.json"))
+    again = lakelog.Table(table_path)
+    assert {p: (a.size, a.partition_values, a.stats) for p, a in again.snapshot.files.items()} == before
+    assert sorted(again.to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 9]
+    assert sorted(DeltaTable(table_path).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 9]
+    assert again.files(filters=[("id", ">", 5)]) == [p for p in again.files() if p.startswith("k=z/")]
