@@ -121,55 +121,64 @@ def checkpoint_rows(snapshot: "Snapshot", now: int | None = None) -> pa.Table:
     now = now_ms() if now is None else now
     retention = snapshot.tombstone_retention_ms()
     p, m = snapshot.protocol, snapshot.metadata
-    values: dict[str, list] = {
-        "protocol": [
-            {
-                "minReaderVersion": p.min_reader_version,
-                "minWriterVersion": p.min_writer_version,
-                "readerFeatures": p.reader_features,
-                "writerFeatures": p.writer_features,
-            }
-        ],
-        "metaData": [
-            {
-                "id": m.id,
-                "name": m.name,
-                "description": m.description,
-                "format": {"provider": m.format_provider, "options": _items(m.format_options)},
-                "schemaString": m.schema_string,
-                "partitionColumns": m.partition_columns,
-                "configuration": _items(m.configuration),
-                "createdTime": m.created_time,
-            }
-        ],
-        "txn": [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()],
-        "remove": [
-            {
-                "path": r.path,
-                "deletionTimestamp": r.deletion_timestamp,
-                "dataChange": False,
-                "extendedFileMetadata": r.extended_file_metadata,
-                "partitionValues": _items(r.partition_values),
-                "size": r.size,
-            }
-            for r in snapshot.tombstones.values()
-            # expired tombstones are dropped, as Delta does
-            if r.deletion_timestamp is None or r.deletion_timestamp >= now - retention
-        ],
-    }
-    # One block of rows per action kind (the other columns null); checkpoint adds stay Arrow columns.
-    blocks: dict[str, list[pa.Array]] = {name: [pa.array(v, CHECKPOINT_SCHEMA.field(name).type)] for name, v in values.items()}
+
+    def rows(kind: str, values: list) -> tuple[str, pa.Array]:
+        return kind, pa.array(values, CHECKPOINT_SCHEMA.field(kind).type)
+
     kept = snapshot.file_set.base_rows_kept()
-    blocks["add"] = [] if kept is None else [_as_checkpoint_adds(kept)]
-    blocks["add"].append(pa.array(_add_rows(snapshot.file_set.changed_adds()), CHECKPOINT_SCHEMA.field("add").type))
-    order = ["protocol", "metaData", "txn", "add", "remove"]
-    tables = []
-    for kind in order:
-        for arr in blocks[kind]:
-            if len(arr):
-                cols = {name: (arr if name == kind else pa.nulls(len(arr), CHECKPOINT_SCHEMA.field(name).type)) for name in CHECKPOINT_SCHEMA.names}
-                tables.append(pa.table(cols, schema=CHECKPOINT_SCHEMA))
-    return pa.concat_tables(tables)
+    # One block of rows per action kind, in this order; checkpoint add rows stay Arrow columns.
+    blocks = [
+        rows(
+            "protocol",
+            [
+                {
+                    "minReaderVersion": p.min_reader_version,
+                    "minWriterVersion": p.min_writer_version,
+                    "readerFeatures": p.reader_features,
+                    "writerFeatures": p.writer_features,
+                }
+            ],
+        ),
+        rows(
+            "metaData",
+            [
+                {
+                    "id": m.id,
+                    "name": m.name,
+                    "description": m.description,
+                    "format": {"provider": m.format_provider, "options": _items(m.format_options)},
+                    "schemaString": m.schema_string,
+                    "partitionColumns": m.partition_columns,
+                    "configuration": _items(m.configuration),
+                    "createdTime": m.created_time,
+                }
+            ],
+        ),
+        rows("txn", [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()]),
+        *([("add", _as_checkpoint_adds(kept))] if kept is not None else []),
+        rows("add", _add_rows(snapshot.file_set.changed_adds())),
+        rows(
+            "remove",
+            [
+                {
+                    "path": r.path,
+                    "deletionTimestamp": r.deletion_timestamp,
+                    "dataChange": False,
+                    "extendedFileMetadata": r.extended_file_metadata,
+                    "partitionValues": _items(r.partition_values),
+                    "size": r.size,
+                }
+                for r in snapshot.tombstones.values()
+                # expired tombstones are dropped, as Delta does
+                if r.deletion_timestamp is None or r.deletion_timestamp >= now - retention
+            ],
+        ),
+    ]
+    return pa.concat_tables(
+        pa.table({name: arr if name == kind else pa.nulls(len(arr), CHECKPOINT_SCHEMA.field(name).type) for name in CHECKPOINT_SCHEMA.names}, schema=CHECKPOINT_SCHEMA)
+        for kind, arr in blocks
+        if len(arr)
+    )
 
 
 def write_checkpoint(snapshot: "Snapshot") -> int:
@@ -225,6 +234,11 @@ class CheckpointState:
 
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
+
+    def without(self, paths) -> "CheckpointState":
+        """This state minus the add rows of the given (decoded) paths."""
+        keep = [i for i, p in enumerate(self.paths) if p not in paths]
+        return CheckpointState(self.version, self.actions, self.adds.take(pa.array(keep, pa.int64())), [self.paths[i] for i in keep])
 
 
 def _child(adds: pa.StructArray, name: str, n: int) -> list:

@@ -186,9 +186,7 @@ class Snapshot:
         skipped: list[tuple[int, Exception]] = []  # unusable checkpoints, newest first
         for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
             try:
-                cp_state = read_checkpoint_state(storage, cp)
-                probe = _Replay(FileSet(cp_state))
-                probe.apply(cp_state.actions)
+                probe = _Replay.from_checkpoint(read_checkpoint_state(storage, cp))
                 if probe.protocol is None or probe.metadata is None:
                     raise CorruptLogError(f"checkpoint {cp} has no protocol or metaData")
             except (CorruptLogError, FileNotFoundError) as e:
@@ -340,6 +338,18 @@ class _Replay:
         self.file_set = FileSet() if file_set is None else file_set
         self.tombstones: dict[str, RemoveFile] = {}
         self.txns: dict[str, Txn] = {}
+
+    @classmethod
+    def from_checkpoint(cls, cp: CheckpointState) -> "_Replay":
+        """The state a checkpoint describes. Its removes go to the tombstones only, so the file set's
+        changes stay empty (they would otherwise name every tombstone)."""
+        tombstones = {decode_path(a.path): a for a in cp.actions if type(a) is RemoveFile}
+        if tombstones and not tombstones.keys().isdisjoint(cp.paths):
+            cp = cp.without(tombstones)  # a path both added and removed: the remove wins, as in replay
+        state = cls(FileSet(cp))
+        state.apply([a for a in cp.actions if type(a) is not RemoveFile])
+        state.tombstones = tombstones
+        return state
 
     @property
     def files(self) -> dict[str, AddFile]:

@@ -142,3 +142,25 @@ def test_checkpoint_naming_a_path_twice_keeps_the_last_row(table_path):
     t = lakelog.Table(table_path)
     assert len(t.files()) == 2 and len(t.snapshot.files) == 2 and len(t.snapshot.file_set) == 2
     assert t.to_pyarrow().num_rows == 6
+
+
+def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
+    data = pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]})
+    lakelog.write_table(table_path, data, partition_by=["p"])
+    lakelog.write_table(table_path, data.slice(0, 1), mode="overwrite")
+    lakelog.Table(table_path).checkpoint()
+    t = lakelog.Table(table_path)
+    assert len(t.snapshot.tombstones) == 3 and t.snapshot.file_set.changes == {}
+    assert len(t.files()) == 1 and t.snapshot.num_files == 1
+    # A checkpoint that names a path in both an add and a remove row: the remove wins, as in replay.
+    cp_path = os.path.join(_log(table_path), f"{1:020d}.checkpoint.parquet")
+    cp = pq.read_table(cp_path)
+    live = t.snapshot.files[t.files()[0]]
+    removed = pa.table({"remove": pa.array([{"path": live.path, "deletionTimestamp": 1, "dataChange": False}], cp.schema.field("remove").type)})
+    extra = pa.table({name: (removed.column("remove") if name == "remove" else pa.nulls(1, cp.schema.field(name).type)) for name in cp.column_names}, schema=cp.schema)
+    pq.write_table(pa.concat_tables([cp, extra]), cp_path)
+    for v in (0, 1):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    again = lakelog.Table(table_path)
+    assert again.files() == [] and again.snapshot.files == {} and again.to_pyarrow().num_rows == 0
+    assert len(again.snapshot.tombstones) == 4
