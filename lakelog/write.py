@@ -212,7 +212,7 @@ class DataWriter:
         for col in coded.take(order).columns:
             step = pc.not_equal(col.slice(1), col.slice(0, n - 1))
             changed = step if changed is None else pc.or_(changed, step)
-        starts = [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()] if n > 1 else [0]
+        starts = [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
         for start, end in zip(starts, starts[1:] + [n]):
             first = ordered.slice(start, 1)
             pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
