@@ -17,7 +17,7 @@ import re
 import sys
 import textwrap
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -75,24 +75,23 @@ def _size(text: str) -> int:
     return n
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected zero or a positive number, got {text!r}")
-    return n
+def _nonneg(kind: type, what: str) -> Callable[[str], Any]:
+    """An argparse type: ``kind(text)``, refused unless it is a number >= 0 (NaN refused too)."""
+
+    def parse(text: str):
+        try:
+            n = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if n < 0 or n != n:
+            raise argparse.ArgumentTypeError(f"expected zero or a positive number, got {text!r}")
+        return n
+
+    return parse
 
 
-def _nonneg_float(text: str) -> float:
-    try:
-        n = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if n < 0 or n != n:
-        raise argparse.ArgumentTypeError(f"expected zero or a positive number, got {text!r}")
-    return n
+_nonneg_int = _nonneg(int, "a whole number")
+_nonneg_float = _nonneg(float, "a number")
 
 
 def _names(values: list[str] | None) -> list[str] | None:
