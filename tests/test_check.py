@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -17,19 +16,11 @@ import pytest
 import lakelog
 from lakelog.check import CheckReport, check_table
 from lakelog.errors import TableNotFoundError, VersionNotFoundError
+from tests.table_files import log_file as _log
+from tests.table_files import table_fs as _fs
 
 CONF = {"delta.checkpointInterval": "2"}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _fs(path: str):
-    fs, root = fsspec.core.url_to_fs(path)
-    fs.invalidate_cache()
-    return fs, root.rstrip("/")
-
-
-def _log(path: str, name: str) -> str:
-    return f"{_fs(path)[1]}/_delta_log/{name}"
 
 
 def _batch(ids, p=None) -> pa.Table:

@@ -18,7 +18,6 @@ import re
 import urllib.parse
 import warnings
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -32,6 +31,8 @@ from lakelog.errors import (
     VersionNotFoundError,
 )
 from lakelog.scan import CorruptDataFileError, MissingDataFileError
+from tests.table_files import log_file as _log
+from tests.table_files import table_fs as _fs
 
 CONF = {"delta.checkpointInterval": "2"}
 # The moto S3 endpoint is slow: the long parametrized tables run a representative subset there.
@@ -45,16 +46,6 @@ def _skip_on_s3(path: str, case: str, subset: set[str]) -> None:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _fs(path: str):
-    fs, root = fsspec.core.url_to_fs(path)
-    fs.invalidate_cache()
-    return fs, root.rstrip("/")
-
-
-def _log(path: str, name: str) -> str:
-    return f"{_fs(path)[1]}/_delta_log/{name}"
 
 
 def _cp(v: int) -> str:
