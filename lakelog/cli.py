@@ -206,21 +206,10 @@ def _num_records(adds) -> int | None:
 # ---------------------------------------------------------------- commands
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .errors import SchemaMismatchError
+    from .scan import to_table
 
     t = _open_table(args, time_travel=True)
-    columns = _names(args.columns)
-    if columns:
-        unknown = [c for c in columns if c not in t.schema.names]
-        if unknown:
-            raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {t.schema.names})")
-    dataset = t.to_pyarrow_dataset()
-    try:
-        data = dataset.head(args.limit, columns=columns) if args.limit else dataset.to_table(columns=columns)
-    except FileNotFoundError as e:
-        from .scan import MissingDataFileError
-
-        raise MissingDataFileError(f"a data file named by the log at version {t.version} is missing ({e})") from None
+    data = to_table(t.snapshot, _names(args.columns), limit=args.limit or None)
     total = _num_records(t.snapshot.files.values())
     names = data.column_names
     if args.json:

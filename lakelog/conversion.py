@@ -45,11 +45,11 @@ from .errors import (
     CorruptLogError,
     InvalidPathError,
     LakelogError,
+    MissingDataFileError,
     SchemaMismatchError,
     TableExistsError,
     UnsupportedFeatureError,
 )
-from .scan import MissingDataFileError
 from .schema import (
     HIVE_NULL,
     _strip_nullability,

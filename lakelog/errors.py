@@ -48,5 +48,21 @@ class InvalidPathError(CorruptLogError):
     """A log action names a file outside the table root (absolute, with a scheme, or escaping with ``..``)."""
 
 
+class DataFileError(CorruptLogError):
+    """A data file named by the log cannot be read; ``paths`` are the table-relative paths concerned."""
+
+    def __init__(self, message: str, paths: list[str] | None = None):
+        super().__init__(message)
+        self.paths = list(paths or [])
+
+
+class MissingDataFileError(DataFileError):
+    """A data file named by the log does not exist."""
+
+
+class CorruptDataFileError(DataFileError):
+    """A data file named by the log exists but is not readable Parquet (truncated or overwritten)."""
+
+
 class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""

@@ -18,29 +18,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .actions import AddFile
-from .errors import CorruptLogError, SchemaMismatchError
+from .errors import CorruptDataFileError, CorruptLogError, MissingDataFileError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .schema import parse_partition_value
 from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
 _MS = dt.timedelta(milliseconds=1)
-
-
-class MissingDataFileError(CorruptLogError):
-    """A data file named by the log does not exist; ``paths`` are the table-relative paths found missing."""
-
-    def __init__(self, message: str, paths: list[str] | None = None):
-        super().__init__(message)
-        self.paths = list(paths or [])
-
-
-class CorruptDataFileError(CorruptLogError):
-    """A data file named by the log exists but is not readable Parquet (truncated or overwritten);
-    ``paths`` are the table-relative paths concerned."""
-
-    def __init__(self, message: str, paths: list[str] | None = None):
-        super().__init__(message)
-        self.paths = list(paths or [])
 
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
@@ -168,7 +151,9 @@ def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
     return [rel_of[frag.path] for frag in d.get_fragments(filter=expr)]
 
 
-def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
+def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
+    """The snapshot's rows (the first ``limit`` of them when given); a data file that is missing or not
+    Parquet is a typed error naming it."""
     if columns is not None:
         unknown = [c for c in columns if c not in snapshot.schema.names]
         if unknown:
@@ -176,7 +161,7 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
     d = dataset(snapshot, filters)
     expr = to_expression(filters, snapshot.schema)
     try:
-        return d.to_table(columns=columns, filter=expr)
+        return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
     except (OSError, pa.ArrowInvalid) as e:
         err = _data_file_error(snapshot, e)
         if err is None:

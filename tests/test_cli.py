@@ -238,3 +238,12 @@ def test_main_in_process_with_options_before_the_command(tmp_path, table_path, c
     assert err.count("\n") == 1 and "version 5" in err
     assert main(["vacuum", table_path, "--retain-hours", "200"]) == 0
     assert "dry run: 0 file(s)" in capsys.readouterr().out
+
+
+def test_show_names_a_missing_data_file(table_path):
+    lakelog.write_table(table_path, pa.table({"id": [1, 2]}))
+    gone = lakelog.Table(table_path).files()[0]
+    os.remove(os.path.join(table_path, gone))
+    for extra in ([], ["--limit", "0"], ["--columns", "id"]):
+        line = one_line_error(run("show", table_path, *extra), 1)
+        assert gone in line and "missing" in line

@@ -35,7 +35,7 @@ from lakelog.errors import (
     TableExistsError,
     UnsupportedFeatureError,
 )
-from lakelog.scan import MissingDataFileError
+from lakelog.errors import MissingDataFileError
 
 from tests.spark_session import spark  # noqa: F401  (the shared session fixture)
 

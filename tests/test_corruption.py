@@ -30,7 +30,7 @@ from lakelog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from lakelog.scan import CorruptDataFileError, MissingDataFileError
+from lakelog.errors import CorruptDataFileError, MissingDataFileError
 from tests.table_files import log_file as _log
 from tests.table_files import table_fs as _fs
 
