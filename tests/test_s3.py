@@ -12,6 +12,7 @@ import datetime as dt
 import time
 import uuid
 
+import deltalake
 import fsspec
 import pyarrow as pa
 import pytest
@@ -86,7 +87,6 @@ def test_time_travel_by_version_and_timestamp(s3_endpoint):
 
 
 def test_deltalake_reads_lakelog_s3_table_at_each_version(s3_endpoint):
-    deltalake = pytest.importorskip("deltalake")
     uri = s3_endpoint.new_table_uri()
     lakelog.write_table(uri, pa.table({"id": [1, 2], "p": ["x", "y"]}), partition_by=["p"])
     lakelog.write_table(uri, pa.table({"id": [3], "p": ["x"]}))
