@@ -11,7 +11,7 @@ import hashlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
