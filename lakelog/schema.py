@@ -327,6 +327,8 @@ def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
     A value that is not in a form the protocol allows for ``t`` raises ``PartitionValueError``."""
     if s is None or s == "":
         return None
+    if not isinstance(s, str):
+        raise PartitionValueError(f"partition value {s!r} is a JSON {type(s).__name__}, not a string as the protocol requires")
     try:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             return s

@@ -95,3 +95,9 @@ def test_timestamp_micros_reaches_past_datetimes_range():
     assert timestamp_micros("1969-12-31 23:59:59.999999", utc=False) == -1
     with pytest.raises(ValueError):
         timestamp_micros("2021-01-01T00:00:00+01:00", utc=False)
+
+
+@pytest.mark.parametrize("value", [5, 1.5, True, ["a"], {"a": 1}])
+def test_partition_values_that_are_not_strings_are_typed_errors(value):
+    with pytest.raises(PartitionValueError, match="not a string"):
+        parse_partition_value(value, pa.int64())
