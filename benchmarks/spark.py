@@ -71,7 +71,7 @@ def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
     )
     results.append({"name": "spark scan all columns (noop sink)", "lakelog_s": a_lk, "peer": "spark parquet", "peer_s": a_pq})
     f_lk, f_pq = median_times(
-        [lambda: spark.read.format("lakelog").load(lk_path).filter("id < 1000").count(), lambda: spark.read.parquet(pq_path).filter("id < 1000").count()], runs
+        [lambda: spark.read.format("lakelog").option("filterPushdown", "true").load(lk_path).filter("id < 1000").count(), lambda: spark.read.parquet(pq_path).filter("id < 1000").count()], runs
     )
     results.append({"name": "spark selective read (id < 1000)", "lakelog_s": f_lk, "peer": "spark parquet", "peer_s": f_pq})
     spark.stop()

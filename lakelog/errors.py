@@ -28,8 +28,17 @@ class SchemaMismatchError(LakelogError):
     """The data's schema does not fit the table's schema."""
 
 
+class InvalidFilterError(SchemaMismatchError, ValueError):
+    """A read filter is malformed: not DNF tuples or an expression, an unknown column or operator, or a
+    value that cannot be compared with its column's type."""
+
+
 class CorruptLogError(LakelogError):
     """A log file is missing, truncated or unparseable (an incomplete log file)."""
+
+
+class PartitionValueError(CorruptLogError, ValueError):
+    """A partition value is not in a form the Delta protocol allows for its column's type."""
 
 
 class UnsupportedFeatureError(LakelogError):
