@@ -1,0 +1,358 @@
+"""The machinery every row-level operation shares: predicates, candidate files, bounded reads with row
+positions, the "delete these rows of file F" seam, and one commit with a read predicate.
+
+Rows are always tracked by their position in their data file (``ROW``, the file row index of the
+Delta protocol), so that marking rows deleted is one call per file, ``RowDeleter.delete_rows``.
+Copy-on-write implements it by rewriting the file without those rows; a deletion-vector
+implementation replaces only that class.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
+from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
+from ..scan import _data_file_error, files_dataset
+from ..schema import cast_batch, parse_partition_value
+from ..snapshot import Snapshot
+from ..sql import Engine, column_refs, filters_to_sql, prune_expression
+from ..storage import Storage
+from ..transaction import DuplicateTransaction, Transaction
+from ..write import DataWriter
+
+FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
+ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
+GROUP_BYTES = 128 * 1024 * 1024  # data-file bytes read at once (memory follows the files being rewritten)
+READ_THREADS = 4
+
+
+# ---------------------------------------------------------------- predicates
+
+@dataclass
+class Predicate:
+    """A row predicate: SQL text (DuckDB), a pyarrow expression, or None (every row)."""
+
+    sql: str | None = None
+    expression: pc.Expression | None = None
+    prune: pc.Expression | None = None  # a relaxation used to skip files (None: every file)
+    columns: set[str] | None = None  # table columns it reads (None: unknown)
+    text: str | None = None  # as recorded in commitInfo
+
+    @property
+    def everything(self) -> bool:
+        return self.sql is None and self.expression is None
+
+
+def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: str = "predicate") -> Predicate:
+    """Check ``predicate`` (SQL text, DNF tuples, a pyarrow expression or None) against ``schema``."""
+    if predicate is None:
+        return Predicate()
+    if isinstance(predicate, pc.Expression):
+        try:
+            ds.dataset(schema.empty_table()).to_table(filter=predicate)
+        except (pa.ArrowException, TypeError) as e:
+            raise PredicateError(f"invalid {what} {predicate}: {e}") from None
+        return Predicate(expression=predicate, prune=predicate, text=str(predicate))
+    if isinstance(predicate, (list, tuple)):
+        predicate = filters_to_sql(predicate)
+    relation = engine.empty_relation(schema)
+    tree = engine.check_predicate(predicate, relation, what)
+    names = set(schema.names)
+    columns = {part for ref in column_refs(tree) for part in ref if part in names}
+    return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+
+
+def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> np.ndarray:
+    """Positions (into ``table``) of the rows the predicate selects; NULL is not selected."""
+    if predicate.everything:
+        return np.arange(table.num_rows, dtype=np.int64)
+    if predicate.expression is not None:
+        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        hit = ds.dataset(table.append_column("__lakelog_pos", pos)).to_table(columns=["__lakelog_pos"], filter=predicate.expression)
+        return np.sort(hit.column(0).to_numpy())
+    name = engine.register(table.append_column("__lakelog_pos", pa.array(np.arange(table.num_rows, dtype=np.int64))))
+    try:
+        hit = engine.query(f"SELECT __lakelog_pos FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+    finally:
+        engine.unregister(name)
+    return np.sort(hit.column(0).to_numpy())
+
+
+# ---------------------------------------------------------------- the seam: delete rows of a file
+
+class CopyOnWrite:
+    """Deletes rows of a data file by rewriting the file without them (the table's other files stay)."""
+
+    def __init__(self, op: "RowLevelOperation"):
+        self.op = op
+        self.copied_rows = 0
+
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None) -> None:
+        """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
+        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count."""
+        if len(rows) == 0:
+            return
+        self.op.remove(add)
+        if num_rows is not None and len(rows) >= num_rows:
+            return  # every row goes: nothing to copy
+        if content is None:
+            content = self.op.read_file(add)
+        mask = np.ones(content.num_rows, dtype=bool)
+        index = content.column(ROW).to_numpy()
+        mask[np.isin(index, rows)] = False
+        kept = content.filter(pa.array(mask))
+        if kept.num_rows:
+            self.op.write(kept)
+            self.copied_rows += kept.num_rows
+
+
+RowDeleter = CopyOnWrite  # deletion vectors (merge-on-read) will provide another implementation
+
+
+# ---------------------------------------------------------------- one operation
+
+@dataclass
+class Group:
+    """Rows of a bounded group of files: ``table`` has the requested columns plus FILE and ROW."""
+
+    files: list[AddFile]
+    first: int  # FILE index of files[0]
+    table: pa.Table
+    counts: list[int]  # rows per file
+
+    def rows_by_file(self, positions: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        """(FILE index, sorted file row indexes) for the selected positions of ``table``."""
+        if len(positions) == 0:
+            return
+        files = self.table.column(FILE).to_numpy()[positions]
+        rows = self.table.column(ROW).to_numpy()[positions]
+        order = np.lexsort((rows, files))
+        files, rows = files[order], rows[order]
+        cuts = np.flatnonzero(np.diff(files)) + 1
+        for chunk_f, chunk_r in zip(np.split(files, cuts), np.split(rows, cuts)):
+            yield int(chunk_f[0]), chunk_r
+
+
+class RowLevelOperation:
+    """One delete/update/merge/overwrite on the latest version: reads candidate files, writes new ones
+    through the table's ``DataWriter`` and commits once, with the files it read as its read set."""
+
+    def __init__(self, storage: Storage, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None, snapshot: Snapshot | None = None):
+        if (app_id is None) != (app_version is None):
+            raise ValueError("pass app_id and app_version together")
+        if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0):
+            raise ValueError(f"app_version must be an integer >= 0, not {app_version!r}")
+        self.started = time.perf_counter()
+        self.storage = storage
+        storage.check_atomic_commits()
+        self.snapshot = snapshot if snapshot is not None else Snapshot.load(storage)
+        self.snapshot.check_writable()
+        if self.snapshot.append_only:
+            raise UnsupportedFeatureError("the table has delta.appendOnly=true: rows cannot be deleted, updated or replaced")
+        self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata
+        self.schema = self.snapshot.schema
+        self.partition_columns = self.snapshot.partition_columns
+        self.engine = Engine()
+        self.deleter = RowDeleter(self)
+        self.removes: dict[str, RemoveFile] = {}
+        self.read_files: dict[str, AddFile] = {}
+        self.read_prunes: list[pc.Expression | None] = []
+        self.metadata: Metadata | None = None
+        self.extra_actions: list[Action] = []
+        self._writer: DataWriter | None = None
+        self._committing = False  # from here on a failure leaves the outcome unknown: files stay
+
+    # ------------------------------------------------------------ state
+    @property
+    def duplicate(self) -> bool:
+        """This app_id already committed app_version (or later): nothing must be done."""
+        txn = self.snapshot.txns.get(self.app_id) if self.app_id is not None else None
+        return txn is not None and txn.version >= self.app_version
+
+    @property
+    def writer(self) -> DataWriter:
+        if self._writer is None:
+            conf = self.snapshot.configuration
+            self._writer = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+        return self._writer
+
+    def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
+        """Write with ``schema`` and commit ``metadata`` (and ``extra``, e.g. a protocol upgrade)."""
+        if self._writer is not None:
+            raise RuntimeError("the schema must be set before any row is written")
+        self.schema, self.metadata, self.extra_actions = schema, metadata, list(extra)
+
+    # ------------------------------------------------------------ files
+    def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
+        """Files that may hold rows satisfying ``prune`` (by partition values and stats)."""
+        self.read_prunes.append(prune)
+        files = list(self.snapshot.files.values())
+        if prune is None or not files:
+            return files
+        snap = self.snapshot
+        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, files, filters=prune)
+        keep = {frag.path for frag in d.get_fragments(filter=prune)}
+        return [a for a in files if snap.storage.join(a.relative_path) in keep]
+
+    def may_match(self, add: AddFile) -> bool:
+        """Whether a (concurrently added) file may hold rows this operation would have read."""
+        if decode_path(add.path) in self.read_files:
+            return True
+        snap = self.snapshot
+        for prune in self.read_prunes:
+            if prune is None:
+                return True
+            try:
+                d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add], filters=prune)
+                if any(True for _ in d.get_fragments(filter=prune)):
+                    return True
+            except (pa.ArrowException, LakelogError, ValueError, KeyError):
+                return True  # cannot tell: assume it matters
+        return False
+
+    def read_file(self, add: AddFile, columns: list[str] | None = None) -> pa.Table:
+        """The rows of one data file (table schema: partition values as columns, missing columns as
+        nulls) in file order, with their file row index in ``ROW``."""
+        self.read_files[decode_path(add.path)] = add
+        snap = self.snapshot
+        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add])
+        try:
+            t = d.to_table(columns=columns)
+        except (OSError, pa.ArrowInvalid) as e:
+            err = _data_file_error(snap, e)
+            if err is None:
+                raise
+            raise err from None
+        return t.append_column(ROW, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+
+    def scan(self, files: list[AddFile], columns: set[str] | None = None) -> Iterator[Group]:
+        """The candidate files in groups of about GROUP_BYTES, read in parallel; ``columns`` limits the
+        columns read (None: all)."""
+        names = None if columns is None else [c for c in self.snapshot.schema.names if c in columns]
+        start = 0
+        while start < len(files):
+            end, size = start, 0
+            while end < len(files) and (end == start or size + files[end].size <= GROUP_BYTES):
+                size += files[end].size
+                end += 1
+            chunk = files[start:end]
+            with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(chunk))) as pool:
+                tables = list(pool.map(lambda a: self.read_file(a, names), chunk))
+            tables = [t.append_column(FILE, pa.array(np.full(t.num_rows, start + i, dtype=np.int64))) for i, t in enumerate(tables)]
+            yield Group(chunk, start, pa.concat_tables(tables), [t.num_rows for t in tables])
+            start = end
+
+    def num_rows(self, add: AddFile) -> int:
+        """Row count of a file: from its stats, else from its Parquet footer."""
+        n = add.num_records()
+        if n is not None:
+            return n
+        with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+
+    # ------------------------------------------------------------ changes
+    def remove(self, add: AddFile) -> None:
+        path = decode_path(add.path)
+        self.read_files[path] = add
+        self.removes[path] = add.remove(now_ms())
+
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None) -> None:
+        self.deleter.delete_rows(add, rows, content, num_rows)
+
+    def write(self, table: pa.Table) -> None:
+        """Write rows (any column order; internal and unknown columns are dropped) as new files."""
+        for batch in table.to_batches():
+            self.writer.write(cast_batch(batch, self.schema))
+
+    @property
+    def copied_rows(self) -> int:
+        return self.deleter.copied_rows
+
+    # ------------------------------------------------------------ commit
+    def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
+        """Commit the changes (None when there are none and no txn to record); returns the version."""
+        adds = self._writer.finish() if self._writer is not None else []
+        self._committing = True
+        actions: list[Action] = list(self.extra_actions)
+        if self.metadata is not None:
+            actions.append(self.metadata)
+        if self.app_id is not None:
+            actions.append(Txn(self.app_id, int(self.app_version), now_ms()))
+        actions.extend(self.removes.values())
+        actions.extend(adds)
+        if not self.removes and not adds and self.metadata is None and self.app_id is None:
+            return None
+        metrics = dict(metrics)
+        metrics.setdefault("executionTimeMs", int((time.perf_counter() - self.started) * 1000))
+        txn = Transaction(
+            self.storage, self.snapshot, operation, parameters,
+            read_predicate=self.may_match, user_metadata=self.user_metadata, operation_metrics=metrics,
+        )
+        try:
+            return txn.commit(actions).version
+        except DuplicateTransaction as d:
+            self._discard(adds)
+            return d.version
+        except LakelogError:
+            self._discard(adds)  # nothing was committed: the new files are unreferenced
+            raise
+
+    @property
+    def num_added_files(self) -> int:
+        return len(self._writer._done) if self._writer is not None else 0
+
+    def abort(self) -> None:
+        """Delete the files written so far (unless a commit was attempted) and close the engine."""
+        if self._writer is not None and not self._committing:
+            self._writer.abort()
+        self.engine.close()
+
+    def _discard(self, adds: list[AddFile]) -> None:
+        for a in adds:
+            try:
+                self.storage.delete(self.storage.join(a.relative_path))
+            except (OSError, LakelogError):
+                pass
+
+
+def predicate_parameter(*texts: str | None) -> str:
+    """Delta's ``operationParameters.predicate`` for DELETE/UPDATE/MERGE: a JSON list of SQL strings."""
+    return orjson.dumps([t for t in texts if t is not None]).decode()
+
+
+def partition_table(op: RowLevelOperation, files: list[AddFile]) -> pa.Table:
+    """One row per file: its typed partition values and its FILE index (for partition-only predicates)."""
+    cols = {}
+    for c in op.partition_columns:
+        t = op.snapshot.schema.field(c).type
+        cols[c] = pa.array([parse_partition_value(a.partition_values.get(c), t) for a in files], t)
+    cols[FILE] = pa.array(np.arange(len(files), dtype=np.int64))
+    return pa.table(cols)
+
+
+def run(op: RowLevelOperation, body) -> Any:
+    """Run ``body(op)``; on any error, delete the files it wrote and close the engine."""
+    try:
+        out = body(op)
+    except BaseException:
+        op.abort()
+        raise
+    op.engine.close()
+    return out
+
+
+__all__ = [
+    "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "RowDeleter",
+    "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "run",
+]
