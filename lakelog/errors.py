@@ -74,3 +74,7 @@ class PredicateError(LakelogError, ValueError):
 
 class PredicateViolationError(LakelogError):
     """Rows of the data do not satisfy the predicate they must satisfy (a predicate overwrite)."""
+
+
+class MultipleSourceMatchesError(LakelogError):
+    """A merge matched one target row with several source rows (Delta refuses this); nothing was committed."""

@@ -7,6 +7,7 @@ whose read set is the files it read. SQL predicates and expressions are evaluate
 """
 
 from .delete import delete
+from .merge import TableMerger, merge
 from .update import update
 
-__all__ = ["delete", "update"]
+__all__ = ["delete", "update", "merge", "TableMerger"]

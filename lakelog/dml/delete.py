@@ -27,6 +27,7 @@ def _delete(op: RowLevelOperation, predicate: Any) -> dict[str, Any]:
         return {**metrics, "version": op.snapshot.version}
     pred = compile_predicate(predicate, op.schema, op.engine)
     deleted = delete_matching(op, pred)
+    op.finish()
     version = op.commit(
         "DELETE",
         {"predicate": predicate_parameter(pred.text)},

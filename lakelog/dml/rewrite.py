@@ -171,6 +171,7 @@ class RowLevelOperation:
         self.metadata: Metadata | None = None
         self.extra_actions: list[Action] = []
         self._writer: DataWriter | None = None
+        self._adds: list[AddFile] | None = None
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
 
     # ------------------------------------------------------------ state
@@ -280,9 +281,15 @@ class RowLevelOperation:
         return self.deleter.copied_rows
 
     # ------------------------------------------------------------ commit
+    def finish(self) -> None:
+        """Close the new files (``num_added_files`` is final from here on)."""
+        if self._adds is None:
+            self._adds = self._writer.finish() if self._writer is not None else []
+
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
-        adds = self._writer.finish() if self._writer is not None else []
+        self.finish()
+        adds = self._adds
         self._committing = True
         actions: list[Action] = list(self.extra_actions)
         if self.metadata is not None:
@@ -310,7 +317,9 @@ class RowLevelOperation:
 
     @property
     def num_added_files(self) -> int:
-        return len(self._writer._done) if self._writer is not None else 0
+        if self._adds is None:
+            raise RuntimeError("call finish() first")
+        return len(self._adds)
 
     def abort(self) -> None:
         """Delete the files written so far (unless a commit was attempted) and close the engine."""

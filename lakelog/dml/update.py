@@ -72,6 +72,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
             op.write(new_rows)
             op.delete_rows(add, rows, content, content.num_rows)
             updated += len(rows)
+    op.finish()
     version = op.commit(
         "UPDATE",
         {"predicate": predicate_parameter(pred.text)},
