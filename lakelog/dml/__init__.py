@@ -8,6 +8,7 @@ whose read set is the files it read. SQL predicates and expressions are evaluate
 
 from .delete import delete
 from .merge import TableMerger, merge
+from .overwrite import overwrite_partitions, overwrite_where
 from .update import update
 
-__all__ = ["delete", "update", "merge", "TableMerger"]
+__all__ = ["delete", "update", "merge", "TableMerger", "overwrite_where", "overwrite_partitions"]

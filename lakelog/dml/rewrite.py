@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import orjson
@@ -168,6 +168,7 @@ class RowLevelOperation:
         self.removes: dict[str, RemoveFile] = {}
         self.read_files: dict[str, AddFile] = {}
         self.read_prunes: list[pc.Expression | None] = []
+        self.read_checks: list[Callable[[AddFile], bool]] = []  # other "this file matters" tests
         self.metadata: Metadata | None = None
         self.extra_actions: list[Action] = []
         self._writer: DataWriter | None = None
@@ -208,7 +209,7 @@ class RowLevelOperation:
 
     def may_match(self, add: AddFile) -> bool:
         """Whether a (concurrently added) file may hold rows this operation would have read."""
-        if decode_path(add.path) in self.read_files:
+        if decode_path(add.path) in self.read_files or any(check(add) for check in self.read_checks):
             return True
         snap = self.snapshot
         for prune in self.read_prunes:
