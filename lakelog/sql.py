@@ -56,7 +56,7 @@ def _parse_tree(sql: str) -> dict:
     with _parser_lock:
         if _parser is None:
             _parser = duckdb.connect()
-        raw = _parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+        raw = _parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
     return orjson.loads(raw)
 
 
