@@ -318,6 +318,7 @@ class _Merge:
             "notMatchedPredicates": clause_json(inserts),
             "notMatchedBySourcePredicates": clause_json(nmbs),
         }
+        op.finish()
         copied = op.copied_rows
         commit_metrics = {
             "numSourceRows": n_src, "numTargetRowsInserted": inserted, "numTargetRowsUpdated": updated,
@@ -326,7 +327,6 @@ class _Merge:
             "numTargetRowsNotMatchedBySourceDeleted": self.counts["nmbs_delete"], "numTargetRowsCopied": copied,
             "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(op.removes),
         }
-        op.finish()
         commit_metrics["numTargetFilesAdded"] = op.num_added_files
         version = op.commit("MERGE", params, commit_metrics)
         return {
@@ -395,6 +395,7 @@ class _Merge:
         for k_mask, kind in ((ks < n_matched, "matched"), (ks >= n_matched, "nmbs")):
             self.counts[f"{kind}_update"] += int(np.count_nonzero(is_update & k_mask))
             self.counts[f"{kind}_delete"] += len(np.unique(rows[~is_update & k_mask]))
+        new_rows = None
         if is_update.any():
             upd = todo.filter(pa.array(is_update))
             a = eng.register(upd)
@@ -408,8 +409,7 @@ class _Merge:
             finally:
                 eng.unregister(a)
                 eng.unregister(c)
-            op.write(new_rows)
-        op.delete_rows(add, np.unique(rows), content, content.num_rows)
+        op.delete_rows(add, np.unique(rows), content, content.num_rows, replacement=new_rows)
 
     def _value(self, name: str, ks: list[int]) -> str:
         """The new value of column ``name`` for an updated row: by clause number ``__a.k``."""

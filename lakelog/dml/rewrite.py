@@ -9,8 +9,9 @@ implementation replaces only that class.
 
 from __future__ import annotations
 
+import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -92,29 +93,91 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
 # ---------------------------------------------------------------- the seam: delete rows of a file
 
 class CopyOnWrite:
-    """Deletes rows of a data file by rewriting the file without them (the table's other files stay)."""
+    """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
+
+    Each rewrite (read the file unless the caller has it, drop the rows, write the rest) is a task on
+    a small thread pool with its own writer, so files are rewritten in parallel; at most
+    ``2 * workers`` rewrites are in flight, which bounds memory.
+    """
 
     def __init__(self, op: "RowLevelOperation"):
         self.op = op
         self.copied_rows = 0
+        self.workers = max(1, min(4, os.cpu_count() or 1))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+        self._adds: list[AddFile] = []
 
-    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None) -> None:
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
+                    replacement: pa.Table | None = None) -> None:
         """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
-        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count."""
+        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
+        ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
+        remaining rows (a deletion-vector implementation writes them to new files instead)."""
         if len(rows) == 0:
             return
         self.op.remove(add)
-        if num_rows is not None and len(rows) >= num_rows:
+        if num_rows is not None and len(rows) >= num_rows and replacement is None:
             return  # every row goes: nothing to copy
-        if content is None:
-            content = self.op.read_file(add)
-        mask = np.ones(content.num_rows, dtype=bool)
-        index = content.column(ROW).to_numpy()
-        mask[np.isin(index, rows)] = False
-        kept = content.filter(pa.array(mask))
-        if kept.num_rows:
-            self.op.write(kept)
-            self.copied_rows += kept.num_rows
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        while len(self._pending) >= 2 * self.workers:
+            self._collect(self._pending.pop(0))
+        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement))
+
+    def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
+                 replacement: pa.Table | None) -> tuple[list[AddFile], int]:
+        if num_rows is not None and len(rows) >= num_rows:
+            kept = None
+        else:
+            if content is None:
+                content = self.op.read_file(add)
+            mask = np.ones(content.num_rows, dtype=bool)
+            mask[np.isin(content.column(ROW).to_numpy(), rows)] = False
+            kept = content.filter(pa.array(mask))
+        parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
+        if not parts:
+            return [], 0
+        writer = self.op.new_writer()
+        try:
+            for t in parts:
+                for batch in t.to_batches():
+                    writer.write(cast_batch(batch, self.op.schema))
+            return writer.finish(), kept.num_rows if kept is not None else 0
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _collect(self, future: Future) -> None:
+        adds, copied = future.result()
+        self._adds.extend(adds)
+        self.copied_rows += copied
+
+    def finish(self) -> list[AddFile]:
+        """Wait for every rewrite; the new files."""
+        try:
+            while self._pending:
+                self._collect(self._pending.pop(0))
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+        return list(self._adds)
+
+    def abort(self) -> list[AddFile]:
+        """Stop: wait for running rewrites and return every file written (for the caller to delete)."""
+        for f in self._pending:
+            f.cancel()
+        for f in self._pending:
+            try:
+                self._collect(f)
+            except BaseException:
+                pass
+        self._pending = []
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        return list(self._adds)
 
 
 RowDeleter = CopyOnWrite  # deletion vectors (merge-on-read) will provide another implementation
@@ -184,10 +247,14 @@ class RowLevelOperation:
 
     @property
     def writer(self) -> DataWriter:
+        """The writer of new rows (updated, inserted, overwriting data)."""
         if self._writer is None:
-            conf = self.snapshot.configuration
-            self._writer = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+            self._writer = self.new_writer()
         return self._writer
+
+    def new_writer(self) -> DataWriter:
+        conf = self.snapshot.configuration
+        return DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
 
     def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
         """Write with ``schema`` and commit ``metadata`` (and ``extra``, e.g. a protocol upgrade)."""
@@ -224,19 +291,36 @@ class RowLevelOperation:
         return False
 
     def read_file(self, add: AddFile, columns: list[str] | None = None) -> pa.Table:
-        """The rows of one data file (table schema: partition values as columns, missing columns as
-        nulls) in file order, with their file row index in ``ROW``."""
+        """The rows of one data file in the table's schema (partition values as columns, columns the file
+        lacks as nulls), in file order, with their file row index in ``ROW``. ``columns``: only these."""
         self.read_files[decode_path(add.path)] = add
         snap = self.snapshot
-        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add])
+        schema = snap.schema
+        names = schema.names if columns is None else [c for c in schema.names if c in columns]
         try:
-            t = d.to_table(columns=columns)
+            with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
+                pf = pq.ParquetFile(f)
+                present = set(pf.schema_arrow.names)
+                data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns])
         except (OSError, pa.ArrowInvalid) as e:
             err = _data_file_error(snap, e)
             if err is None:
                 raise
             raise err from None
-        return t.append_column(ROW, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        n = data.num_rows
+        cols = []
+        for name in names:
+            t = schema.field(name).type
+            if name in snap.partition_columns:
+                value = parse_partition_value(add.partition_values.get(name), t)
+                cols.append(pa.repeat(pa.scalar(value, t), n))
+            elif name in present:
+                col = data.column(name)
+                cols.append(col if col.type == t else col.cast(t))
+            else:
+                cols.append(pa.nulls(n, t))
+        cols.append(pa.array(np.arange(n, dtype=np.int64)))
+        return pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
 
     def scan(self, files: list[AddFile], columns: set[str] | None = None) -> Iterator[Group]:
         """The candidate files in groups of about GROUP_BYTES, read in parallel; ``columns`` limits the
@@ -269,8 +353,9 @@ class RowLevelOperation:
         self.read_files[path] = add
         self.removes[path] = add.remove(now_ms())
 
-    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None) -> None:
-        self.deleter.delete_rows(add, rows, content, num_rows)
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
+                    replacement: pa.Table | None = None) -> None:
+        self.deleter.delete_rows(add, rows, content, num_rows, replacement)
 
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""
@@ -285,7 +370,7 @@ class RowLevelOperation:
     def finish(self) -> None:
         """Close the new files (``num_added_files`` is final from here on)."""
         if self._adds is None:
-            self._adds = self._writer.finish() if self._writer is not None else []
+            self._adds = (self._writer.finish() if self._writer is not None else []) + self.deleter.finish()
 
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
@@ -324,8 +409,11 @@ class RowLevelOperation:
 
     def abort(self) -> None:
         """Delete the files written so far (unless a commit was attempted) and close the engine."""
-        if self._writer is not None and not self._committing:
-            self._writer.abort()
+        rewritten = self.deleter.abort()
+        if not self._committing:
+            if self._writer is not None:
+                self._writer.abort()
+            self._discard(rewritten)
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:

@@ -69,8 +69,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
                 new_rows = op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context)
             finally:
                 op.engine.unregister(name)
-            op.write(new_rows)
-            op.delete_rows(add, rows, content, content.num_rows)
+            op.delete_rows(add, rows, content, content.num_rows, replacement=new_rows)
             updated += len(rows)
     op.finish()
     version = op.commit(
