@@ -34,7 +34,7 @@ from ..schema import canonical_schema, check_column_names, schema_to_string, to_
 from ..sql import column_refs, parse_expression, prune_expression, quote_ident
 from ..storage import Storage
 from ..write import _plan_protocol
-from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run
+from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
 
 SRC = "__lakelog_src"  # a source row's position in the source
 KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
@@ -377,39 +377,37 @@ class _Merge:
         todo = pa.concat_tables(actions)
         if todo.num_rows == 0:
             return
-        todo = todo.sort_by([("f", "ascending"), ("r", "ascending")])
-        fs = todo.column("f").to_numpy()
-        cuts = np.flatnonzero(np.diff(fs)) + 1
-        start = 0
-        for end in list(cuts) + [len(fs)]:
-            self._rewrite(files[int(fs[start])], todo.slice(start, end - start), len(matched))
-            start = end
-
-    def _rewrite(self, add, todo: pa.Table, n_matched: int) -> None:
-        """Apply the chosen clauses to the rows of one file."""
-        op, eng, t, s = self.op, self.engine, self.t_alias, self.s_alias
-        content = op.read_file(add)
-        ks = todo.column("k").to_numpy()
-        rows = todo.column("r").to_numpy()
-        is_update = np.array([self.numbered[k].action == "update" for k in ks], dtype=bool)
-        for k_mask, kind in ((ks < n_matched, "matched"), (ks >= n_matched, "nmbs")):
-            self.counts[f"{kind}_update"] += int(np.count_nonzero(is_update & k_mask))
-            self.counts[f"{kind}_delete"] += len(np.unique(rows[~is_update & k_mask]))
-        new_rows = None
-        if is_update.any():
-            upd = todo.filter(pa.array(is_update))
+        by_file = split_by_file(todo.rename_columns([FILE, ROW, "s", "k"]))
+        hit = sorted(by_file)
+        contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit)))
+        ks_all = todo.column("k").to_numpy()
+        is_update_all = np.array([self.numbered[k].action == "update" for k in ks_all], dtype=bool)
+        new_rows: dict[int, pa.Table] = {}
+        if is_update_all.any():
+            upd = todo.filter(pa.array(is_update_all))
+            update_ks = sorted(set(upd.column("k").to_pylist()))
+            cols = ", ".join(f"{self._value(name, update_ks)} AS {quote_ident(name)}" for name in self.out_schema.names)
             a = eng.register(upd)
-            c = eng.register(content)
+            c = eng.register(pa.concat_tables(list(contents.values())))
             try:
-                cols = ", ".join(f"{self._value(name, [k for k in sorted(set(ks[is_update].tolist()))])} AS {quote_ident(name)}" for name in self.out_schema.names)
-                new_rows = eng.query(
-                    f"SELECT {cols} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{ROW} = __a.r LEFT JOIN {self.src_rel} AS {s} ON {s}.{SRC} = __a.s",
+                new_rows = split_by_file(eng.query(
+                    f"SELECT {cols}, __a.f AS {FILE} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{FILE} = __a.f AND {t}.{ROW} = __a.r "
+                    f"LEFT JOIN {self.src_rel} AS {s} ON {s}.{SRC} = __a.s",
                     "cannot evaluate the merge's update expressions",
-                )
+                ))
             finally:
                 eng.unregister(a)
                 eng.unregister(c)
-        op.delete_rows(add, np.unique(rows), content, content.num_rows, replacement=new_rows)
+        n_matched = len(matched)
+        for f in hit:
+            acts, content = by_file[f], contents[f]
+            ks = acts.column("k").to_numpy()
+            rows = acts.column(ROW).to_numpy()
+            is_update = np.array([self.numbered[k].action == "update" for k in ks], dtype=bool)
+            for k_mask, kind in ((ks < n_matched, "matched"), (ks >= n_matched, "nmbs")):
+                self.counts[f"{kind}_update"] += int(np.count_nonzero(is_update & k_mask))
+                self.counts[f"{kind}_delete"] += len(np.unique(rows[~is_update & k_mask]))
+            self.op.delete_rows(files[f], np.unique(rows), content, content.num_rows, replacement=new_rows.get(f))
 
     def _value(self, name: str, ks: list[int]) -> str:
         """The new value of column ``name`` for an updated row: by clause number ``__a.k``."""

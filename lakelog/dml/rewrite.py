@@ -333,11 +333,15 @@ class RowLevelOperation:
                 size += files[end].size
                 end += 1
             chunk = files[start:end]
-            with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(chunk))) as pool:
-                tables = list(pool.map(lambda a: self.read_file(a, names), chunk))
-            tables = [t.append_column(FILE, pa.array(np.full(t.num_rows, start + i, dtype=np.int64))) for i, t in enumerate(tables)]
+            tables = self.read_many(chunk, list(range(start, end)), names)
             yield Group(chunk, start, pa.concat_tables(tables), [t.num_rows for t in tables])
             start = end
+
+    def read_many(self, adds: list[AddFile], indexes: list[int], columns: list[str] | None = None) -> list[pa.Table]:
+        """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column."""
+        with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(adds)))) as pool:
+            tables = list(pool.map(lambda a: self.read_file(a, columns), adds))
+        return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int64))) for i, t in zip(indexes, tables)]
 
     def num_rows(self, add: AddFile) -> int:
         """Row count of a file: from its stats, else from its Parquet footer."""
@@ -429,6 +433,16 @@ def predicate_parameter(*texts: str | None) -> str:
     return orjson.dumps([t for t in texts if t is not None]).decode()
 
 
+def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
+    """Rows of ``table`` per value of its FILE column."""
+    if table.num_rows == 0:
+        return {}
+    table = table.sort_by(FILE)
+    fs = table.column(FILE).to_numpy()
+    cuts = [0, *(np.flatnonzero(np.diff(fs)) + 1).tolist(), len(fs)]
+    return {int(fs[a]): table.slice(a, b - a) for a, b in zip(cuts, cuts[1:])}
+
+
 def partition_table(op: RowLevelOperation, files: list[AddFile]) -> pa.Table:
     """One row per file: its typed partition values and its FILE index (for partition-only predicates)."""
     cols = {}
@@ -452,5 +466,5 @@ def run(op: RowLevelOperation, body) -> Any:
 
 __all__ = [
     "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "RowDeleter",
-    "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "run",
+    "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "split_by_file", "run",
 ]

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..errors import PredicateError
 from ..sql import quote_ident
 from ..storage import Storage
-from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, select_positions
+from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, select_positions, split_by_file
 
 
 def update(
@@ -59,17 +59,20 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     updated = 0
     for group in op.scan(files, pred.columns):
         positions = select_positions(op.engine, pred, group.table)
-        for fi, rows in group.rows_by_file(positions):
-            add = files[fi]
-            content = op.read_file(add)
-            index = content.column(ROW).to_numpy()
-            chosen = content.take(pa.array(np.searchsorted(index, rows)))
-            name = op.engine.register(chosen)
-            try:
-                new_rows = op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context)
-            finally:
-                op.engine.unregister(name)
-            op.delete_rows(add, rows, content, content.num_rows, replacement=new_rows)
+        hits = list(group.rows_by_file(positions))
+        if not hits:
+            continue
+        contents = op.read_many([files[fi] for fi, _ in hits], [fi for fi, _ in hits])
+        chosen = pa.concat_tables(
+            [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows))) for (_, rows), content in zip(hits, contents)]
+        )
+        name = op.engine.register(chosen)
+        try:
+            new_rows = split_by_file(op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context))
+        finally:
+            op.engine.unregister(name)
+        for (fi, rows), content in zip(hits, contents):
+            op.delete_rows(files[fi], rows, content, content.num_rows, replacement=new_rows[fi])
             updated += len(rows)
     op.finish()
     version = op.commit(
