@@ -52,7 +52,9 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
     partition columns only removes whole files without opening them."""
     files = op.candidates(pred.prune)
     deleted = 0
-    if pred.everything or (pred.sql is not None and pred.columns is not None and pred.columns <= set(op.partition_columns)):
+    # A predicate that reads partition columns only (at least one) has one value per file.
+    by_partition = pred.sql is not None and bool(pred.columns) and pred.columns <= set(op.partition_columns)
+    if pred.everything or by_partition:
         chosen = range(len(files)) if pred.everything else select_positions(op.engine, pred, partition_table(op, files))
         for i in chosen:
             add = files[int(i)]

@@ -378,8 +378,15 @@ class _Merge:
         if todo.num_rows == 0:
             return
         by_file = split_by_file(todo.rename_columns([FILE, ROW, "s", "k"]))
+        for chunk in self.op.chunks(files, sorted(by_file)):
+            self._rewrite(files, {f: by_file[f] for f in chunk}, len(matched))
+
+    def _rewrite(self, files: list, by_file: dict[int, pa.Table], n_matched: int) -> None:
+        """Apply the chosen clauses (FILE -> rows of ROW, s, k) to a bounded run of files."""
+        eng, t, s = self.engine, self.t_alias, self.s_alias
         hit = sorted(by_file)
         contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit)))
+        todo = pa.concat_tables([by_file[f] for f in hit])
         ks_all = todo.column("k").to_numpy()
         is_update_all = np.array([self.numbered[k].action == "update" for k in ks_all], dtype=bool)
         new_rows: dict[int, pa.Table] = {}
@@ -391,14 +398,13 @@ class _Merge:
             c = eng.register(pa.concat_tables(list(contents.values())))
             try:
                 new_rows = split_by_file(eng.query(
-                    f"SELECT {cols}, __a.f AS {FILE} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{FILE} = __a.f AND {t}.{ROW} = __a.r "
+                    f"SELECT {cols}, __a.{FILE} AS {FILE} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{FILE} = __a.{FILE} AND {t}.{ROW} = __a.{ROW} "
                     f"LEFT JOIN {self.src_rel} AS {s} ON {s}.{SRC} = __a.s",
                     "cannot evaluate the merge's update expressions",
                 ))
             finally:
                 eng.unregister(a)
                 eng.unregister(c)
-        n_matched = len(matched)
         for f in hit:
             acts, content = by_file[f], contents[f]
             ks = acts.column("k").to_numpy()

@@ -34,7 +34,8 @@ from ..write import DataWriter
 
 FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
-GROUP_BYTES = 128 * 1024 * 1024  # data-file bytes read at once (memory follows the files being rewritten)
+GROUP_BYTES = 128 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
+REWRITE_BYTES = 32 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
 
 
@@ -336,6 +337,20 @@ class RowLevelOperation:
             tables = self.read_many(chunk, list(range(start, end)), names)
             yield Group(chunk, start, pa.concat_tables(tables), [t.num_rows for t in tables])
             start = end
+
+    @staticmethod
+    def chunks(files: list[AddFile], indexes: list[int]) -> Iterator[list[int]]:
+        """``indexes`` (into ``files``) in runs of about REWRITE_BYTES of data files."""
+        run: list[int] = []
+        size = 0
+        for i in indexes:
+            if run and size + files[i].size > REWRITE_BYTES:
+                yield run
+                run, size = [], 0
+            run.append(i)
+            size += files[i].size
+        if run:
+            yield run
 
     def read_many(self, adds: list[AddFile], indexes: list[int], columns: list[str] | None = None) -> list[pa.Table]:
         """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column."""

@@ -45,6 +45,23 @@ def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: 
     return out
 
 
+def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: str, context: str) -> int:
+    """Rewrite the files ``hits`` names (FILE index -> file row indexes) with those rows updated."""
+    order = sorted(hits)
+    contents = op.read_many([files[fi] for fi in order], order)
+    chosen = pa.concat_tables(
+        [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), hits[fi]))) for fi, content in zip(order, contents)]
+    )
+    name = op.engine.register(chosen)
+    try:
+        new_rows = split_by_file(op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context))
+    finally:
+        op.engine.unregister(name)
+    for fi, content in zip(order, contents):
+        op.delete_rows(files[fi], hits[fi], content, content.num_rows, replacement=new_rows[fi])
+    return sum(len(r) for r in hits.values())
+
+
 def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, Any]:
     metrics = {"num_updated_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
     if op.duplicate:
@@ -59,21 +76,9 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     updated = 0
     for group in op.scan(files, pred.columns):
         positions = select_positions(op.engine, pred, group.table)
-        hits = list(group.rows_by_file(positions))
-        if not hits:
-            continue
-        contents = op.read_many([files[fi] for fi, _ in hits], [fi for fi, _ in hits])
-        chosen = pa.concat_tables(
-            [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows))) for (_, rows), content in zip(hits, contents)]
-        )
-        name = op.engine.register(chosen)
-        try:
-            new_rows = split_by_file(op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context))
-        finally:
-            op.engine.unregister(name)
-        for (fi, rows), content in zip(hits, contents):
-            op.delete_rows(files[fi], rows, content, content.num_rows, replacement=new_rows[fi])
-            updated += len(rows)
+        hits = dict(group.rows_by_file(positions))
+        for chunk in op.chunks(files, sorted(hits)):
+            updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context)
     op.finish()
     version = op.commit(
         "UPDATE",
