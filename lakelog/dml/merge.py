@@ -300,7 +300,7 @@ class _Merge:
         self.counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
         self.check_cardinality = bool(matched) and not (len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None)
         self.matched_src = np.zeros(n_src, dtype=bool)
-        join_prune, candidate_prune = self._prunes()
+        _, candidate_prune = self._prunes()
         files = op.candidates(candidate_prune)
         if files and (matched or nmbs or inserts):
             for group in op.scan(files, self._narrow_columns()):
