@@ -108,6 +108,7 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
         t = DeltaTable(path)
     src = pq.read_table(source_path) if op == "merge" else None
     before = _rss_mb()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     if op == "delete":
         m = t.delete("x < 0.01")
@@ -120,8 +121,10 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
              .when_matched_update_all().when_not_matched_insert_all().execute())
         touched = m["num_target_rows_updated"] + m["num_target_rows_inserted"]
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "peak_mb": max(0.0, peak - before), "rows": touched}
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    peak = cpu1.ru_maxrss / 1024
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    return {"seconds": seconds, "cpu_s": cpu, "peak_mb": max(0.0, peak - before), "rows": touched}
 
 
 def _run_child(engine: str, op: str, path: str, source_path: str) -> dict:

@@ -62,8 +62,7 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
             op.remove(add)
         return deleted
     for group in op.scan(files, pred.columns):
-        positions = select_positions(op.engine, pred, group.table)
-        for fi, rows in group.rows_by_file(positions):
+        for fi, rows in group.selected(op.engine, pred):
             op.delete_rows(files[fi], rows, None, group.counts[fi - group.first])
             deleted += len(rows)
     return deleted

@@ -34,7 +34,7 @@ from ..write import DataWriter
 
 FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
-GROUP_BYTES = 128 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
+GROUP_BYTES = 64 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
 REWRITE_BYTES = 32 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
 
@@ -133,13 +133,15 @@ class CopyOnWrite:
         else:
             if content is None:
                 content = self.op.read_file(add)
+            index = content.column(ROW).to_numpy()  # ascending file row indexes
             mask = np.ones(content.num_rows, dtype=bool)
-            mask[np.isin(content.column(ROW).to_numpy(), rows)] = False
-            kept = content.filter(pa.array(mask))
+            at = np.searchsorted(index, rows)
+            mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
+            kept = content.take(pa.array(np.flatnonzero(mask)))
         parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
         if not parts:
             return [], 0
-        writer = self.op.new_writer()
+        writer = self.op.new_writer(like=add)
         try:
             for t in parts:
                 for batch in t.to_batches():
@@ -195,12 +197,21 @@ class Group:
     table: pa.Table
     counts: list[int]  # rows per file
 
-    def rows_by_file(self, positions: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-        """(FILE index, sorted file row indexes) for the selected positions of ``table``."""
-        if len(positions) == 0:
+    def selected(self, engine: Engine, predicate: Predicate) -> Iterator[tuple[int, np.ndarray]]:
+        """(FILE index, ascending file row indexes) of the rows the predicate selects, per file."""
+        if predicate.everything:
+            hit = self.table.select([FILE, ROW])
+        elif predicate.expression is not None:
+            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=predicate.expression)
+        else:
+            name = engine.register(self.table)
+            try:
+                hit = engine.query(f"SELECT {FILE}, {ROW} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+            finally:
+                engine.unregister(name)
+        if hit.num_rows == 0:
             return
-        files = self.table.column(FILE).to_numpy()[positions]
-        rows = self.table.column(ROW).to_numpy()[positions]
+        files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()
         order = np.lexsort((rows, files))
         files, rows = files[order], rows[order]
         cuts = np.flatnonzero(np.diff(files)) + 1
@@ -236,6 +247,7 @@ class RowLevelOperation:
         self.metadata: Metadata | None = None
         self.extra_actions: list[Action] = []
         self._writer: DataWriter | None = None
+        self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded columns
         self._adds: list[AddFile] | None = None
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
 
@@ -253,9 +265,16 @@ class RowLevelOperation:
             self._writer = self.new_writer()
         return self._writer
 
-    def new_writer(self) -> DataWriter:
+    def new_writer(self, like: AddFile | None = None) -> DataWriter:
+        """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
+        files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
         conf = self.snapshot.configuration
-        return DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+        w = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+        if like is not None:
+            kept = self.dictionary_columns.get(decode_path(like.path))
+            if kept is not None:
+                w.use_dictionary = [c for c in kept if c in w.data_schema.names] + [c for c in w.data_schema.names if c not in self.snapshot.schema.names]
+        return w
 
     def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
         """Write with ``schema`` and commit ``metadata`` (and ``extra``, e.g. a protocol upgrade)."""
@@ -308,6 +327,8 @@ class RowLevelOperation:
             if err is None:
                 raise
             raise err from None
+        if columns is None:
+            self.dictionary_columns[decode_path(add.path)] = _dictionary_encoded(pf.metadata)
         n = data.num_rows
         cols = []
         for name in names:
@@ -356,7 +377,7 @@ class RowLevelOperation:
         """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column."""
         with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(adds)))) as pool:
             tables = list(pool.map(lambda a: self.read_file(a, columns), adds))
-        return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int64))) for i, t in zip(indexes, tables)]
+        return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
     def num_rows(self, add: AddFile) -> int:
         """Row count of a file: from its stats, else from its Parquet footer."""
@@ -448,12 +469,29 @@ def predicate_parameter(*texts: str | None) -> str:
     return orjson.dumps([t for t in texts if t is not None]).decode()
 
 
+def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
+    """Top-level columns whose chunks were dictionary-encoded throughout (no fallback to plain pages):
+    a dictionary page, and under 4 bytes per value (plain values take at least 4: a string's length,
+    a 32-bit number)."""
+    sizes: dict[str, list[int]] = {}
+    for r in range(metadata.num_row_groups):
+        rg = metadata.row_group(r)
+        for i in range(rg.num_columns):
+            c = rg.column(i)
+            top = c.path_in_schema.split(".")[0]
+            s = sizes.setdefault(top, [0, 0, 1])
+            s[0] += c.total_uncompressed_size
+            s[1] += c.num_values
+            s[2] &= int(bool(c.has_dictionary_page))
+    return [name for name, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
+
+
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
     """Rows of ``table`` per value of its FILE column."""
     if table.num_rows == 0:
         return {}
     table = table.sort_by(FILE)
-    fs = table.column(FILE).to_numpy()
+    fs = table.column(FILE).to_numpy().astype(np.int64)
     cuts = [0, *(np.flatnonzero(np.diff(fs)) + 1).tolist(), len(fs)]
     return {int(fs[a]): table.slice(a, b - a) for a, b in zip(cuts, cuts[1:])}
 

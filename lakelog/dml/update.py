@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..errors import PredicateError
 from ..sql import quote_ident
 from ..storage import Storage
-from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, select_positions, split_by_file
+from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
 
 
 def update(
@@ -75,8 +75,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     files = op.candidates(pred.prune)
     updated = 0
     for group in op.scan(files, pred.columns):
-        positions = select_positions(op.engine, pred, group.table)
-        hits = dict(group.rows_by_file(positions))
+        hits = dict(group.selected(op.engine, pred))
         for chunk in op.chunks(files, sorted(hits)):
             updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context)
     op.finish()
