@@ -34,8 +34,8 @@ from ..write import DataWriter
 
 FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
-GROUP_BYTES = 64 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
-REWRITE_BYTES = 32 * 1024 * 1024  # data-file bytes read whole at once for rewriting
+GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
+REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
 
 
