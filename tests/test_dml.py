@@ -480,3 +480,20 @@ def test_stats_of_rewritten_files(people):
     adds = [a for a in commit(people, 1) if isinstance(a, AddFile)]
     stats = orjson.loads(adds[0].stats)
     assert stats["numRecords"] == 2 and stats["maxValues"]["x"] == 1040 and stats["nullCount"]["x"] == 1
+
+
+def test_rewritten_files_keep_the_source_files_dictionary_encoding(table_path):
+    import pyarrow.parquet as pq
+
+    n = 5000
+    lakelog.write_table(table_path, pa.table({
+        "id": pa.array(range(n), pa.int64()),  # all distinct: pyarrow falls back to plain pages
+        "g": [f"g{i % 3}" for i in range(n)],  # few values: dictionary
+        "st": pa.array([{"a": i % 2, "b": i} for i in range(n)]),
+    }))
+    lakelog.Table(table_path).delete("id % 10 = 0")
+    new = [a for a in commit(table_path, 1) if isinstance(a, AddFile)]
+    md = pq.ParquetFile(os.path.join(table_path, new[0].relative_path)).metadata.row_group(0)
+    has_dict = {md.column(i).path_in_schema: md.column(i).has_dictionary_page for i in range(md.num_columns)}
+    assert has_dict == {"id": False, "g": True, "st.a": True, "st.b": False}
+    assert lakelog.read_table(table_path).num_rows == n - n // 10

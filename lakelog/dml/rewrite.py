@@ -247,7 +247,8 @@ class RowLevelOperation:
         self.metadata: Metadata | None = None
         self.extra_actions: list[Action] = []
         self._writer: DataWriter | None = None
-        self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded columns
+        self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
+        self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
         self._adds: list[AddFile] | None = None
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
 
@@ -272,8 +273,10 @@ class RowLevelOperation:
         w = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
         if like is not None:
             kept = self.dictionary_columns.get(decode_path(like.path))
-            if kept is not None:
-                w.use_dictionary = [c for c in kept if c in w.data_schema.names] + [c for c in w.data_schema.names if c not in self.snapshot.schema.names]
+            if kept is not None:  # columns the file lacks (added since) keep the default
+                missing = [c for c in w.data_schema.names if not any(p == c or p.startswith(c + ".") for p in kept)
+                           and c not in self._file_columns.get(decode_path(like.path), ())]
+                w.use_dictionary = list(kept) + missing
         return w
 
     def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
@@ -321,7 +324,7 @@ class RowLevelOperation:
             with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
                 pf = pq.ParquetFile(f)
                 present = set(pf.schema_arrow.names)
-                data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns])
+                data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns], use_threads=False)
         except (OSError, pa.ArrowInvalid) as e:
             err = _data_file_error(snap, e)
             if err is None:
@@ -329,6 +332,7 @@ class RowLevelOperation:
             raise err from None
         if columns is None:
             self.dictionary_columns[decode_path(add.path)] = _dictionary_encoded(pf.metadata)
+            self._file_columns[decode_path(add.path)] = present
         n = data.num_rows
         cols = []
         for name in names:
@@ -470,20 +474,19 @@ def predicate_parameter(*texts: str | None) -> str:
 
 
 def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
-    """Top-level columns whose chunks were dictionary-encoded throughout (no fallback to plain pages):
-    a dictionary page, and under 4 bytes per value (plain values take at least 4: a string's length,
-    a 32-bit number)."""
+    """Leaf columns (Parquet paths) whose chunks were dictionary-encoded throughout (no fallback to
+    plain pages): a dictionary page, and under 4 bytes per value (plain values take at least 4: a
+    string's length, a 32-bit number)."""
     sizes: dict[str, list[int]] = {}
     for r in range(metadata.num_row_groups):
         rg = metadata.row_group(r)
         for i in range(rg.num_columns):
             c = rg.column(i)
-            top = c.path_in_schema.split(".")[0]
-            s = sizes.setdefault(top, [0, 0, 1])
+            s = sizes.setdefault(c.path_in_schema, [0, 0, 1])
             s[0] += c.total_uncompressed_size
             s[1] += c.num_values
             s[2] &= int(bool(c.has_dictionary_page))
-    return [name for name, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
+    return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
 
 
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
