@@ -497,3 +497,19 @@ def test_rewritten_files_keep_the_source_files_dictionary_encoding(table_path):
     has_dict = {md.column(i).path_in_schema: md.column(i).has_dictionary_page for i in range(md.num_columns)}
     assert has_dict == {"id": False, "g": True, "st.a": True, "st.b": False}
     assert lakelog.read_table(table_path).num_rows == n - n // 10
+
+
+def test_row_level_operations_on_every_storage_backend(any_table_path):
+    path = any_table_path
+    lakelog.write_table(path, pa.table({"id": pa.array(range(6), pa.int64()), "p": ["a", "b"] * 3, "v": pa.array(range(6), pa.int64())}),
+                        partition_by=["p"])
+    t = lakelog.Table(path)
+    assert t.delete("v = 0")["num_deleted_rows"] == 1
+    assert t.update({"v": "v * 10"}, "p = 'b'")["num_updated_rows"] == 3
+    m = t.merge(pa.table({"id": pa.array([2, 9], pa.int64()), "p": ["a", "a"], "v": pa.array([-2, -9], pa.int64())}),
+                "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
+    lakelog.write_table(path, pa.table({"id": pa.array([7], pa.int64()), "p": ["b"], "v": pa.array([7], pa.int64())}),
+                        mode="overwrite", predicate="p = 'b'")
+    got = sorted((r["id"], r["p"], r["v"]) for r in lakelog.read_table(path).to_pylist())
+    assert got == [(2, "a", -2), (4, "a", 4), (7, "b", 7), (9, "a", -9)]
