@@ -75,3 +75,15 @@ class CorruptDataFileError(DataFileError):
 
 class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""
+
+
+class PredicateError(LakelogError, ValueError):
+    """A SQL predicate or expression is malformed, names an unknown column or has a type error."""
+
+
+class PredicateViolationError(LakelogError):
+    """Rows of the data do not satisfy the predicate they must satisfy (a predicate overwrite)."""
+
+
+class MultipleSourceMatchesError(LakelogError):
+    """A merge matched one target row with several source rows (Delta refuses this); nothing was committed."""

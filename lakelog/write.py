@@ -190,6 +190,7 @@ class DataWriter:
     partition_columns: list[str]
     max_indexed_cols: int = 32
     file_prefix: str = "part"
+    use_dictionary: bool | list[str] = True  # Parquet dictionary encoding: all columns, or only these
     _open: dict[tuple, _OpenFile] = field(default_factory=dict)
     _done: list[AddFile] = field(default_factory=list)
     _counter: int = 0
@@ -256,7 +257,7 @@ class DataWriter:
             self.storage.makedirs(parent)
             self._made_dirs.add(parent)
         sink = self.storage.open_output(full)
-        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
+        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy", use_dictionary=self.use_dictionary)
         return _OpenFile(rel, dict(pvals), writer, sink)
 
     def _close(self, key: tuple) -> None:
