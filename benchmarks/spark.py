@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 
-from benchmarks.suite import median_times
+from benchmarks.timing import median_times
 
 
 def _session():

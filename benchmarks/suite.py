@@ -21,11 +21,9 @@ import decimal
 import os
 import platform
 import shutil
-import statistics
 import tempfile
 import time
 import uuid
-from typing import Callable
 
 import orjson
 import pyarrow as pa
@@ -34,28 +32,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import lakelog
+from benchmarks.timing import median_times
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 RUN_INFO = os.path.join(os.path.dirname(RESULTS), "latest-run.json")  # machine and time of latest.json
-
-
-def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[], object] | None = None) -> list[float]:
-    """Median time of each function; runs are interleaved (a, b, c, a, b, c, ...) after one untimed
-    warm-up each, so a noisy spell on the machine hits every contender alike."""
-    for fn in fns:
-        if setup:
-            setup()
-        fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            if setup:
-                setup()
-            t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
 
 
 def mixed_table(rows: int) -> pa.Table:
