@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import CorruptLogError, InvalidPathError, UnsupportedFeatureError
+from .properties import configuration_from_log
 
 
 def now_ms() -> int:
@@ -112,7 +113,7 @@ class Metadata:
             id=d["id"],
             schema_string=d["schemaString"],
             partition_columns=list(d.get("partitionColumns") or []),
-            configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
+            configuration=configuration_from_log(d.get("configuration")),
             created_time=d.get("createdTime"),
             name=d.get("name"),
             description=d.get("description"),

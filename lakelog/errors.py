@@ -66,3 +66,16 @@ class CorruptDataFileError(DataFileError):
 
 class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""
+
+
+class InvalidTablePropertyError(LakelogError, ValueError):
+    """A table property (``metaData.configuration``) is unknown or its value does not parse.
+
+    ``key`` and ``value`` name the property; raised when the property is set, and when an operation
+    needs a property that another writer stored in a form lakelog cannot read.
+    """
+
+    def __init__(self, message: str, key: str | None = None, value: object = None):
+        super().__init__(message)
+        self.key = key
+        self.value = value

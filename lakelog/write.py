@@ -30,6 +30,7 @@ from .schema import (
     to_arrow_stream,
     uses_timestamp_ntz,
 )
+from .properties import TableProperties, validate_new
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import DuplicateTransaction, Transaction
@@ -356,20 +357,35 @@ def _plan_schema(
     return pa.schema(new_fields + added), snapshot.partition_columns, bool(added)
 
 
-def _plan_protocol(schema: pa.Schema, current: Protocol | None) -> Protocol | None:
-    """The protocol the table needs (None when ``current`` already suffices)."""
-    if not uses_timestamp_ntz(schema):
-        return Protocol(1, 2) if current is None else None
-    if current is not None and current.min_reader_version >= 3 and "timestampNtz" in (current.reader_features or []):
-        return None
-    writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
+def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
+    """The protocol the table needs (None when ``current`` already suffices).
+
+    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature; on
+    writer version 7 every feature in use must be listed, so ``appendOnly`` is listed when it is on.
+    """
+    append_only = TableProperties(configuration).append_only
+    if current is None and not uses_timestamp_ntz(schema):
+        return Protocol(1, 2)
+    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema):
+        if append_only and current.min_writer_version < 2:
+            return Protocol(current.min_reader_version, 2)  # appendOnly needs writer version 2
+        return None  # legacy versions from 2 on imply appendOnly
+    needs_reader = {"timestampNtz"} if uses_timestamp_ntz(schema) else set()
+    needs_writer = needs_reader | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
+    writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
+    if current is not None and current.min_writer_version >= 7 and needs_writer <= writer and (not needs_reader or (current.min_reader_version >= 3 and needs_reader <= reader)):
+        return None
     if current is not None and current.min_writer_version < 7:
         # Features implied by the legacy writer version must be listed once on version 7.
         legacy = {2: ["appendOnly", "invariants"], 3: ["checkConstraints"], 4: ["changeDataFeed", "generatedColumns"], 5: ["columnMapping"], 6: ["identityColumns"]}
         for v in range(2, current.min_writer_version + 1):
             writer.update(legacy.get(v, []))
-    return Protocol(3, 7, sorted(reader | {"timestampNtz"}), sorted(writer | {"timestampNtz"}))
+    if current is not None and current.min_reader_version >= 3 or needs_reader:
+        reader_version, reader_features = 3, sorted(reader | needs_reader)
+    else:
+        reader_version, reader_features = (current.min_reader_version if current else 1), None
+    return Protocol(reader_version, 7, reader_features, sorted(writer | needs_writer))
 
 
 # ---------------------------------------------------------------- two-phase write
@@ -516,8 +532,9 @@ class WritePlan:
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
         configuration = self.configuration
+        effective = {**(snapshot.configuration if snapshot else {}), **(configuration or {})}
         actions: list[Action] = []
-        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None)
+        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
         if protocol is not None:
             actions.append(protocol)
         if snapshot is None:
@@ -565,18 +582,19 @@ def plan_write(
         raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
     if isinstance(partition_by, str):
         partition_by = [partition_by]
+    configuration = validate_new(configuration)
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     snapshot = _load_or_none(storage)
     if snapshot is not None:
         if mode == "error":
             raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
-        snapshot.check_writable()
+        snapshot.check_writable({**snapshot.configuration, **configuration})
     if snapshot is not None and mode == "ignore":
         # The table exists: the data is ignored whole, schema and partitioning included.
         return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
-    conf = snapshot.configuration if snapshot is not None else (configuration or {})
+    conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
     return WritePlan(
         path=str(path),
         storage_options=storage_options,
@@ -587,7 +605,7 @@ def plan_write(
         schema_mode=schema_mode,
         configuration=configuration,
         read_version=snapshot.version if snapshot is not None else -1,
-        max_indexed_cols=int(conf.get("delta.dataSkippingNumIndexedCols", 32)),
+        max_indexed_cols=TableProperties(conf).num_indexed_cols,
         snapshot=snapshot,
     )
 
