@@ -68,6 +68,10 @@ class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""
 
 
+class InvalidArgumentError(LakelogError, ValueError):
+    """An argument has the wrong type or value; the message names it and the accepted form."""
+
+
 class InvalidTablePropertyError(LakelogError, ValueError):
     """A table property (``metaData.configuration``) is unknown or its value does not parse.
 

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, Txn, encode_path, now_ms
+from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
 from .log import DeltaLog
-from .errors import LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .schema import (
     canonical_schema,
     cast_batch,
@@ -459,8 +459,11 @@ class WritePlan:
         When nothing is committed (idempotent duplicate, mode="ignore"), the files are deleted.
         """
         storage = self.storage
-        if (app_id is None) != (app_version is None):
-            raise ValueError("pass app_id and app_version together")
+        try:
+            app_id, app_version = _check_txn(app_id, app_version)
+        except InvalidArgumentError:
+            _discard(storage, adds)  # nothing can commit them
+            raise
         for _ in range(3):  # more rounds only when the table is created concurrently
             snapshot = self._latest(storage)
             if snapshot is not None:
@@ -555,7 +558,7 @@ class WritePlan:
                 )
             )
         if app_id is not None:
-            actions.append(Txn(app_id, int(app_version), now_ms()))
+            actions.append(Txn(app_id, app_version, now_ms()))
         if self.mode == "overwrite" and snapshot is not None:
             ts = now_ms()
             actions.extend(a.remove(ts) for a in snapshot.files.values())
@@ -631,8 +634,7 @@ def write_table(
     schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
     app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
     """
-    if (app_id is None) != (app_version is None):
-        raise ValueError("pass app_id and app_version together")
+    app_id, app_version = _check_txn(app_id, app_version)
     data_schema, batches = to_arrow_stream(data)
     plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options)
     if plan.skip:
@@ -642,6 +644,14 @@ def write_table(
         if txn is not None and txn.version >= app_version:
             return plan.read_version
     return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+
+
+def _check_txn(app_id: Any, app_version: Any) -> tuple[str | None, int | None]:
+    if (app_id is None) != (app_version is None):
+        raise InvalidArgumentError("pass app_id and app_version together (or neither)")
+    if app_id is None:
+        return None, None
+    return check_app_id(app_id), check_app_version(app_version)
 
 
 def _load_or_none(storage: Storage) -> Snapshot | None:

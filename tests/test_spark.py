@@ -278,3 +278,23 @@ def _readd(add):
     from dataclasses import replace
 
     return replace(add, data_change=False)
+
+
+def test_txn_options_are_parsed_as_integers(spark, table_path):
+    df = spark.range(3)
+
+    def write(version):
+        df.write.format("lakelog").mode("append").option("txnAppId", "job").option("txnVersion", version).save(table_path)
+
+    write("10")
+    write("9")  # an older batch replayed: skipped
+    write("10")
+    assert lakelog.Table(table_path).version == 0 and lakelog.read_table(table_path).num_rows == 3
+    write("11")
+    assert lakelog.read_table(table_path).num_rows == 6
+    with pytest.raises(Exception, match="txnVersion must be an integer"):
+        write("1.7")
+    with pytest.raises(Exception, match="txnAppId and txnVersion go together"):
+        df.write.format("lakelog").mode("append").option("txnVersion", "12").save(table_path)
+    assert lakelog.Table(table_path).version == 1
+    assert lakelog.Table(table_path).snapshot.txns["job"].version == 11

@@ -10,7 +10,8 @@ import pyarrow.dataset as ds
 import pytest
 
 import lakelog
-from lakelog.errors import SchemaMismatchError
+from lakelog.actions import parse_app_version
+from lakelog.errors import InvalidArgumentError, SchemaMismatchError
 
 
 def _ids(t):
@@ -214,3 +215,46 @@ def test_rows_land_in_their_own_partition_with_nulls_in_the_keys(table_path):
     ]
     t = lakelog.Table(table_path)
     assert sorted(t.snapshot.files[p].partition_values["ps"] or "-" for p in t.files()) == [" ", " ", "-", "-", "b"]
+
+
+@pytest.mark.parametrize("bad", [1.7, 2.0, "10", True, False, -1, None, 2**63, b"1"])
+def test_app_version_must_be_a_non_negative_int(table_path, bad):
+    data = pa.table({"id": [1]})
+    lakelog.write_table(table_path, data, app_id="app", app_version=1)
+    with pytest.raises(InvalidArgumentError, match="app_version") as e:
+        lakelog.write_table(table_path, data, app_id="app", app_version=bad)
+    assert isinstance(e.value, ValueError)
+    t = lakelog.Table(table_path)
+    assert t.version == 0 and t.snapshot.txns["app"].version == 1
+
+
+def test_app_version_accepts_integral_types_and_skips_replays(table_path):
+    np = pytest.importorskip("numpy")
+    data = pa.table({"id": [1]})
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=np.int64(10)) == 0
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=9) == 0  # a replay: skipped
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=10) == 0
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=11) == 1
+    assert lakelog.read_table(table_path).num_rows == 2
+    with pytest.raises(InvalidArgumentError, match="app_id"):
+        lakelog.write_table(table_path, data, app_id="", app_version=12)
+    with pytest.raises(InvalidArgumentError, match="together"):
+        lakelog.write_table(table_path, data, app_version=12)
+
+
+def test_plan_commit_with_a_bad_app_version_deletes_its_files(table_path):
+    data = pa.table({"id": [1]})
+    plan = lakelog.plan_write(table_path, data.schema)
+    adds = plan.write(data)
+    assert all(os.path.exists(os.path.join(table_path, a.relative_path)) for a in adds)
+    with pytest.raises(InvalidArgumentError):
+        plan.commit(adds, app_id="app", app_version=1.5)
+    assert not any(os.path.exists(os.path.join(table_path, a.relative_path)) for a in adds)
+
+
+def test_parse_app_version_from_text():
+    assert parse_app_version("10") == 10
+    assert parse_app_version(" 7 ") == 7
+    for bad in ["1.7", "-1", "ten", "", "1e3", "0x10", "١٢"]:
+        with pytest.raises(InvalidArgumentError, match="txnVersion"):
+            parse_app_version(bad)
