@@ -43,7 +43,8 @@ from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_p
 from .errors import CommitConflictError, CorruptLogError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
 from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms  # noqa: F401 (re-exported)
 from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
-from .schema import cast_batch, hive_escape, parse_partition_value
+from .conform import cast_batch
+from .schema import hive_escape, parse_partition_value
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction

@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
 from .log import DeltaLog
 from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .conform import cast_batch, merge_schema
 from .schema import (
     canonical_schema,
-    cast_batch,
     check_column_names,
-    conform_type,
+    delta_type_string,
     hive_escape,
     schema_to_string,
     serialize_partition_value,
@@ -319,8 +319,8 @@ def _plan_schema(
             if c not in schema.names:
                 raise SchemaMismatchError(f"partition column {c!r} is not in the data (columns: {schema.names})")
             t = schema.field(c).type
-            if pa.types.is_nested(t):
-                raise SchemaMismatchError(f"cannot partition by {c!r} of type {t}; partition columns must be primitive")
+            if pa.types.is_nested(t) or pa.types.is_null(t):
+                raise SchemaMismatchError(f"cannot partition by {c!r} of type {delta_type_string(t)}; partition columns must be primitive and typed")
         if len(parts) == len(schema):
             raise SchemaMismatchError("a table needs at least one column that is not a partition column")
         changed = snapshot is None or schema != snapshot.schema or parts != snapshot.partition_columns
@@ -332,29 +332,8 @@ def _plan_schema(
             f"partition_by={list(partition_by)} differs from the table's partitioning {snapshot.partition_columns}; "
             "omit partition_by, or overwrite with schema_mode='overwrite' to repartition"
         )
-    by_lower = {f.name.lower(): f for f in current}
-    new_fields = list(current)
-    added = []
-    for f in data_schema:
-        existing = by_lower.get(f.name.lower())
-        if existing is None:
-            if schema_mode != "merge":
-                raise SchemaMismatchError(
-                    f"column {f.name!r} is not in the table (columns: {current.names}); "
-                    "pass schema_mode='merge' to add it"
-                )
-            added.append(pa.field(f.name, canonical_schema(pa.schema([f])).field(0).type, True))
-            continue
-        if existing.name != f.name:
-            raise SchemaMismatchError(f"column {f.name!r} differs in case from the table's column {existing.name!r}; rename it")
-        conform_type(f.type, existing.type, f.name)
-    data_names = set(data_schema.names)
-    for f in current:
-        if f.name not in data_names and not f.nullable:
-            raise SchemaMismatchError(f"the data lacks column {f.name!r}, which is not nullable in the table")
-    if added:
-        check_column_names(pa.schema(new_fields + added))
-    return pa.schema(new_fields + added), snapshot.partition_columns, bool(added)
+    merged = merge_schema(current, data_schema, schema_mode == "merge")
+    return merged, snapshot.partition_columns, merged != current
 
 
 def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
