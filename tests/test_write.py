@@ -258,3 +258,53 @@ def test_parse_app_version_from_text():
     for bad in ["1.7", "-1", "ten", "", "1e3", "0x10", "١٢"]:
         with pytest.raises(InvalidArgumentError, match="txnVersion"):
             parse_app_version(bad)
+
+
+# ---------------------------------------------------------------- pandas indexes
+
+
+def _deltalake_columns(path):
+    deltalake = pytest.importorskip("deltalake")
+    return deltalake.DeltaTable(path).to_pyarrow_table().column_names
+
+
+def test_named_pandas_index_is_kept_as_a_column_like_deltalake(tmp_path):
+    deltalake = pytest.importorskip("deltalake")
+    df = pd.DataFrame({"day": ["mon", "tue", "mon"], "amt": [1, 2, 3]})
+    summed = df.groupby("day").sum()
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lakelog.write_table(ours, summed)
+    deltalake.write_deltalake(theirs, summed)
+    assert lakelog.Table(ours).schema.names == _deltalake_columns(theirs) == ["amt", "day"]
+    assert sorted(lakelog.read_table(ours).to_pylist(), key=repr) == [{"amt": 2, "day": "tue"}, {"amt": 4, "day": "mon"}]
+    lakelog.write_table(ours, summed)  # and it appends like any column
+    assert lakelog.read_table(ours, filters=[("day", "=", "mon")]).column("amt").to_pylist() == [4, 4]
+
+
+def test_multiindex_levels_are_kept_and_unnamed_indexes_dropped(table_path):
+    df = pd.DataFrame({"k": ["a", "a", "b"], "ts": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-01"]), "v": [1.0, 2.0, 3.0]})
+    lakelog.write_table(table_path, df.set_index(["k", "ts"]))
+    assert lakelog.Table(table_path).schema.names == ["v", "k", "ts"]
+    assert lakelog.read_table(table_path).num_rows == 3
+    # An unnamed index (RangeIndex, or a filtered or sorted frame's labels) holds no user data: dropped,
+    # so appending a filtered frame works (deltalake would add '__index_level_0__').
+    lakelog.write_table(table_path, df.set_index(["k", "ts"]).reset_index().iloc[[2, 0]].set_index(["k", "ts"]))
+    partly = df.set_index(["k", pd.Index([7, 8, 9])])
+    lakelog.write_table(table_path, partly.drop(columns=["ts"]))
+    t = lakelog.Table(table_path)
+    assert t.schema.names == ["v", "k", "ts"] and t.to_pyarrow().num_rows == 8
+
+
+def test_unnamed_non_range_index_is_dropped(table_path):
+    df = pd.DataFrame({"id": [1, 2, 3]})
+    lakelog.write_table(table_path, df)
+    lakelog.write_table(table_path, df[df.id > 1])
+    assert lakelog.Table(table_path).schema.names == ["id"]
+    assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == [1, 2, 2, 3, 3]
+
+
+def test_index_level_named_like_a_column_is_refused(table_path):
+    df = pd.DataFrame({"day": [1], "x": [2]}).set_index(pd.Index(["a"], name="day"))
+    with pytest.raises(SchemaMismatchError, match="index level 'day'"):
+        lakelog.write_table(table_path, df)
+    assert not os.path.exists(table_path)
