@@ -39,6 +39,8 @@ STRING_STATS_PREFIX = 32
 ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
 ROW_GROUP_ROWS = 1024 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
+MAX_OPEN_FILES = 64  # data files one writer keeps open at once (fewer under a low file-descriptor limit)
+MAX_BUFFERED_BYTES = 512 * 1024 * 1024  # rows one writer keeps in memory across all partitions
 MODES = ("append", "overwrite", "error", "ignore")
 ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
@@ -164,22 +166,41 @@ def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, ma
 # ---------------------------------------------------------------- file writing
 
 @dataclass
-class _OpenFile:
+class _PartFile:
+    """The data file being written for one partition: rows buffered in memory, and the Parquet file
+    itself once the first row group is written (a file is opened only when it has data to take)."""
+
     rel_path: str
     partition_values: dict[str, str | None]
-    writer: pq.ParquetWriter
-    sink: Any
+    writer: pq.ParquetWriter | None = None
+    sink: Any = None
     nbytes: int = 0
     pending: list = field(default_factory=list)
     pending_rows: int = 0
     pending_bytes: int = 0
 
 
+def default_max_open_files() -> int:
+    """Data files one writer keeps open at once: a small share of the process's file-descriptor limit."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return MAX_OPEN_FILES
+    if soft == resource.RLIM_INFINITY:
+        return MAX_OPEN_FILES
+    return max(2, min(MAX_OPEN_FILES, soft // 8))
+
+
 @dataclass
 class DataWriter:
     """Writes batches into uniquely named Parquet files under ``k=v/`` directories; returns add actions.
 
-    Nothing written here is visible until a commit names the files.
+    Nothing written here is visible until a commit names the files. Rows are buffered per partition
+    into large row groups; at most ``max_open_files`` files are open at once (the least recently
+    written one is finished when another must open, and its partition continues in a new file) and at
+    most ``max_buffered_bytes`` of rows wait in memory (the largest buffers are written out first).
     """
 
     storage: Storage
@@ -187,14 +208,25 @@ class DataWriter:
     partition_columns: list[str]
     max_indexed_cols: int = 32
     file_prefix: str = "part"
-    _open: dict[tuple, _OpenFile] = field(default_factory=dict)
+    max_open_files: int = 0  # 0: default_max_open_files()
+    max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
+    _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
+    _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
+    _created: list[str] = field(default_factory=list)
     _done: list[AddFile] = field(default_factory=list)
+    _buffered: int = 0
     _counter: int = 0
     _made_dirs: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
         self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
+        self.max_open_files = self.max_open_files or default_max_open_files()
+        self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
+
+    @property
+    def open_files(self) -> int:
+        return len(self._open_lru)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -222,43 +254,68 @@ class DataWriter:
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
         data = batch.select(self.data_schema.names)
-        f = self._open.get(key)
+        f = self._parts.pop(key, None)
         if f is None:
-            f = self._open[key] = self._new_file(pvals)
+            f = self._new_part(pvals)
+        self._parts[key] = f  # now the most recently written
+        if key in self._open_lru:
+            self._open_lru[key] = self._open_lru.pop(key)
         # Small incoming batches (Spark sends 10k rows) are buffered into large row groups.
         f.pending.append(data)
         f.pending_rows += data.num_rows
         f.pending_bytes += data.nbytes
+        self._buffered += data.nbytes
         if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush(f)
+            self._flush(key, f)
         if f.nbytes >= ROLL_FILE_BYTES:
             self._close(key)
+        while self._buffered > self.max_buffered_bytes:
+            biggest = max(self._parts, key=lambda k: self._parts[k].pending_bytes)
+            self._flush(biggest, self._parts[biggest])
 
-    def _flush(self, f: "_OpenFile") -> None:
+    def _flush(self, key: tuple, f: _PartFile) -> None:
         if not f.pending:
             return
+        if f.writer is None:
+            while len(self._open_lru) >= self.max_open_files:
+                self._close(next(iter(self._open_lru)))
+            self._open(f)
+            self._open_lru[key] = None
+        self._write_pending(f)
+
+    def _write_pending(self, f: _PartFile) -> None:
         table = pa.Table.from_batches(f.pending, schema=self.data_schema)
         f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         f.nbytes += f.pending_bytes
+        self._buffered -= f.pending_bytes
         f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
-    def _new_file(self, pvals: dict[str, str | None]) -> _OpenFile:
+    def _new_part(self, pvals: dict[str, str | None]) -> _PartFile:
         directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
         name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
         self._counter += 1
-        rel = f"{directory}/{name}" if directory else name
-        full = self.storage.join(rel)
+        return _PartFile(f"{directory}/{name}" if directory else name, dict(pvals))
+
+    def _open(self, f: _PartFile) -> None:
+        full = self.storage.join(f.rel_path)
         parent = full.rsplit("/", 1)[0]
         if parent not in self._made_dirs:
             self.storage.makedirs(parent)
             self._made_dirs.add(parent)
-        sink = self.storage.open_output(full)
-        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
-        return _OpenFile(rel, dict(pvals), writer, sink)
+        self._created.append(f.rel_path)
+        f.sink = self.storage.open_output(full)
+        f.writer = pq.ParquetWriter(f.sink, self.data_schema, compression="snappy")
 
     def _close(self, key: tuple) -> None:
-        f = self._open.pop(key)
-        self._flush(f)
+        f = self._parts.pop(key)
+        self._open_lru.pop(key, None)
+        self._finish_file(f)
+
+    def _finish_file(self, f: _PartFile) -> None:
+        if f.writer is None:
+            self._open(f)
+        if f.pending:
+            self._write_pending(f)
         f.writer.close()
         size = f.sink.tell()
         f.sink.close()
@@ -274,27 +331,34 @@ class DataWriter:
         )
 
     def finish(self) -> list[AddFile]:
-        keys = list(self._open)
-        if len(keys) > 1:
+        """Write out every buffer and close every file; return the add actions of all files written."""
+        for key in list(self._open_lru):
+            self._close(key)
+        rest = list(self._parts.values())
+        self._parts.clear()
+        if len(rest) > 1:
             # Files of different partitions are independent; pyarrow writes them without holding the GIL.
-            with ThreadPoolExecutor(max_workers=min(len(keys), os.cpu_count() or 1)) as pool:
-                list(pool.map(self._close, keys))
+            # Each thread has one file open at a time.
+            with ThreadPoolExecutor(max_workers=min(len(rest), os.cpu_count() or 1)) as pool:
+                list(pool.map(self._finish_file, rest))
         else:
-            for key in keys:
-                self._close(key)
+            for f in rest:
+                self._finish_file(f)
+        self._buffered = 0
         return list(self._done)
 
     def abort(self) -> None:
         """Delete every file this writer created (none of them is committed)."""
-        for f in self._open.values():
-            try:
-                f.writer.close()
-                f.sink.close()
-            except Exception:
-                pass
-        paths = [f.rel_path for f in self._open.values()] + [a.relative_path for a in self._done]
-        self._open.clear()
-        for rel in paths:
+        for f in self._parts.values():
+            if f.writer is not None:
+                try:
+                    f.writer.close()
+                    f.sink.close()
+                except Exception:
+                    pass
+        self._parts.clear()
+        self._open_lru.clear()
+        for rel in self._created:
             try:
                 self.storage.delete(self.storage.join(rel))
             except (FileNotFoundError, OSError):

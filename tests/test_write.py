@@ -308,3 +308,67 @@ def test_index_level_named_like_a_column_is_refused(table_path):
     with pytest.raises(SchemaMismatchError, match="index level 'day'"):
         lakelog.write_table(table_path, df)
     assert not os.path.exists(table_path)
+
+
+# ---------------------------------------------------------------- many partitions, few file descriptors
+
+_LOW_FD_CHILD = r"""
+import os, resource, sys
+import pyarrow as pa
+import lakelog
+from lakelog import write as lw
+
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+path, mode = sys.argv[1], sys.argv[2]
+n = 3000
+if mode == "one-batch":
+    lakelog.write_table(path, pa.table({"p": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())}), partition_by=["p"])
+else:
+    # Many batches that each touch every partition, with a small memory budget: buffers spill to files,
+    # least recently written files are finished and their partitions continue in new files.
+    lw.MAX_BUFFERED_BYTES = 64 * 1024
+    batches = [pa.record_batch({"p": pa.array(range(n), pa.int64()), "v": pa.array([i] * n, pa.int64())}) for i in range(4)]
+    plan = lakelog.plan_write(path, batches[0].schema, partition_by=["p"])
+    adds = plan.write(iter(batches))
+    print("files", len(adds))
+    plan.commit(adds)
+t = lakelog.read_table(path)
+print("rows", t.num_rows, "fds", len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else -1)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs resource limits (POSIX)")
+@pytest.mark.parametrize("mode", ["one-batch", "many-batches"])
+def test_more_partitions_than_open_files_allowed(table_path, mode):
+    import subprocess
+    import sys
+
+    deltalake = pytest.importorskip("deltalake")
+    r = subprocess.run([sys.executable, "-c", _LOW_FD_CHILD, table_path, mode], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = 3000 if mode == "one-batch" else 4 * 3000
+    assert f"rows {rows}" in r.stdout
+    t = lakelog.Table(table_path)
+    assert len(t.snapshot.partition_columns) == 1 and len({a.partition_values["p"] for a in t.snapshot.files.values()}) == 3000
+    if mode == "many-batches":
+        assert int(r.stdout.split("files ")[1].split()[0]) > 3000  # some partitions continued in a second file
+    got = t.to_pyarrow().sort_by([("p", "ascending"), ("v", "ascending")])
+    assert got.equals(deltalake.DeltaTable(table_path).to_pyarrow_table().select(got.column_names).sort_by([("p", "ascending"), ("v", "ascending")]))
+    assert got.column("p").to_pylist() == sorted(list(range(3000)) * (rows // 3000))
+
+
+def test_writer_keeps_at_most_max_open_files(tmp_path):
+    from lakelog.storage import Storage
+    from lakelog.write import DataWriter
+
+    schema = pa.schema([("p", pa.int64()), ("v", pa.int64())])
+    w = DataWriter(Storage(str(tmp_path)), schema, ["p"], max_open_files=3, max_buffered_bytes=1)
+    peak = 0
+    for i in range(5):
+        w.write(pa.record_batch({"p": pa.array(range(10), pa.int64()), "v": pa.array([i] * 10, pa.int64())}))
+        peak = max(peak, w.open_files)
+    adds = w.finish()
+    assert peak == 3 and w.open_files == 0
+    assert sum(a.num_records() for a in adds) == 50 and {a.partition_values["p"] for a in adds} == {str(i) for i in range(10)}
+    assert len(adds) > 10
