@@ -292,8 +292,9 @@ def serialize_partition_value(value: Any, t: pa.DataType) -> str | None:
         return "true" if value else "false"
     if pa.types.is_timestamp(t):
         if t.tz is not None:
-            return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+            # isoformat, not strftime: strftime leaves years before 1000 unpadded
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return value.isoformat(sep=" ", timespec="microseconds")
     if pa.types.is_date(t):
         return value.isoformat()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):

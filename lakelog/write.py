@@ -50,8 +50,8 @@ ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 def _stat_value(v: Any) -> Any:
     if isinstance(v, dt.datetime):
         if v.tzinfo is not None:
-            return v.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+            return v.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return v.isoformat(timespec="microseconds")  # zero-padded years, unlike strftime
     if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):

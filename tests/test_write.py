@@ -372,3 +372,18 @@ def test_writer_keeps_at_most_max_open_files(tmp_path):
     assert peak == 3 and w.open_files == 0
     assert sum(a.num_records() for a in adds) == 50 and {a.partition_values["p"] for a in adds} == {str(i) for i in range(10)}
     assert len(adds) > 10
+
+
+def test_years_before_1000_are_zero_padded_in_stats_and_partition_values(table_path):
+    deltalake = pytest.importorskip("deltalake")
+    utc = dt.timezone.utc
+    data = pa.table({
+        "p": pa.array([dt.datetime(1, 1, 1, tzinfo=utc), dt.datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)], pa.timestamp("us", "UTC")),
+        "ts": pa.array([dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)], pa.timestamp("us")),
+    })
+    lakelog.write_table(table_path, data, partition_by=["p"])
+    adds = sorted(lakelog.Table(table_path).snapshot.files.values(), key=lambda a: a.partition_values["p"])
+    assert [a.partition_values["p"] for a in adds] == ["0001-01-01T00:00:00.000000Z", "0999-12-31T23:59:59.999999Z"]
+    assert orjson.loads(adds[0].stats)["minValues"]["ts"] == "0001-01-01T00:00:00.000000"
+    assert lakelog.read_table(table_path).sort_by("ts").to_pylist() == data.to_pylist()
+    assert deltalake.DeltaTable(table_path).to_pyarrow_table().num_rows == 2
