@@ -221,6 +221,7 @@ class DataWriter:
     def __post_init__(self) -> None:
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
         self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
+        self._required_partitions = [c for c in self.partition_columns if not self.schema.field(c).nullable]
         self.max_open_files = self.max_open_files or default_max_open_files()
         self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
 
@@ -250,6 +251,12 @@ class DataWriter:
             first = ordered.slice(start, 1)
             pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
             pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
+            for c in self._required_partitions:
+                if pvals[c] is None:
+                    raise SchemaMismatchError(
+                        f"partition column {c!r} is not nullable, but the data has an empty value there, which Delta "
+                        "stores as null (an empty partition value means null); use another value"
+                    )
             self._write_part(tuple(pvals.values()), pvals, ordered.slice(start, end - start))
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:

@@ -374,6 +374,15 @@ def test_writer_keeps_at_most_max_open_files(tmp_path):
     assert len(adds) > 10
 
 
+@pytest.mark.parametrize("value, t", [("", pa.string()), (b"", pa.binary())])
+def test_empty_value_in_a_non_nullable_partition_column_is_refused(table_path, value, t):
+    schema = pa.schema([pa.field("p", t, False), pa.field("v", pa.int64())])
+    data = pa.table({"p": pa.array([value, value[:0] + (b"x" if isinstance(value, bytes) else "x")], t), "v": [1, 2]}, schema=schema)
+    with pytest.raises(SchemaMismatchError, match="partition column 'p' is not nullable.*empty"):
+        lakelog.write_table(table_path, data, partition_by=["p"])
+    assert not os.path.exists(table_path) or not [f for f in os.listdir(table_path) if f != "_delta_log"]
+
+
 def test_years_before_1000_are_zero_padded_in_stats_and_partition_values(table_path):
     deltalake = pytest.importorskip("deltalake")
     utc = dt.timezone.utc
