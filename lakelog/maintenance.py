@@ -31,6 +31,7 @@ Log cleanup follows the Delta protocol's "Metadata Cleanup" (see ``cleanup_log``
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 import os
 import stat
 from collections import defaultdict
@@ -40,7 +41,7 @@ import orjson
 import pyarrow.compute as pc
 
 from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, now_ms
-from .errors import CommitConflictError, CorruptLogError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
+from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
 from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms  # noqa: F401 (re-exported)
 from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
 from .conform import cast_batch
@@ -322,11 +323,10 @@ def _check_partition_filters(snapshot: Snapshot, filters: Any) -> None:
 def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
     """The bin size: ``target_size``, else the table's ``delta.targetFileSize``, else 100 MiB."""
     if target_size is None:
-        target_size = snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
-    target_size = int(target_size)
-    if target_size <= 0:
-        raise ValueError(f"target_size must be a positive number of bytes, not {target_size}")
-    return target_size
+        return snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+    if isinstance(target_size, bool) or not isinstance(target_size, numbers.Integral) or target_size <= 0:
+        raise InvalidArgumentError(f"target_size must be a positive integer number of bytes, not {target_size!r}")
+    return int(target_size)
 
 
 def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
