@@ -262,6 +262,8 @@ def test_unparseable_foreign_property_reads_fine_but_stops_writes_with_a_typed_e
         lakelog.Table(table_path).checkpoint()
     with pytest.raises(InvalidTablePropertyError):
         lakelog.Table(table_path).vacuum()
+    with pytest.raises(InvalidTablePropertyError):
+        lakelog.Table(table_path).cleanup_log(dry_run=True)
     assert lakelog.Table(table_path).version == 0  # nothing was committed
     # Setting a valid value in the same write repairs the table.
     lakelog.write_table(table_path, _rows(1), configuration={key: fix})
