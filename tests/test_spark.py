@@ -298,3 +298,17 @@ def test_txn_options_are_parsed_as_integers(spark, table_path):
         df.write.format("lakelog").mode("append").option("txnVersion", "12").save(table_path)
     assert lakelog.Table(table_path).version == 1
     assert lakelog.Table(table_path).snapshot.txns["job"].version == 11
+
+
+def test_void_column_and_nested_merge_from_spark(spark, table_path):
+    spark.range(2).selectExpr("id", "null as v", "named_struct('a', id) as s").write.format("lakelog").mode("append").save(table_path)
+    t = lakelog.Table(table_path)
+    assert t.schema.field("v").type == pa.null()
+    # mergeSchema gives the void column a type and adds a struct field
+    (spark.range(2, 3).selectExpr("id", "'x' as v", "named_struct('a', id, 'b', 'new') as s")
+     .write.format("lakelog").mode("append").option("mergeSchema", "true").save(table_path))
+    t = lakelog.Table(table_path)
+    assert t.schema.field("v").type == pa.string()
+    assert t.schema.field("s").type == pa.struct([pa.field("a", pa.int64(), False), ("b", pa.string())])
+    rows = _rows(spark.read.format("lakelog").load(table_path), "id", "v", "s")
+    assert [(i, v, (s.a, s.b)) for i, v, s in rows] == [(0, None, (0, None)), (1, None, (1, None)), (2, "x", (2, "new"))]
