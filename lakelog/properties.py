@@ -19,9 +19,10 @@ recognises, each with its default, the form it accepts and whether lakelog can h
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import InvalidTablePropertyError, UnsupportedFeatureError
 
@@ -111,11 +112,11 @@ def parse_calendar_interval(text: str) -> CalendarInterval:
         unit = next((u for u in _UNITS if s.startswith(u, i)), None)
         if unit is None:
             raise fail(f"invalid unit at {s[i:]!r}")
-        i += len(unit)
+        unit_start, i = i, i + len(unit)
         if i < n and s[i] == "s":
             i += 1
         if i < n and s[i] not in _WS:
-            raise fail(f"invalid unit at {s[i - len(unit):]!r}")
+            raise fail(f"invalid unit at {s[unit_start:]!r}")
         if negative:
             value, fraction_us = -value, -fraction_us
         # Overflow is checked step by step, as Spark's exact arithmetic does (int32 months and days).
@@ -312,13 +313,15 @@ def _as_string(key: str, value: Any, prop: Property | None) -> str:
         )
     if isinstance(value, bool) and prop.kind == "bool":
         return "true" if value else "false"
-    if isinstance(value, int) and not isinstance(value, bool) and prop.kind == "int":
-        return str(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and prop.kind == "int":
+        return str(int(value))
     raise _error(prop.key, value, prop, f"a {type(value).__name__} is not accepted")
 
 
 def validate_new(configuration: Mapping[str, Any] | None) -> dict[str, str]:
     """Validate properties being set; return them with canonical keys and string values (see module doc)."""
+    if configuration is not None and not isinstance(configuration, Mapping):
+        raise InvalidTablePropertyError(f"configuration must be a dict of table properties, not {type(configuration).__name__}")
     out: dict[str, str] = {}
     for key, value in (configuration or {}).items():
         if not isinstance(key, str) or not key:
@@ -455,10 +458,6 @@ class TableProperties:
     def change_data_feed(self) -> bool:
         # The legacy key counts too, as in Spark.
         return bool(self.get("delta.enableChangeDataFeed") or self.get("delta.enableChangeDataCapture"))
-
-
-def known_keys() -> Iterable[str]:
-    return (p.key for p in REGISTRY.values())
 
 
 DEFAULT_TOMBSTONE_RETENTION_MS = interval_ms(REGISTRY["delta.deletedfileretentionduration"].default)
