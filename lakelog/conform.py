@@ -152,6 +152,35 @@ def _has_required_children(t: pa.DataType) -> bool:
     return False
 
 
+def _zero(t: pa.DataType):
+    """A placeholder value of type ``t`` (stored under a null parent, where no reader sees it)."""
+    if pa.types.is_struct(t):
+        return {f.name: None if f.nullable else _zero(f.type) for f in t}
+    if pa.types.is_list(t) or pa.types.is_map(t):
+        return []
+    if pa.types.is_string(t):
+        return ""
+    if pa.types.is_binary(t):
+        return b""
+    if pa.types.is_boolean(t):
+        return False
+    return 0  # numbers, decimals, dates and timestamps
+
+
+def _placeholders(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` with its nulls replaced by placeholders. Parquet refuses a null in a non-nullable field
+    even under a null parent, so the nulls a required field holds there are replaced."""
+    return pc.if_else(arr.is_null(), pa.repeat(pa.scalar(_zero(t), t), len(arr)), arr)
+
+
+def all_null(t: pa.DataType, n: int) -> pa.Array:
+    """``n`` nulls of type ``t`` that Parquet accepts (required nested fields hold placeholders)."""
+    if pa.types.is_struct(t) and _has_required_children(t):
+        children = [all_null(f.type, n) if f.nullable else pa.repeat(pa.scalar(_zero(f.type), f.type), n) for f in t]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=pa.repeat(pa.scalar(True), n))
+    return pa.nulls(n, t)
+
+
 def _null_error(path: str, n: int) -> SchemaMismatchError:
     return SchemaMismatchError(f"column {path!r} is not nullable in the table but the data has {n} null value(s) there")
 
@@ -186,7 +215,7 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     if arr.type == t and not _has_required_children(t):
         return arr
     if pa.types.is_null(arr.type):
-        return pa.nulls(len(arr), t)
+        return all_null(t, len(arr))
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
         if not pa.types.is_struct(arr.type):
@@ -197,11 +226,12 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
         children = []
         for f in t:
             idx = arr.type.get_field_index(f.name)
-            child = conform_array(arr.field(idx), f.type, f"{path}.{f.name}") if idx >= 0 else pa.nulls(len(arr), f.type)
+            child = conform_array(arr.field(idx), f.type, f"{path}.{f.name}") if idx >= 0 else all_null(f.type, len(arr))
             if not f.nullable and child.null_count:
                 n = child.null_count if mask is None else pc.and_(child.is_null(), arr.is_valid()).true_count
                 if n:
                     raise _null_error(f"{path}.{f.name}", n)
+                child = _placeholders(child, f.type)  # the nulls are all under null parents
             children.append(child)
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
     if pa.types.is_list(t) or pa.types.is_map(t):
@@ -235,7 +265,7 @@ def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     cols = []
     for f in target:
         idx = batch.schema.get_field_index(f.name)
-        col = conform_array(batch.column(idx), f.type, f.name) if idx >= 0 else pa.nulls(batch.num_rows, f.type)
+        col = conform_array(batch.column(idx), f.type, f.name) if idx >= 0 else all_null(f.type, batch.num_rows)
         if not f.nullable and col.null_count:
             raise _null_error(f.name, col.null_count)
         cols.append(col)

@@ -274,3 +274,24 @@ def test_deltalake_table_with_void_columns_reads_and_appends(tmp_path):
 def test_cannot_partition_by_a_void_column(table_path):
     with pytest.raises(SchemaMismatchError, match="partition"):
         lakelog.write_table(table_path, pa.table({"a": [1], "p": pa.nulls(1)}), partition_by=["p"])
+
+
+def test_missing_nullable_fields_with_required_children_are_written(table_path):
+    # Parquet refuses a null in a required field even under a null parent: such fields get placeholders.
+    inner = _struct(pa.field("x", pa.int8(), False), pa.field("m", pa.map_(pa.string(), pa.int8()), False), pa.field("d", pa.decimal128(5, 2), False))
+    t = _struct(("inner", inner), pa.field("y", pa.int8(), False))
+    lakelog.write_table(table_path, pa.table({"k": [0], "s": pa.array([{"inner": {"x": 1, "m": [("a", 1)], "d": D("1.5")}, "y": 1}], t)}))
+    lakelog.write_table(table_path, pa.table({"k": [1, 2], "s": pa.array([{"y": 2}, None], _struct(("y", pa.int8())))}))  # no s.inner
+    lakelog.write_table(table_path, pa.table({"k": [3]}))  # no s at all
+    # a required child holding nulls under null parents (valid Arrow, refused by Parquet as is)
+    child = pa.array([None, 5], pa.int8())
+    odd = pa.StructArray.from_arrays([child], fields=[pa.field("y", pa.int8(), False)], mask=pa.array([True, False]))
+    lakelog.write_table(table_path, pa.table({"k": [4, 5], "s": odd}))
+    assert sorted(_both(table_path), key=lambda r: r["k"]) == [
+        {"k": 0, "s": {"inner": {"x": 1, "m": [("a", 1)], "d": D("1.50")}, "y": 1}},
+        {"k": 1, "s": {"inner": None, "y": 2}},
+        {"k": 2, "s": None},
+        {"k": 3, "s": None},
+        {"k": 4, "s": None},
+        {"k": 5, "s": {"inner": None, "y": 5}},
+    ]
