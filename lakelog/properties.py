@@ -460,5 +460,4 @@ class TableProperties:
         return bool(self.get("delta.enableChangeDataFeed") or self.get("delta.enableChangeDataCapture"))
 
 
-DEFAULT_TOMBSTONE_RETENTION_MS = interval_ms(REGISTRY["delta.deletedfileretentionduration"].default)
 DEFAULT_LOG_RETENTION_MS = interval_ms(REGISTRY["delta.logretentionduration"].default)

@@ -94,12 +94,6 @@ class Snapshot:
         """The table properties, typed (see ``lakelog.properties``)."""
         return TableProperties(self.metadata.configuration)
 
-    def checkpoint_interval(self) -> int:
-        return self.properties.checkpoint_interval
-
-    def tombstone_retention_ms(self) -> int:
-        return self.properties.deleted_file_retention_ms
-
     # ------------------------------------------------------------ protocol checks
     def check_readable(self) -> None:
         p = self.protocol
