@@ -342,15 +342,22 @@ class DataWriter:
         for key in list(self._open_lru):
             self._close(key)
         rest = list(self._parts.values())
-        self._parts.clear()
-        if len(rest) > 1:
+        workers = min(len(rest), os.cpu_count() or 1)
+        if workers > 1:
             # Files of different partitions are independent; pyarrow writes them without holding the GIL.
-            # Each thread has one file open at a time.
-            with ThreadPoolExecutor(max_workers=min(len(rest), os.cpu_count() or 1)) as pool:
-                list(pool.map(self._finish_file, rest))
+            # In chunks of max_open_files: the chunk's files are opened here, in a fixed order (as every
+            # storage call is), then written and closed on the pool.
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for i in range(0, len(rest), self.max_open_files):
+                    chunk = rest[i : i + self.max_open_files]
+                    for f in chunk:
+                        if f.writer is None:
+                            self._open(f)
+                    list(pool.map(self._finish_file, chunk))
         else:
             for f in rest:
                 self._finish_file(f)
+        self._parts.clear()
         self._buffered = 0
         return list(self._done)
 
