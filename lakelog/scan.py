@@ -18,8 +18,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .actions import AddFile
-from .errors import CorruptDataFileError, CorruptLogError, MissingDataFileError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from .schema import parse_partition_value
+from .data_files import inspect_files
+from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .schema import partition_scalars
 from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
@@ -46,10 +47,8 @@ def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
 
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
     expr = None
-    for c in partition_columns:
-        t = schema.field(c).type
-        v = parse_partition_value(add.partition_values.get(c), t)
-        e = pc.field(c).is_null() if v is None else (pc.field(c) == pa.scalar(v, type=t))
+    for c, v in partition_scalars(add.partition_values, schema, partition_columns, add.path).items():
+        e = pc.field(c).is_null() if not v.is_valid else (pc.field(c) == v)
         expr = e if expr is None else expr & e
     return expr
 
@@ -162,7 +161,7 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
     expr = to_expression(filters, snapshot.schema)
     try:
         return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
-    except (OSError, pa.ArrowInvalid) as e:
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         err = _data_file_error(snapshot, e)
         if err is None:
             raise
@@ -171,7 +170,8 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
 
 def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | None:
     """The typed error, naming the file(s), for a failure to read the snapshot's data files (None: not a
-    data-file problem). Only called on the error path: it may list the table to find missing files."""
+    data-file problem). Only called on the error path: it may list the table to find missing files, or
+    read footers to find files the table's schema cannot read."""
     storage, text = snapshot.storage, str(e)
     named = [rel for rel in snapshot.files if storage.join(rel) in text]
     if named:
@@ -180,7 +180,7 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
         present = {f.name for f in storage.list_files(storage.root)}
         missing = [rel for rel in snapshot.files if rel not in present]
     else:
-        return None
+        missing = []
     where = f"named by the log at version {snapshot.version}"
     if missing:
         return MissingDataFileError(
@@ -189,10 +189,22 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
             "missing file)",
             missing,
         )
+    dirs = [rel for rel in named if storage.fs.isdir(storage.join(rel))]
+    if dirs:
+        return CorruptDataFileError(f"the log at version {snapshot.version} names {dirs[:5]} as data files, but they are directories", dirs)
     if named and isinstance(e, pa.ArrowInvalid):
         return CorruptDataFileError(
             f"data file(s) {named[:5]} {where} cannot be read as Parquet ({e}); the file was truncated or overwritten. "
             "Restore it from a backup, or read a version that does not reference it",
             named,
         )
+    if isinstance(e, pa.ArrowException):
+        reports = inspect_files(storage, named or snapshot.file_paths(), snapshot.schema, snapshot.partition_columns)
+        bad = [(r.path, msg) for r in reports for kind, msg in r.problems if kind in ("incompatible_file", "nanosecond_timestamps")]
+        corrupt = [r.path for r in reports if any(kind == "corrupt_file" for kind, _ in r.problems)]
+        if corrupt:
+            return CorruptDataFileError(f"data file(s) {corrupt[:5]} {where} cannot be read as Parquet ({e})", corrupt)
+        if bad:
+            paths = sorted({p for p, _ in bad})
+            return IncompatibleDataFileError(f"{bad[0][1]}; reading failed with: {e}", paths)
     return None

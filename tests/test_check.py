@@ -113,7 +113,10 @@ def test_missing_file_and_size_mismatch(any_table_path):
     files = sorted(lakelog.Table(path).files())
     fs, root = _fs(path)
     fs.rm_file(f"{root}/{files[0]}")
-    fs.pipe_file(f"{root}/{files[1]}", fs.cat_file(f"{root}/{files[1]}") + b"extra")
+    # The same rows rewritten uncompressed: still valid Parquet, another size.
+    rewritten = io.BytesIO()
+    pq.write_table(pq.read_table(io.BytesIO(fs.cat_file(f"{root}/{files[1]}"))), rewritten, compression="none")
+    fs.pipe_file(f"{root}/{files[1]}", rewritten.getvalue())
     report = check_table(path)
     assert not report.ok
     assert _kinds(report) == ["missing_file", "size_mismatch"]
@@ -149,7 +152,7 @@ def test_gap_covered_by_a_later_checkpoint(any_table_path):
     report = check_table(path)
     assert _kinds(report) == ["version_gap"], report.format()
     gap = report.problems[0]
-    assert gap.version == 3 and "version 3 cannot be reconstructed" in gap.message and "[3]" in gap.message
+    assert gap.version == 3 and "version 3 cannot be reconstructed" in gap.message and "version(s) 3 are missing" in gap.message
     assert report.counts["files"] == 3  # the latest version reads fine from checkpoint 4
 
 

@@ -5,7 +5,8 @@ import pyarrow as pa
 import pytest
 
 import lakelog
-from lakelog.errors import VersionNotFoundError
+from lakelog.check import check_table
+from lakelog.errors import InvalidTimestampError, InvalidVersionError, LakelogError, VersionNotFoundError
 
 BASE = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -68,3 +69,42 @@ def test_history_newest_first(five_versions):
 def test_version_and_timestamp_together_rejected(five_versions):
     with pytest.raises(ValueError):
         lakelog.Table(five_versions, version=1, timestamp=BASE)
+
+
+@pytest.mark.parametrize("version", [1.9, 1.0, "1", True, False, None.__class__, [1], 2**0.5], ids=repr)
+def test_version_must_be_an_integer(five_versions, version):
+    """version=1.9 used to read version 1; a bool, a string or a float is refused, by name."""
+    with pytest.raises(InvalidVersionError, match="integer") as e:
+        lakelog.Table(five_versions, version=version)
+    assert isinstance(e.value, TypeError) and isinstance(e.value, LakelogError)
+    with pytest.raises(InvalidVersionError):
+        lakelog.read_table(five_versions, version=version)
+    with pytest.raises(InvalidVersionError):
+        check_table(five_versions, version=version)
+
+
+def test_numpy_integers_are_versions(five_versions):
+    import numpy as np
+
+    for v in (np.int64(2), np.int32(2), np.uint8(2)):
+        assert lakelog.Table(five_versions, version=v).version == 2
+    assert lakelog.read_table(five_versions, version=np.int16(3)).num_rows == 4
+
+
+@pytest.mark.parametrize("timestamp", ["yesterday", "", "2026-13-01", "12:25", 1_700_000_000_000, 1.5e9, ["2026-01-01"], b"2026-01-01"], ids=repr)
+def test_unreadable_timestamp_is_a_typed_error_listing_the_accepted_forms(five_versions, timestamp):
+    with pytest.raises(InvalidTimestampError) as e:
+        lakelog.Table(five_versions, timestamp=timestamp)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, LakelogError)
+    message = str(e.value)
+    assert repr(timestamp) in message and "ISO-8601" in message and "datetime" in message and "UTC" in message
+
+
+def test_more_timestamp_forms(five_versions):
+    import numpy as np
+    import pandas as pd
+
+    assert lakelog.Table(five_versions, timestamp=pd.Timestamp("2026-01-01 12:25:00", tz="UTC")).version == 2
+    assert lakelog.Table(five_versions, timestamp=np.datetime64("2026-01-01T12:25:00")).version == 2
+    assert lakelog.Table(five_versions, timestamp="2026-01-01 12:25:00.5").version == 2
+    assert lakelog.Table(five_versions, timestamp=dt.date(2026, 1, 2)).version == 4
