@@ -146,7 +146,10 @@ class Transaction:
         """
         self.storage.check_atomic_commits()
         if self.snapshot is not None:
-            self.snapshot.check_writable()
+            if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
+                self.snapshot.check_writable()
+            else:  # commitInfo/txn only (VACUUM START/END): writes no data, so nothing to enforce
+                self.snapshot.check_writer_protocol()
             if self.snapshot.append_only and any(isinstance(a, RemoveFile) and a.data_change for a in actions):
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         payload = [self._commit_info(actions), *actions]
