@@ -317,14 +317,14 @@ def cmd_history(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = []
     for e in entries:
-        params = e.get("parameters") or {}
+        params = e.get("operationParameters") or {}
         rows.append([
             e["version"],
             e["timestamp"].isoformat(timespec="seconds").replace("+00:00", "Z"),
             e.get("operation") or "",
             " ".join(f"{k}={v}" for k, v in params.items()),
         ])
-    _print_table(["version", "timestamp", "operation", "parameters"], rows, width=72)
+    _print_table(["version", "timestamp", "operation", "operationParameters"], rows, width=72)
     return EXIT_OK
 
 

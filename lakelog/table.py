@@ -73,7 +73,15 @@ class Table:
         return scan.dataset(self._snapshot, filters)
 
     def history(self, limit: int | None = None) -> list[dict]:
-        """Commit history, newest first: version, timestamp, operation, parameters and the rest of commitInfo."""
+        """Commit history, newest first: one dict per version with Delta's names, as Spark's
+        ``DESCRIBE HISTORY`` shows them.
+
+        ``version``; ``timestamp``: the commit's time as time travel uses it (a UTC ``datetime``: the
+        commit file's modification time, made strictly increasing), which replaces the writer's
+        ``commitInfo.timestamp``; ``operation`` and ``operationParameters`` (``{}`` when the commit has
+        none); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
+        ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
+        """
         listing = self._snapshot.listing or DeltaLog(self.storage).list()
         times = listing.commit_timestamps()
         versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
@@ -83,12 +91,13 @@ class Table:
         out = []
         for v in versions:
             info = next((a.info for a in commits[v] if isinstance(a, CommitInfo)), {})
-            entry = dict(info)
-            entry["version"] = v
-            entry["timestamp"] = dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc)
-            entry["commit_timestamp"] = info.get("timestamp")
-            entry["operation"] = info.get("operation")
-            entry["parameters"] = info.get("operationParameters", {})
+            entry = {
+                "version": v,
+                "timestamp": dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc),
+                "operation": info.get("operation"),
+                "operationParameters": info.get("operationParameters") or {},
+            }
+            entry.update((k, val) for k, val in info.items() if k not in entry)
             out.append(entry)
         return out
 

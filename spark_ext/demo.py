@@ -134,7 +134,7 @@ def main() -> int:
     check("a day filter prunes to that day's partition directory", bool(day1) and all(f.startswith("day=2026-11-01/") for f in day1))
     print("\n   history of orders (newest first):")
     for h in hist:
-        print(f"   v{h['version']}  {h['timestamp']:%H:%M:%S}  {h['operation']:<17} {h['parameters']}")
+        print(f"   v{h['version']}  {h['timestamp']:%H:%M:%S}  {h['operation']:<17} {h['operationParameters']}")
 
     spark.stop()
     print(f"\n{sum(checks)} of {len(checks)} checks passed")

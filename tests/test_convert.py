@@ -194,10 +194,10 @@ def test_spark_file_sink_converts_exactly_the_committed_batches(spark, tmp_path,
         assert any(a.partition_values["p"] is None for a in t.snapshot.files.values())
     h = _history(str(out))
     assert h["operation"] == "CONVERT"
-    assert h["parameters"]["source"] == "spark-file-sink"
-    assert h["parameters"]["numFiles"] == str(len(t.files()))
-    assert h["parameters"]["sparkMetadataBatchId"] == "4"
-    assert json.loads(h["parameters"]["partitionedBy"]) == (partition_by or [])
+    assert h["operationParameters"]["source"] == "spark-file-sink"
+    assert h["operationParameters"]["numFiles"] == str(len(t.files()))
+    assert h["operationParameters"]["sparkMetadataBatchId"] == "4"
+    assert json.loads(h["operationParameters"]["partitionedBy"]) == (partition_by or [])
 
     assert _lakelog_rows(str(out), cols) == expected
     assert _delta_rows(str(out), cols) == expected
@@ -249,7 +249,7 @@ def test_spark_partitioned_parquet_directory(spark, tmp_path):
     assert t.schema.field("n").type == pa.int32()
     assert t.schema.field("s").type == pa.string()
     assert t.schema.field("amount").type == pa.decimal128(12, 2)
-    assert _history(src)["parameters"]["source"] == "parquet"
+    assert _history(src)["operationParameters"]["source"] == "parquet"
 
     assert _lakelog_rows(src, cols) == expected
     assert _delta_rows(src, cols) == expected
@@ -427,7 +427,7 @@ def test_log_semantics_compact_delete_and_later_batches(tmp_path):
     assert _lakelog_rows(str(root), ["id"]) == [(0,), (2,), (3,), (4,)]
     assert _delta_rows(str(root), ["id"]) == [(0,), (2,), (3,), (4,)]
     h = _history(str(root))
-    assert h["parameters"]["numFiles"] == "4" and h["parameters"]["sparkMetadataBatchId"] == "5"
+    assert h["operationParameters"]["numFiles"] == "4" and h["operationParameters"]["sparkMetadataBatchId"] == "5"
 
 
 def test_log_without_compaction_and_with_empty_log(tmp_path):

@@ -55,7 +55,7 @@ def test_batch_append_overwrite_partitioned_round_trip(spark, table_path):
     assert spark.read.format("lakelog").load(table_path).count() == 10
     assert spark.read.format("lakelog").option("versionAsOf", 1).load(table_path).count() == 250
     hist = lakelog.Table(table_path).history()
-    assert hist[0]["parameters"]["mode"] == "Overwrite" and len(hist) == 3
+    assert hist[0]["operationParameters"]["mode"] == "Overwrite" and len(hist) == 3
 
 
 def test_merge_schema_and_mismatch(spark, table_path):
@@ -208,7 +208,7 @@ def test_streaming_sink_exactly_once_across_replay(spark, tmp_path):
     assert sorted(ids) == list(range(100)), "every input row exactly once"
     assert os.path.exists(os.path.join(ck, "commits", "2"))  # the batch was really replayed
     assert t.version == 4  # the replayed batch committed nothing
-    assert [h["parameters"].get("epochId") for h in t.history()][:2] == ["4", "3"]
+    assert [h["operationParameters"].get("epochId") for h in t.history()][:2] == ["4", "3"]
 
 
 

@@ -59,7 +59,7 @@ def test_history_newest_first(five_versions):
     lakelog.write_table(five_versions, pa.table({"id": [9]}), mode="overwrite")
     hist = lakelog.Table(five_versions).history()
     assert [h["version"] for h in hist] == [5, 4, 3, 2, 1, 0]
-    assert hist[0]["operation"] == "WRITE" and hist[0]["parameters"]["mode"] == "Overwrite"
+    assert hist[0]["operation"] == "WRITE" and hist[0]["operationParameters"]["mode"] == "Overwrite"
     assert hist[-1]["operation"] == "CREATE TABLE"
     assert all(h["engineInfo"].startswith("lakelog/") for h in hist)
     assert [h["version"] for h in lakelog.Table(five_versions).history(limit=2)] == [5, 4]
@@ -108,3 +108,22 @@ def test_more_timestamp_forms(five_versions):
     assert lakelog.Table(five_versions, timestamp=np.datetime64("2026-01-01T12:25:00")).version == 2
     assert lakelog.Table(five_versions, timestamp="2026-01-01 12:25:00.5").version == 2
     assert lakelog.Table(five_versions, timestamp=dt.date(2026, 1, 2)).version == 4
+
+
+def test_history_has_one_timestamp_and_one_parameters_field_with_deltas_names(five_versions):
+    """history() returned timestamp and commit_timestamp, parameters and operationParameters: one of
+    each now, named as Spark's DESCRIBE HISTORY names them."""
+    hist = lakelog.Table(five_versions).history()
+    for h in hist:
+        assert "parameters" not in h and "commit_timestamp" not in h
+        assert list(h)[:4] == ["version", "timestamp", "operation", "operationParameters"]
+        # timestamp is the time time travel uses: reading at it gives this version.
+        assert h["timestamp"] == BASE + dt.timedelta(minutes=10 * h["version"])
+        assert lakelog.Table(five_versions, timestamp=h["timestamp"]).version == h["version"]
+        assert h["operationParameters"] == {"mode": "Append"}
+        assert h["isBlindAppend"] is True and "txnId" in h and h["engineInfo"].startswith("lakelog/")
+    # A commit without commitInfo (another writer) still has every key.
+    with open(os.path.join(five_versions, "_delta_log", f"{5:020d}.json"), "w") as f:
+        f.write('{"txn": {"appId": "x", "version": 1}}\n')
+    h = lakelog.Table(five_versions).history(limit=1)[0]
+    assert h["version"] == 5 and h["operation"] is None and h["operationParameters"] == {} and isinstance(h["timestamp"], dt.datetime)
