@@ -374,11 +374,15 @@ def _read_checkpoint_state(storage: Storage, v: int, problems: list[Problem], no
     return state
 
 
-def _protocol_key(p) -> tuple:
+def _protocol_key(p) -> tuple | None:
+    if p is None:  # JSON commits without a protocol action (reported as a reader would see them)
+        return None
     return (p.min_reader_version, p.min_writer_version, sorted(p.reader_features or []), sorted(p.writer_features or []))
 
 
-def _metadata_key(m) -> tuple:
+def _metadata_key(m) -> tuple | None:
+    if m is None:
+        return None
     try:
         schema: Any = orjson.loads(m.schema_string)
     except (orjson.JSONDecodeError, TypeError):

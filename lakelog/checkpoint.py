@@ -261,6 +261,22 @@ def adds_from_arrow(adds: pa.StructArray) -> list[AddFile]:
     ]
 
 
+def _typed_adds(adds: pa.StructArray) -> pa.StructArray:
+    """Checkpoint add rows with the fields lakelog reads cast to the classic checkpoint types (another
+    engine may write, say, int32 sizes or large strings); a field that does not cast (a size that is
+    not a number) raises ``pa.ArrowException``: the checkpoint is malformed. Other fields stay as read."""
+    target = CHECKPOINT_SCHEMA.field("add").type
+    children, fields, changed = [], [], False
+    for i in range(adds.type.num_fields):
+        f, child = adds.type.field(i), adds.field(i)
+        j = target.get_field_index(f.name)
+        if j >= 0 and f.name != "dataChange" and child.type != target.field(j).type:
+            child, changed = child.cast(target.field(j).type), True
+        children.append(child)
+        fields.append(pa.field(f.name, child.type, f.nullable))
+    return pa.StructArray.from_arrays(children, fields=fields) if changed else adds
+
+
 def read_checkpoint_state(storage, version: int) -> CheckpointState:
     """Read a classic checkpoint; raises CorruptLogError when it is unreadable or holds a malformed action,
     UnsupportedFeatureError when a file has a deletion vector."""
@@ -302,7 +318,10 @@ def read_checkpoint_state(storage, version: int) -> CheckpointState:
                 actions.append(RemoveFile.from_json(d))
         if "add" in table.column_names:
             adds = valid("add")
-            if not isinstance(adds, pa.StructArray) or not pa.types.is_string(adds.type.field("path").type):
+            if not isinstance(adds, pa.StructArray) or adds.type.get_field_index("path") < 0:
+                raise TypeError(f"add column has type {adds.type}, expected a struct with a path")
+            adds = _typed_adds(adds)
+            if not pa.types.is_string(adds.type.field("path").type):
                 raise TypeError(f"add column has type {adds.type}, expected a struct with a string path")
             if adds.field("path").null_count:
                 raise TypeError("add path must be a string, got None")
