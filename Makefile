@@ -6,11 +6,15 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: venv test demo bench clean
 
+# Editable "compat" mode puts the checkout on sys.path, where Spark's data source lookup finds
+# pyspark_lakelog.py; setuptools warns in 15 lines that the mode is transitional, which is silenced.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,s3]' --config-settings editable_mode=compat
-	touch $(STAMP)
+	@echo "make: installing lakelog and its test and Spark dependencies into $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
+		$(BIN)/python -m pip install --quiet -e '.[dev,spark,s3]' --config-settings editable_mode=compat
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
@@ -18,7 +22,7 @@ test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: venv
-	$(BIN)/python -m spark_ext.demo
+	@$(BIN)/python -m spark_ext.demo
 
 # The whole benchmark suite (Spark included); writes benchmarks/results/latest.json.
 bench: venv

@@ -27,9 +27,11 @@ def _spark():
 
     import spark_ext
 
+    log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")  # errors only
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("lakelog-demo")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
