@@ -59,6 +59,23 @@ def decode_paths(logged: pa.Array) -> list[str]:
     return out
 
 
+def stats_dict(stats: str | None) -> dict | None:
+    """An ``add.stats`` JSON string as a dict; None when absent or malformed (stats are optional, so a
+    reader that cannot use them reads without them)."""
+    if not stats:
+        return None
+    try:
+        d = orjson.loads(stats)
+    except orjson.JSONDecodeError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def stats_count(v: Any) -> int | None:
+    """A ``numRecords`` or ``nullCount`` value: a non-negative integer, else None (unknown)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
 def refuse_deletion_vector(path: str) -> None:
     raise UnsupportedFeatureError(
         f"file {path!r} has a deletion vector; lakelog does not read deletion vectors. "
@@ -216,13 +233,8 @@ class AddFile:
         return decode_path(self.path)
 
     def num_records(self) -> int | None:
-        if not self.stats:
-            return None
-        try:
-            n = orjson.loads(self.stats).get("numRecords")
-        except orjson.JSONDecodeError:
-            return None
-        return int(n) if n is not None else None
+        stats = stats_dict(self.stats)
+        return None if stats is None else stats_count(stats.get("numRecords"))
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {

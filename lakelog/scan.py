@@ -11,13 +11,12 @@ import datetime as dt
 import decimal
 from typing import Any, Iterable
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from .actions import AddFile
+from .actions import AddFile, stats_count, stats_dict
 from .data_files import inspect_files
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .schema import partition_scalars
@@ -84,21 +83,17 @@ def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
 
 
 def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
-    if not add.stats:
+    stats = stats_dict(add.stats)
+    if stats is None:
         return None
-    try:
-        stats = orjson.loads(add.stats)
-    except orjson.JSONDecodeError:
-        return None
-    n = stats.get("numRecords")
-    mins, maxs, nulls = stats.get("minValues") or {}, stats.get("maxValues") or {}, stats.get("nullCount") or {}
+    n = stats_count(stats.get("numRecords"))
+    mins, maxs, nulls = (m if isinstance(m := stats.get(k), dict) else {} for k in ("minValues", "maxValues", "nullCount"))
     expr = None
     for f in schema:
         if f.name in partition_columns:
             continue
-        nc = nulls.get(f.name)
+        nc = stats_count(nulls.get(f.name))
         field = pc.field(f.name)
-        nc = nc if isinstance(nc, int) else None
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
         else:

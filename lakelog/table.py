@@ -79,7 +79,7 @@ class Table:
         ``version``; ``timestamp``: the commit's time as time travel uses it (a UTC ``datetime``: the
         commit file's modification time, made strictly increasing), which replaces the writer's
         ``commitInfo.timestamp``; ``operation`` and ``operationParameters`` (``{}`` when the commit has
-        none); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
+        none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
         ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
         """
         listing = self._snapshot.listing or DeltaLog(self.storage).list()
@@ -95,7 +95,7 @@ class Table:
                 "version": v,
                 "timestamp": dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc),
                 "operation": info.get("operation"),
-                "operationParameters": info.get("operationParameters") or {},
+                "operationParameters": params if isinstance(params := info.get("operationParameters"), dict) else {},
             }
             entry.update((k, val) for k, val in info.items() if k not in entry)
             out.append(entry)

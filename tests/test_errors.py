@@ -925,3 +925,24 @@ def test_stray_far_future_commit_is_a_gap_not_a_hang(any_table_path):
     assert sorted({p.kind for p in report.problems}) == ["unreadable_version", "version_gap"]
     assert check_table(path, version=0).version == 0
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    "stats",
+    ["1", "[1]", "null", '{"numRecords": "x"}', '{"numRecords": 2, "minValues": [1]}', '{"numRecords": 2, "maxValues": "x", "nullCount": 3}', '{"numRecords": true, "nullCount": {"id": 1}}', "{not json"],
+)
+def test_malformed_stats_are_ignored_not_trusted(any_table_path, stats):
+    """Stats are optional: a reader that cannot use them reads without them. Non-object stats crashed
+    filtered reads (AttributeError), and a boolean numRecords pruned a file as all-null."""
+    path = any_table_path
+    data = _hand_written_table(path)
+    lines = [json.loads(line) for line in _read_log_bytes(path, 0).splitlines()]
+    for a in lines:
+        if "add" in a:
+            a["add"]["stats"] = stats
+    _write_commit(path, 0, lines)
+    t = lakelog.Table(path)
+    assert t.files(filters=[("id", ">=", 1)]) == ["part-00000-hand.parquet"]
+    assert _sorted_rows(lakelog.read_table(path, filters=[("id", ">=", 1)])) == _sorted_rows(data)
+    assert [a.num_records() for a in t.snapshot.files.values()] == [2 if '"numRecords": 2' in stats else None]
+    assert _check_problems(path) == []

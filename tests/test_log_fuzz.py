@@ -28,6 +28,7 @@ import shutil
 import signal
 import tempfile
 import warnings
+import contextlib
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
@@ -142,9 +143,9 @@ def _pick(seq: list, k: int):
 
 # ---------------------------------------------------------------- mutations
 
-JSON_VALUES = st.sampled_from([None, 0, -1, 2**63, 1.5, "", "x", "a/../b", True, False, [], {}, [1], {"a": 1}, "1", "true"])
+JSON_VALUES = st.sampled_from([None, 0, -1, 2**63, 1.5, "", "x", "a/../b", True, False, [], {}, [1], {"a": 1}, "1", "true", "[1]", "null", "{}"])
 NON_NUMBERS = st.sampled_from([None, "", "x", [], {}, [1], {"a": "b"}, "12"])  # no JSON number or boolean: stats must never lie
-SELECT = st.integers(0, 10**6)
+SELECT = st.integers(-3, 10**6)  # negative: counted from the end, so the newest commits and lines come up often
 
 
 def _walk_fields(obj: Any, prefix: tuple = ()) -> list[tuple]:
@@ -693,7 +694,21 @@ def _reads(path: str, older: int) -> dict[str, tuple[str, Any]]:
         "history": _outcome(lambda: lakelog.Table(path).history()),
         "timestamp": _outcome(lambda: lakelog.Table(path, timestamp=now).to_pyarrow()),
         "older": _outcome(lambda: lakelog.Table(path, version=older).to_pyarrow()),
+        "older_filtered": _outcome(lambda: lakelog.Table(path, version=older).to_pyarrow(filters=FILTER)),
     }
+
+
+def _cli(path: str) -> dict[str, tuple[int, str]]:
+    """The inspecting commands, in process: (exit code, stderr) each."""
+    from lakelog.cli import main
+
+    out = {}
+    for command in ("show", "describe", "files", "history"):
+        err = io.StringIO()
+        with _time_limit(READ_TIMEOUT_S), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main([command, path])
+        out[command] = (code, err.getvalue())
+    return out
 
 
 LATEST_READS = ("open", "to_pyarrow", "files", "filtered", "history", "timestamp")
@@ -717,14 +732,22 @@ def _verify(path: str, older: int, original: dict[str, list] | None, story: list
     failed = [k for k in LATEST_READS if reads[k][0] == "error"]
     if report is not None and failed:
         assert not report.ok, f"reads {failed} failed ({reads[failed[0]][1]}) but check found no problem\n{what}"
-    if reads["older"][0] == "error" and report is not None:
+    cli = _cli(path)
+    for command, (code, err) in cli.items():
+        # The CLI prints untyped errors as "error: unexpected <type>" or "error: invalid value: ...".
+        assert "error: unexpected " not in err and "error: invalid value: " not in err, f"lakelog {command}: {err}\n{what}"
+        needs = {"show": ["to_pyarrow"], "describe": ["to_pyarrow", "history"], "files": ["open"], "history": ["history"]}[command]
+        if all(reads[k][0] == "ok" for k in needs):
+            assert code == 0, f"lakelog {command} failed although {needs} worked: {err}\n{what}"
+    if "error" in (reads["older"][0], reads["older_filtered"][0]) and report is not None:
         try:
             older_report = _check(path, older)
         except LakelogError:
             older_report = None  # the version is not in the log any more (VersionNotFoundError)
         except Exception as e:  # noqa: BLE001
             raise AssertionError(f"check of version {older} raised {type(e).__name__}: {e}\n{what}") from e
-        assert older_report is None or not older_report.ok, f"reading version {older} failed ({reads['older'][1]}) but check found no problem\n{what}"
+        failure = reads["older"][1] if reads["older"][0] == "error" else reads["older_filtered"][1]
+        assert older_report is None or not older_report.ok, f"reading version {older} failed ({failure}) but check found no problem\n{what}"
 
     # Successful reads return what the log says.
     for key, version in (("to_pyarrow", None), ("older", older)):
@@ -739,9 +762,10 @@ def _verify(path: str, older: int, original: dict[str, list] | None, story: list
         got = _table_rows(value, names)
         assert got in answers, f"{key} returned other rows than the log says\n{what}"
         expected = got
-        if key == "to_pyarrow" and reads["filtered"][0] == "ok":
+        filtered = reads["filtered" if key == "to_pyarrow" else "older_filtered"]
+        if filtered[0] == "ok" and "id" in names:
             keep = [r for r in expected if r[names.index("id")] is not None and r[names.index("id")] >= FILTER[0][2]]
-            assert _table_rows(reads["filtered"][1], names) == keep, f"the filtered read lost or invented rows\n{what}"
+            assert _table_rows(filtered[1], names) == keep, f"the filtered read ({key}) lost or invented rows\n{what}"
     if original is not None:
         for key, version in (("to_pyarrow", None), ("older", older)):
             assert reads[key][0] == "ok", f"{key} failed after mutations that change nothing: {reads[key][1]}\n{what}"
