@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_paths, now_ms, refuse_deletion_vector
+from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_path, decode_paths, now_ms, refuse_deletion_vector
 from .errors import CorruptLogError
 from .log import LAST_CHECKPOINT, checkpoint_name
 
@@ -235,11 +235,6 @@ class CheckpointState:
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
 
-    def without(self, paths) -> "CheckpointState":
-        """This state minus the add rows of the given (decoded) paths."""
-        keep = [i for i, p in enumerate(self.paths) if p not in paths]
-        return CheckpointState(self.version, self.actions, self.adds.take(pa.array(keep, pa.int64())), [self.paths[i] for i in keep])
-
 
 def _child(adds: pa.StructArray, name: str, n: int) -> list:
     if adds.type.get_field_index(name) < 0:
@@ -334,9 +329,17 @@ def read_checkpoint_state(storage, version: int) -> CheckpointState:
         if dv.null_count < len(dv):
             refuse_deletion_vector(adds.field("path")[pc.index(pc.is_valid(dv), True).as_py()].as_py())
     paths = decode_paths(adds.field("path"))
-    if len(set(paths)) != len(paths):  # a path named twice: the last row wins, as in log replay
-        last = sorted({p: i for i, p in enumerate(paths)}.values())
-        adds, paths = adds.take(pa.array(last, pa.int64())), [paths[i] for i in last]
+    # A checkpoint names each live file once and never as both live and removed (the protocol's
+    # primary-key rule). Engines disagree about such a checkpoint (delta-rs keeps both rows, or the
+    # file), so it is malformed: readers fall back to an older checkpoint or the JSON commits.
+    if len(set(paths)) != len(paths):
+        seen: set[str] = set()
+        dup = next(p for p in paths if p in seen or seen.add(p))
+        raise CorruptLogError(f"checkpoint {name} names {dup!r} in two add rows; a checkpoint lists each file once")
+    removed = {decode_path(a.path) for a in actions if type(a) is RemoveFile}
+    both = removed.intersection(paths)
+    if both:
+        raise CorruptLogError(f"checkpoint {name} names {sorted(both)[0]!r} in both an add and a remove row; a file is live or removed, not both")
     return CheckpointState(version, actions, adds, paths)
 
 

@@ -412,10 +412,9 @@ class _Replay:
     @classmethod
     def from_checkpoint(cls, cp: CheckpointState) -> "_Replay":
         """The state a checkpoint describes. Its removes go to the tombstones only, so the file set's
-        changes stay empty (they would otherwise name every tombstone)."""
+        changes stay empty (they would otherwise name every tombstone); reading the checkpoint made sure
+        no file is both live and removed."""
         tombstones = {decode_path(a.path): a for a in cp.actions if type(a) is RemoveFile}
-        if tombstones and not tombstones.keys().isdisjoint(cp.paths):
-            cp = cp.without(tombstones)  # a path both added and removed: the remove wins, as in replay
         state = cls(FileSet(cp))
         state.apply([a for a in cp.actions if type(a) is not RemoveFile])
         state.tombstones = tombstones
