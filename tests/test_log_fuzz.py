@@ -526,8 +526,9 @@ class _Ref:
                     continue
                 rel = _ref_path(a.get("path"))
                 pv = a.get("partitionValues")
-                if rel not in removed:
-                    self.files[rel] = {} if pv is None else {k: _ref_text(x) for k, x in dict(pv).items()}
+                if rel in removed or rel in self.files:
+                    raise Invalid("checkpoint names a file twice")  # the protocol's primary-key rule
+                self.files[rel] = {} if pv is None else {k: _ref_text(x) for k, x in dict(pv).items()}
 
     def check_usable(self) -> None:
         p, m = self.protocol, self.metadata
