@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import pyarrow.dataset as ds
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
+from .errors import InvalidArgumentError
 from .log import DeltaLog
 from .snapshot import Snapshot
 from .storage import Storage
@@ -82,11 +84,13 @@ class Table:
         none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
         ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
         """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
+            raise InvalidArgumentError(f"history(limit=...) takes a number of commits (an integer >= 0) or None, not {limit!r}")
         listing = self._snapshot.listing or DeltaLog(self.storage).list()
         times = listing.commit_timestamps()
         versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
         if limit is not None:
-            versions = versions[:limit]
+            versions = versions[: int(limit)]
         commits = self._snapshot.log.read_commits(versions)
         out = []
         for v in versions:

@@ -127,3 +127,13 @@ def test_history_has_one_timestamp_and_one_parameters_field_with_deltas_names(fi
         f.write('{"txn": {"appId": "x", "version": 1}}\n')
     h = lakelog.Table(five_versions).history(limit=1)[0]
     assert h["version"] == 5 and h["operation"] is None and h["operationParameters"] == {} and isinstance(h["timestamp"], dt.datetime)
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, "2", True])
+def test_history_limit_must_be_a_count(five_versions, limit):
+    """history(limit=-1) silently dropped the oldest commit; 1.5 raised a bare TypeError."""
+    from lakelog.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        lakelog.Table(five_versions).history(limit=limit)
+    assert len(lakelog.Table(five_versions).history(limit=0)) == 0
