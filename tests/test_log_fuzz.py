@@ -712,7 +712,7 @@ def _cli(path: str) -> dict[str, tuple[int, str]]:
     return out
 
 
-LATEST_READS = ("open", "to_pyarrow", "files", "filtered", "history", "timestamp")
+LATEST_READS = ("open", "to_pyarrow", "files", "filtered", "history")
 
 
 def _verify(path: str, older: int, original: dict[str, list] | None, story: list[str]) -> None:
@@ -740,15 +740,20 @@ def _verify(path: str, older: int, original: dict[str, list] | None, story: list
         needs = {"show": ["to_pyarrow"], "describe": ["to_pyarrow", "history"], "files": ["open"], "history": ["history"]}[command]
         if all(reads[k][0] == "ok" for k in needs):
             assert code == 0, f"lakelog {command} failed although {needs} worked: {err}\n{what}"
-    if "error" in (reads["older"][0], reads["older_filtered"][0]) and report is not None:
+    # Reads of other versions: time travel to `older`, and by timestamp to the newest commit file's version
+    # (the latest version may exist as a checkpoint only, without its commit file).
+    commits = _versions(path, COMMIT_RE)
+    for keys, version in ((("older", "older_filtered"), older), (("timestamp",), max(commits, default=None))):
+        failures = [reads[k][1] for k in keys if reads[k][0] == "error"]
+        if not failures or report is None or version is None:
+            continue
         try:
-            older_report = _check(path, older)
+            version_report = _check(path, version)
         except LakelogError:
-            older_report = None  # the version is not in the log any more (VersionNotFoundError)
+            continue  # the version is not in the log any more (VersionNotFoundError)
         except Exception as e:  # noqa: BLE001
-            raise AssertionError(f"check of version {older} raised {type(e).__name__}: {e}\n{what}") from e
-        failure = reads["older"][1] if reads["older"][0] == "error" else reads["older_filtered"][1]
-        assert older_report is None or not older_report.ok, f"reading version {older} failed ({failure}) but check found no problem\n{what}"
+            raise AssertionError(f"check of version {version} raised {type(e).__name__}: {e}\n{what}") from e
+        assert not version_report.ok, f"reading version {version} failed ({failures[0]}) but check found no problem\n{what}"
 
     # Successful reads return what the log says.
     for key, version in (("to_pyarrow", None), ("older", older)):
