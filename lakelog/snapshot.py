@@ -56,6 +56,8 @@ def checkpoint_interval(configuration: dict[str, str]) -> int:
         return 10
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MS = dt.timedelta(milliseconds=1)
 TIMESTAMP_FORMS = (
     "a datetime (naive means UTC), a date, or an ISO-8601 string such as '2026-11-22', "
     "'2026-11-22T10:00:00Z', '2026-11-22 10:00:00.5' or '2026-11-22T10:00:00+01:00' (no offset means UTC)"
@@ -73,12 +75,12 @@ def to_epoch_ms(ts: Any) -> int:
             value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
             value = None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return (value - _EPOCH) // _MS  # exact (floats round microseconds up near year 9999)
     raise InvalidTimestampError(f"cannot read {ts!r} ({type(ts).__name__}) as a timestamp; pass {TIMESTAMP_FORMS}")
 
 
