@@ -27,6 +27,7 @@ import re
 import shutil
 import signal
 import tempfile
+import time
 import warnings
 import contextlib
 from contextlib import contextmanager
@@ -652,16 +653,21 @@ class Hang(Exception):
 
 @contextmanager
 def _time_limit(seconds: float):
+    """Raise ``Hang`` in the block after ``seconds``; an outer timer (pytest-timeout's) keeps running."""
+
     def on_alarm(signum, frame):
         raise Hang(f"no answer within {seconds} s")
 
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old_handler = signal.signal(signal.SIGALRM, on_alarm)
+    outer, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGALRM, old_handler)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001), outer_interval)
 
 
 def _outcome(fn) -> tuple[str, Any]:
