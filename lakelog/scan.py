@@ -31,7 +31,7 @@ def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
     if filters is None:
         return None
     if isinstance(filters, pc.Expression):
-        return filters
+        return _fits(filters, filters, schema)
     if not filters:
         return None
     flat = [filters] if isinstance(filters[0], tuple) else filters
@@ -41,7 +41,20 @@ def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
                 raise ValueError(f"filter {term!r} is not a (column, op, value) tuple")
             if term[0] not in schema.names:
                 raise SchemaMismatchError(f"filter column {term[0]!r} is not in the table (columns: {schema.names})")
-    return pq.filters_to_expression(filters)
+    return _fits(pq.filters_to_expression(filters), filters, schema)
+
+
+def _fits(expr: pc.Expression, filters: Any, schema: pa.Schema) -> pc.Expression:
+    """``expr``, once it evaluates against the table's columns (on no rows): a value of another type than
+    its column (``("s", ">", 3)`` on a string column) is a SchemaMismatchError, not pyarrow's error."""
+    try:
+        schema.empty_table().filter(expr)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as e:
+        raise SchemaMismatchError(
+            f"filter {filters!r} does not fit the table's columns ({e}); compare each column with a value of its "
+            f"type (schema: {', '.join(f'{f.name} {f.type}' for f in schema)})"
+        ) from None
+    return expr
 
 
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:

@@ -946,3 +946,15 @@ def test_malformed_stats_are_ignored_not_trusted(any_table_path, stats):
     assert _sorted_rows(lakelog.read_table(path, filters=[("id", ">=", 1)])) == _sorted_rows(data)
     assert [a.num_records() for a in t.snapshot.files.values()] == [2 if '"numRecords": 2' in stats else None]
     assert _check_problems(path) == []
+
+
+@pytest.mark.parametrize("filters", [[("name", ">", 3)], [("id", "=", "x")], [("id", ">", dt.date(2026, 1, 1))]], ids=repr)
+def test_filter_value_of_another_type_is_schema_mismatch(any_table_path, filters):
+    """A filter comparing a column with a value of another type raised pyarrow's untyped
+    ArrowNotImplementedError (no kernel for string >= int8) from files() and reads."""
+    path = any_table_path
+    _hand_written_table(path)
+    t = lakelog.Table(path)
+    for read in (lambda: t.files(filters=filters), lambda: t.to_pyarrow(filters=filters), lambda: t.to_pyarrow(filters=pq.filters_to_expression(filters))):
+        with pytest.raises(SchemaMismatchError, match="does not fit the table's columns"):
+            read()
