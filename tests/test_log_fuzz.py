@@ -78,7 +78,8 @@ def _lakelog_table(path: str) -> None:
     lakelog.write_table(path, _rows(7, 3, "a", 1), mode="overwrite")  # 3
     lakelog.write_table(path, _rows(10, 2, None, 3))  # 4 + checkpoint
     lakelog.write_table(path, _rows(12, 2, "a", 1))  # 5
-    lakelog.Table(path).optimize()  # 6: removes and adds with dataChange=false
+    lakelog.Table(path).optimize()  # 6: removes and adds with dataChange=false (+ checkpoint)
+    lakelog.write_table(path, _rows(14, 2, "c", 4))  # 7: read by JSON replay after the last checkpoint
 
 
 def _deltalake_table(path: str) -> None:
