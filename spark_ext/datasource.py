@@ -42,7 +42,7 @@ from pyspark.sql.types import StructType
 
 import lakelog
 from lakelog.actions import AddFile, RemoveFile, parse_app_version
-from lakelog.errors import InvalidArgumentError, LakelogError
+from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
 from lakelog.log import DeltaLog
 from lakelog.predicates import NEGATED_OP, term_expression
 from lakelog.scan import read_batches
@@ -77,6 +77,17 @@ def _bool(options, key: str, default: bool = False) -> bool:
     return default if v is None else str(v).strip().lower() in ("1", "true", "yes")
 
 
+def _version(options, key: str) -> int | None:
+    """A version option (a string, as Spark passes options): a whole number, else InvalidVersionError."""
+    v = options.get(key)
+    if v is None:
+        return None
+    text = str(v).strip()
+    if not text.isdigit():
+        raise InvalidVersionError(f"option {key} must be a table version (a whole number >= 0), not {v!r}")
+    return int(text)
+
+
 def _partition_by(options) -> list[str] | None:
     v = options.get("partitionBy")
     if v is None:
@@ -93,12 +104,10 @@ class LakelogDataSource(DataSource):
         return "lakelog"
 
     def _table(self) -> lakelog.Table:
-        version = self.options.get("versionAsOf")
-        ts = self.options.get("timestampAsOf")
         return lakelog.Table(
             _path(self.options),
-            version=int(version) if version is not None else None,
-            timestamp=ts,
+            version=_version(self.options, "versionAsOf"),
+            timestamp=self.options.get("timestampAsOf"),
             storage_options=_storage_options(self.options),
         )
 
@@ -370,7 +379,7 @@ class LakelogStreamReader(DataSourceStreamReader):
             return {"version": -1, "snapshot": self._table().version}
         if str(self.starting_version).lower() == "latest":
             return {"version": self._table().version, "snapshot": -1}
-        return {"version": int(self.starting_version) - 1, "snapshot": -1}
+        return {"version": _version({"startingVersion": self.starting_version}, "startingVersion") - 1, "snapshot": -1}
 
     def latestOffset(self, start: dict, limit=None) -> dict:
         latest = self._table().version
