@@ -368,7 +368,26 @@ class CommitInfo:
         return {"commitInfo": self.info}
 
 
-Action = Union[Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo]
+@dataclass(slots=True)
+class DomainMetadata:
+    """A ``domainMetadata`` action: the configuration of a named metadata domain (``removed``: a tombstone).
+
+    Domains whose name starts with ``delta.`` belong to table features; the others to users and other
+    engines. lakelog changes none of them and keeps them all (replay, checkpoints)."""
+
+    domain: str
+    configuration: str
+    removed: bool = False
+
+    def to_json(self) -> dict:
+        return {"domainMetadata": {"domain": self.domain, "configuration": self.configuration, "removed": self.removed}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DomainMetadata":
+        return cls(_str(d, "domain"), _str(d, "configuration"), _bool(d, "removed", required=True))
+
+
+Action = Union[Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo, DomainMetadata]
 
 _PARSERS = {
     "add": AddFile.from_json,
@@ -377,6 +396,7 @@ _PARSERS = {
     "protocol": Protocol.from_json,
     "txn": Txn.from_json,
     "commitInfo": CommitInfo,
+    "domainMetadata": DomainMetadata.from_json,
 }
 
 
@@ -385,8 +405,12 @@ def serialize_actions(actions: list[Action]) -> bytes:
     return b"".join(orjson.dumps(a.to_json()) + b"\n" for a in actions)
 
 
-def parse_actions(data: bytes, name: str) -> list[Action]:
-    """Parse a JSON commit file; a torn or unparseable line is a ``CorruptLogError`` naming file and line."""
+def parse_actions(data: bytes, name: str, extra: dict[str, Any] | None = None) -> list[Action]:
+    """Parse a JSON commit file; a torn or unparseable line is a ``CorruptLogError`` naming file and line.
+
+    ``extra``: parsers of actions allowed only in this kind of file (a V2 checkpoint's
+    ``checkpointMetadata`` and ``sidecar``); in commits they are unknown actions and ignored."""
+    parsers = _PARSERS if extra is None else {**_PARSERS, **extra}
     if not data.strip():
         raise CorruptLogError(f"incomplete log file {name}: it is empty. Restore it from a backup or remove it if it is the newest commit and was never acknowledged.")
     out: list[Action] = []
@@ -403,7 +427,7 @@ def parse_actions(data: bytes, name: str) -> list[Action]:
         if not isinstance(obj, dict):
             raise CorruptLogError(f"incomplete log file {name}: line {lineno} is not a JSON object")
         for key, value in obj.items():
-            parser = _PARSERS.get(key)
+            parser = parsers.get(key)
             if parser is None or value is None:
                 continue  # unknown actions are ignored, as the protocol requires
             try:

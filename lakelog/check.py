@@ -29,7 +29,8 @@
   Every data file of the checked version has its footer read (in parallel); no data is read.
 
 * warnings (do not affect ``ok``): a ``_last_checkpoint`` hint that is unparseable or names a checkpoint
-  that does not exist (readers only use it as a hint), and temp files in ``_delta_log`` left by writers
+  that does not exist (readers only use it as a hint), multi-part checkpoints missing parts
+  (``incomplete_checkpoint``: readers ignore them), and temp files in ``_delta_log`` left by writers
   that crashed (readers ignore them; delete them when no writer runs).
 
 * orphans: files under the table root, outside ``_delta_log`` and hidden (``_``/``.``) paths, that no
@@ -50,7 +51,7 @@ import orjson
 from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, parse_actions
 from .checkpoint import read_checkpoint
 from .errors import CorruptLogError, InvalidPathError, LakelogError, VersionNotFoundError
-from .log import LAST_CHECKPOINT, DeltaLog, checkpoint_name, commit_name
+from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
 from .snapshot import Snapshot, _Replay, as_version, describe_ranges, missing_ranges
@@ -208,23 +209,24 @@ def check_table(
                 state = None  # reported above (invalid path)
         else:
             state = None  # chain broken: missing or unreadable commit
-        if v in listing.checkpoints:
-            cp_state = _read_checkpoint_state(storage, v, problems, note_paths)
+        replayed = state
+        for cp in listing.checkpoints.get(v, ()):
+            cp_state = _read_checkpoint_state(storage, cp, problems, note_paths)
             if cp_state is not None:
-                if state is not None:
+                if replayed is not None:
                     verified += 1
-                    diff = _differences(state, cp_state)
+                    diff = _differences(replayed, cp_state)
                     if diff:
                         problems.append(
                             Problem(
                                 "checkpoint_mismatch",
-                                f"checkpoint {checkpoint_name(v)} differs from the JSON commits up to version {v}: {'; '.join(diff)}. "
+                                f"checkpoint {cp.name} differs from the JSON commits up to version {v}: {'; '.join(diff)}. "
                                 "Readers starting from this checkpoint see a different table than the log describes.",
                                 v,
-                                checkpoint_name(v),
+                                cp.name,
                             )
                         )
-                else:
+                elif state is None:
                     state = cp_state
         if state is not None:
             covered.append(v)
@@ -266,6 +268,16 @@ def check_table(
                         LAST_CHECKPOINT,
                     )
                 )
+    for cp in listing.incomplete_checkpoints:
+        warns.append(
+            Problem(
+                "incomplete_checkpoint",
+                f"checkpoint {cp.name} has only {len(cp.files)} of its {cp.parts} parts (a writer stopped mid-write, or a part "
+                "was deleted); readers ignore it",
+                cp.version,
+                cp.files[0].name,
+            )
+        )
     temps = sorted(n for n in names if _TEMP_RE.match(n))
     for n in temps:
         warns.append(Problem("stale_temp_file", f"_delta_log/{n} was left by a writer that stopped mid-write; readers ignore it", None, f"_delta_log/{n}"))
@@ -352,10 +364,10 @@ def _read_commits(storage: Storage, versions: list[int]) -> dict[int, bytes | No
     return out
 
 
-def _read_checkpoint_state(storage: Storage, v: int, problems: list[Problem], note_paths) -> _Replay | None:
-    name = checkpoint_name(v)
+def _read_checkpoint_state(storage: Storage, cp: CheckpointFiles, problems: list[Problem], note_paths) -> _Replay | None:
+    name, v = cp.name, cp.version
     try:
-        actions = read_checkpoint(storage, v)
+        actions = read_checkpoint(storage, cp)
     except FileNotFoundError:
         problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} vanished while being checked", v, name))
         return None

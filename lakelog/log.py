@@ -1,4 +1,20 @@
-"""The ``_delta_log`` directory: naming, listing, reading and writing versions."""
+"""The ``_delta_log`` directory: naming, listing, reading and writing versions.
+
+File kinds in ``_delta_log`` (versions zero-padded to 20 digits):
+
+* ``n.json``: the commit of version ``n``;
+* ``n.checkpoint.parquet``: a classic checkpoint (V1 spec, or V2 spec with a ``checkpointMetadata`` row);
+* ``n.checkpoint.o.p.parquet``: part ``o`` of a ``p``-part (multi-part) checkpoint, always V1 spec; a
+  set with a missing part is incomplete and never used;
+* ``n.checkpoint.<uuid>.json|parquet``: a UUID-named checkpoint, always V2 spec (its ``sidecar``
+  actions name files in ``_delta_log/_sidecars/``);
+* ``x.y.compacted.json``: a log compaction of commits ``x..y`` (optional; lakelog replays the commits
+  themselves and never needs one);
+* ``_last_checkpoint``: a hint naming a recent checkpoint (see ``lakelog.last_checkpoint``).
+
+Anything else (``.crc`` files, Hadoop ``.*.crc`` side files, temp files of crashed writers) is ignored.
+Listing never recurses: ``_sidecars/`` and ``_staged_commits/`` are not part of the log listing.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +29,12 @@ from .storage import FileInfo, Storage
 
 COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+UUID_CHECKPOINT_RE = re.compile(rf"^(\d{{20}})\.checkpoint\.({_UUID})\.(json|parquet)$")
+COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 LAST_CHECKPOINT = "_last_checkpoint"
+SIDECARS = "_sidecars"
 
 
 def commit_name(version: int) -> str:
@@ -24,12 +45,55 @@ def checkpoint_name(version: int) -> str:
     return f"{version:020d}.checkpoint.parquet"
 
 
+def uuid_checkpoint_name(version: int, uuid: str, fmt: str = "parquet") -> str:
+    return f"{version:020d}.checkpoint.{uuid}.{fmt}"
+
+
+@dataclass(frozen=True)
+class CheckpointFiles:
+    """The files of one checkpoint of ``version``: ``kind`` is ``classic`` (one file, V1 or V2 spec),
+    ``multipart`` (``parts`` files, V1 spec) or ``uuid`` (one file, V2 spec, ``fmt`` json or parquet).
+    ``files`` are in part order; an incomplete multi-part set lists the parts present."""
+
+    version: int
+    kind: str
+    files: tuple[FileInfo, ...]
+    parts: int = 1
+    fmt: str = "parquet"
+
+    @property
+    def name(self) -> str:
+        """A name for messages: the file name, or the first part's name with the part count."""
+        if self.kind == "multipart":
+            return f"{self.version:020d}.checkpoint.*.{self.parts:010d}.parquet ({self.parts}-part checkpoint)"
+        return self.files[0].name
+
+    @property
+    def complete(self) -> bool:
+        return len(self.files) == self.parts
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+# Within one version, the checkpoint tried first: one file to read beats several.
+_KIND_ORDER = {"classic": 0, "uuid": 1, "multipart": 2}
+
+
 @dataclass
 class LogListing:
-    """One listing of ``_delta_log``: every later step of an operation reuses it."""
+    """One listing of ``_delta_log``: every later step of an operation reuses it.
+
+    ``checkpoints`` maps a version to its complete checkpoints (several kinds may coexist for one
+    version; any complete one describes the same state), in the order readers try them;
+    ``incomplete_checkpoints`` are multi-part sets with missing parts, which readers ignore.
+    """
 
     commits: dict[int, FileInfo] = field(default_factory=dict)
-    checkpoints: dict[int, FileInfo] = field(default_factory=dict)
+    checkpoints: dict[int, list[CheckpointFiles]] = field(default_factory=dict)
+    incomplete_checkpoints: list[CheckpointFiles] = field(default_factory=list)
+    compactions: dict[tuple[int, int], FileInfo] = field(default_factory=dict)
     last_checkpoint: FileInfo | None = None
 
     @property
@@ -56,16 +120,31 @@ class DeltaLog:
 
     def list(self) -> LogListing:
         listing = LogListing()
+        found: list[CheckpointFiles] = []
+        parts: dict[tuple[int, int], dict[int, FileInfo]] = {}
         for info in self.storage.list_log():
-            m = COMMIT_RE.match(info.name)
-            if m:
+            name = info.name
+            if m := COMMIT_RE.match(name):
                 listing.commits[int(m.group(1))] = info
-                continue
-            m = CHECKPOINT_RE.match(info.name)
-            if m:
-                listing.checkpoints[int(m.group(1))] = info
-            elif info.name == LAST_CHECKPOINT:
+            elif m := CHECKPOINT_RE.match(name):
+                found.append(CheckpointFiles(int(m.group(1)), "classic", (info,)))
+            elif m := MULTIPART_RE.match(name):
+                part, total = int(m.group(2)), int(m.group(3))
+                if 1 <= part <= total and total > 1:  # anything else names no checkpoint
+                    parts.setdefault((int(m.group(1)), total), {})[part] = info
+            elif m := UUID_CHECKPOINT_RE.match(name):
+                found.append(CheckpointFiles(int(m.group(1)), "uuid", (info,), fmt=m.group(3)))
+            elif m := COMPACTED_RE.match(name):
+                lo, hi = int(m.group(1)), int(m.group(2))
+                if hi > lo:
+                    listing.compactions[(lo, hi)] = info
+            elif name == LAST_CHECKPOINT:
                 listing.last_checkpoint = info
+        for (version, total), present in parts.items():
+            cp = CheckpointFiles(version, "multipart", tuple(present[i] for i in sorted(present)), parts=total)
+            (found if cp.complete else listing.incomplete_checkpoints).append(cp)
+        for cp in sorted(found, key=lambda c: (c.version, _KIND_ORDER[c.kind], c.parts, c.files[0].name)):
+            listing.checkpoints.setdefault(cp.version, []).append(cp)
         if not listing.commits and not listing.checkpoints:
             raise TableNotFoundError(f"no table at {self.storage.uri!r}: {self._what_is_there()}")
         return listing

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from .checkpoint import read_checkpoint
+from .checkpoint import checkpoint_sidecars, read_checkpoint_state
 from .errors import CorruptLogError
 from .actions import now_ms
-from .log import DeltaLog
+from .log import SIDECARS, CheckpointFiles, DeltaLog
 from .snapshot import Snapshot
 from .storage import Storage
 
@@ -30,9 +30,9 @@ def log_retention_ms(snapshot: Snapshot) -> int:
     return snapshot.properties.log_retention_ms
 
 
-def _usable_checkpoint(storage: Storage, version: int) -> bool:
+def _usable_checkpoint(storage: Storage, cp: CheckpointFiles) -> bool:
     try:
-        actions = read_checkpoint(storage, version)
+        actions = read_checkpoint_state(storage, cp).actions
     except (CorruptLogError, FileNotFoundError):
         return False
     kinds = {type(a).__name__ for a in actions}
@@ -56,11 +56,25 @@ def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None 
         return []
     cutoff_commit = max(candidates)
     checkpoint = next(
-        (v for v in sorted((c for c in listing.checkpoints if c <= cutoff_commit), reverse=True) if _usable_checkpoint(storage, v)),
+        (
+            v
+            for v in sorted((c for c in listing.checkpoints if c <= cutoff_commit), reverse=True)
+            if any(_usable_checkpoint(storage, cp) for cp in listing.checkpoints[v])
+        ),
         None,
     )
     if checkpoint is None:
         return []
+    # Sidecars are kept while any checkpoint from the cutoff one on names them (or they are newer than the
+    # cutoff: a V2 checkpoint being written has its sidecars before its checkpoint file).
+    referenced: set[str] = set()
+    for v, cps in listing.checkpoints.items():
+        if v >= checkpoint:
+            for cp in cps:
+                try:
+                    referenced.update(checkpoint_sidecars(storage, cp))
+                except (CorruptLogError, FileNotFoundError):
+                    pass  # a damaged checkpoint protects nothing, but the cutoff one is usable
     expired: list[tuple[int, str]] = []
     for info in storage.list_log():
         m = _LOG_FILE_RE.match(info.name)
@@ -73,6 +87,9 @@ def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None 
             continue
         if _TEMP_RE.match(info.name) and 0 < info.mtime_ms < cutoff_ms:
             expired.append((-1, info.name))
+    for info in storage.list_dir(storage.log_file(SIDECARS)):
+        if info.name not in referenced and 0 < info.mtime_ms < cutoff_ms:
+            expired.append((checkpoint, f"{SIDECARS}/{info.name}"))  # after the checkpoints naming them
     expired.sort(key=lambda e: (e[0], not e[1].endswith(".json"), e[1]))  # a version's commit before its checkpoint
     return [name for _, name in expired]
 

@@ -239,6 +239,8 @@ REGISTRY: dict[str, Property] = {
             "delta.columnMapping.mode", "none", _enum_parser("none", "id", "name"), "none, id or name", used=True,
             refuse=lambda v: None if v == "none" else "lakelog does not implement column mapping",
         ),
+        Property("delta.enableInCommitTimestamps", "false", _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.checkpointPolicy", "classic", _enum_parser("classic", "v2"), "classic or v2", used=True),
         Property("delta.enableChangeDataFeed", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
         Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
         Property(
@@ -256,11 +258,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
         Property("delta.enableDeletionVectors", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("deletion vectors")),
-        Property("delta.enableInCommitTimestamps", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("in-commit timestamps")),
-        Property(
-            "delta.checkpointPolicy", "classic", _enum_parser("classic", "v2"), "classic or v2",
-            refuse=lambda v: None if v == "classic" else "lakelog writes classic checkpoints only",
-        ),
         Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("row tracking")),
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("the type widening table feature")),
         Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
@@ -425,6 +422,23 @@ class TableProperties:
     @property
     def append_only(self) -> bool:
         return self.get("delta.appendOnly")
+
+    @property
+    def checkpoint_policy(self) -> str:
+        """``classic`` or ``v2`` (V2 checkpoints with sidecars; needs the ``v2Checkpoint`` feature)."""
+        return self.get("delta.checkpointPolicy")
+
+    @property
+    def in_commit_timestamps(self) -> bool:
+        return self.get("delta.enableInCommitTimestamps")
+
+    @property
+    def ict_enablement(self) -> tuple[int, int] | None:
+        """(version, timestamp) from which in-commit timestamps are the commit times; None when the
+        properties are absent (then every version has one if the feature is on)."""
+        v = self.get("delta.inCommitTimestampEnablementVersion")
+        t = self.get("delta.inCommitTimestampEnablementTimestamp")
+        return None if v is None or t is None else (v, t)
 
     @property
     def checkpoint_interval(self) -> int:

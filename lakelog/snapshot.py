@@ -10,29 +10,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
+from .actions import AddFile, CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
-from .log import DeltaLog, LogListing, checkpoint_name
+from .features import check_read, check_write
+from .log import DeltaLog, LogListing
 from .properties import TableProperties
 from .schema import schema_from_string
 from .storage import Storage
-
-# Reader features whose semantics lakelog implements (others are refused).
-SUPPORTED_READER_FEATURES = {"timestampNtz", "vacuumProtocolCheck"}
-# Writer features lakelog can honour, provided the 'in use' checks in check_writable pass.
-SUPPORTED_WRITER_FEATURES = {
-    "appendOnly",
-    "invariants",
-    "timestampNtz",
-    "checkConstraints",
-    "changeDataFeed",
-    "generatedColumns",
-    "columnMapping",
-    "identityColumns",
-    "vacuumProtocolCheck",
-}
-
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MS = dt.timedelta(milliseconds=1)
@@ -111,6 +96,7 @@ class Snapshot:
     tombstones: dict[str, RemoveFile] = field(default_factory=dict)
     txns: dict[str, Txn] = field(default_factory=dict)
     listing: LogListing | None = None
+    domains: dict[str, DomainMetadata] = field(default_factory=dict)
     _schema: pa.Schema | None = None
 
     # ------------------------------------------------------------ derived
@@ -148,16 +134,7 @@ class Snapshot:
 
     # ------------------------------------------------------------ protocol checks
     def check_readable(self) -> None:
-        p = self.protocol
-        if p.min_reader_version > 3:
-            raise UnsupportedFeatureError(f"table needs reader version {p.min_reader_version}; lakelog reads versions 1 to 3")
-        if p.min_reader_version == 3:
-            unknown = sorted(set(p.reader_features or []) - SUPPORTED_READER_FEATURES)
-            if unknown:
-                raise UnsupportedFeatureError(
-                    f"table uses reader feature(s) {unknown} that lakelog does not implement "
-                    f"(supported: {sorted(SUPPORTED_READER_FEATURES)}); read it with an engine that supports them"
-                )
+        check_read(self.protocol)
         mode = self.properties.column_mapping_mode
         if mode != "none":
             raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
@@ -178,13 +155,7 @@ class Snapshot:
         cleanup included (Delta's ``vacuumProtocolCheck``: an old client must not delete files a newer
         feature still uses). Returns the properties checked."""
         self.check_readable()
-        p = self.protocol
-        if p.min_writer_version > 7:
-            raise UnsupportedFeatureError(f"table needs writer version {p.min_writer_version}; lakelog writes versions up to 7")
-        if p.min_writer_version == 7:
-            unknown = sorted(set(p.writer_features or []) - SUPPORTED_WRITER_FEATURES)
-            if unknown:
-                raise UnsupportedFeatureError(f"table uses writer feature(s) {unknown} that lakelog cannot honour; write it with an engine that supports them")
+        check_write(self.protocol)
         props = self.properties if configuration is None else TableProperties(configuration)
         props.check_writable()
         return props
@@ -232,17 +203,18 @@ class Snapshot:
         state = _Replay()
         start = -1
         skipped: list[tuple[int, Exception]] = []  # unusable checkpoints, newest first
-        for cp in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
+        candidates = [cp for v in sorted((v for v in listing.checkpoints if v <= target), reverse=True) for cp in listing.checkpoints[v]]
+        for cp in candidates:
             try:
                 probe = _Replay.from_checkpoint(read_checkpoint_state(storage, cp))
                 if probe.protocol is None or probe.metadata is None:
-                    raise CorruptLogError(f"checkpoint {cp} has no protocol or metaData")
+                    raise CorruptLogError(f"checkpoint {cp.name} has no protocol or metaData")
             except (CorruptLogError, FileNotFoundError) as e:
-                # Documented fallback: an older checkpoint, or JSON replay, when those files exist.
-                warnings.warn(f"lakelog: skipping unusable checkpoint at version {cp}: {e}", stacklevel=2)
+                # Documented fallback: another checkpoint of the version, an older one, or JSON replay.
+                warnings.warn(f"lakelog: skipping unusable checkpoint at version {cp.version} ({cp.name}): {e}", stacklevel=2)
                 skipped.append((cp, e))
                 continue
-            state, start = probe, cp
+            state, start = probe, cp.version
             break
 
         # Only the commit files that exist are enumerated: a stray far-future name must not cost time.
@@ -250,13 +222,13 @@ class Snapshot:
         if len(needed) != target - start:
             gaps = missing_ranges(start + 1, target, needed)
             last_missing = gaps[-1][1]
-            covering = [(cp, e) for cp, e in skipped if cp >= last_missing]
+            covering = [(cp, e) for cp, e in skipped if cp.version >= last_missing]
             if covering:
                 # Only an unusable checkpoint covered the missing commits: no fallback exists.
                 cp, err = covering[0]
                 error_type = type(err) if isinstance(err, CorruptLogError) else CorruptLogError
                 raise error_type(
-                    f"version {target} cannot be reconstructed: checkpoint {checkpoint_name(cp)} is unusable ({err}) "
+                    f"version {target} cannot be reconstructed: checkpoint {cp.name} is unusable ({err}) "
                     f"and commit file(s) for version(s) {describe_ranges(gaps)} it covers are gone, so there is nothing to "
                     "fall back to. Restore the checkpoint or those commits from a backup."
                 )
@@ -279,7 +251,7 @@ class Snapshot:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
         if state.metadata is None:
             raise CorruptLogError(f"no metaData action found in the log up to version {target}; the table is incomplete")
-        snap = cls(storage, log, target, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, listing)
+        snap = cls(storage, log, target, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, listing, state.domains)
         snap.check_readable()
         return snap
 
@@ -301,14 +273,14 @@ class Snapshot:
         """A new snapshot: this one plus the given later commits (contiguous, in order)."""
         state = _Replay(self.file_set.copy())
         state.protocol, state.metadata = self.protocol, self.metadata
-        state.tombstones, state.txns = dict(self.tombstones), dict(self.txns)
+        state.tombstones, state.txns, state.domains = dict(self.tombstones), dict(self.txns), dict(self.domains)
         version = self.version
         for v in sorted(new_actions):
             if v != version + 1:
                 raise CorruptLogError(f"cannot advance snapshot {self.version} by non-contiguous version {v}")
             state.apply(new_actions[v], v)
             version = v
-        snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, None)
+        snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, None, state.domains)
         snap.check_readable()
         return snap
 
@@ -381,7 +353,7 @@ class FileSet:
 class _Replay:
     """Action reconciliation: latest protocol/metaData win, latest action per path wins, latest txn per appId."""
 
-    __slots__ = ("protocol", "metadata", "file_set", "tombstones", "txns")
+    __slots__ = ("protocol", "metadata", "file_set", "tombstones", "txns", "domains")
 
     def __init__(self, file_set: FileSet | None = None) -> None:
         self.protocol: Protocol | None = None
@@ -389,6 +361,7 @@ class _Replay:
         self.file_set = FileSet() if file_set is None else file_set
         self.tombstones: dict[str, RemoveFile] = {}
         self.txns: dict[str, Txn] = {}
+        self.domains: dict[str, DomainMetadata] = {}  # domain -> latest action (tombstones included)
 
     @classmethod
     def from_checkpoint(cls, cp: CheckpointState) -> "_Replay":
@@ -438,6 +411,8 @@ class _Replay:
                 self.protocol = a
             elif t is Txn:
                 self.txns[a.app_id] = a
+            elif t is DomainMetadata:
+                self.domains[a.domain] = a
             elif t is CommitInfo:
                 pass
 

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
+from .features import features_for_properties
 from .log import DeltaLog
 from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .conform import cast_batch, merge_schema
@@ -422,18 +423,21 @@ def _plan_schema(
 def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
-    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature; on
-    writer version 7 every feature in use must be listed, so ``appendOnly`` is listed when it is on.
+    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
+    so do properties that turn a feature on (``delta.checkpointPolicy=v2``: ``v2Checkpoint``;
+    ``delta.enableInCommitTimestamps``: ``inCommitTimestamp``, writer version 7); on writer version 7 every
+    feature in use must be listed, so ``appendOnly`` is listed when it is on.
     """
     append_only = TableProperties(configuration).append_only
-    if current is None and not uses_timestamp_ntz(schema):
+    by_properties_reader, by_properties_writer = features_for_properties(configuration)
+    if current is None and not uses_timestamp_ntz(schema) and not by_properties_writer:
         return Protocol(1, 2)
-    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema):
+    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema) and not by_properties_writer:
         if append_only and current.min_writer_version < 2:
             return Protocol(current.min_reader_version, 2)  # appendOnly needs writer version 2
         return None  # legacy versions from 2 on imply appendOnly
-    needs_reader = {"timestampNtz"} if uses_timestamp_ntz(schema) else set()
-    needs_writer = needs_reader | ({"appendOnly"} if append_only else set())
+    needs_reader = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | by_properties_reader
+    needs_writer = needs_reader | by_properties_writer | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
     writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
     if current is not None and current.min_writer_version >= 7 and needs_writer <= writer and (not needs_reader or (current.min_reader_version >= 3 and needs_reader <= reader)):

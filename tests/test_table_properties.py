@@ -153,8 +153,6 @@ def test_unknown_delta_keys_are_refused_and_user_keys_pass_through(table_path):
         {"delta.enableChangeDataCapture": "true"},
         {"delta.columnMapping.mode": "name"},
         {"delta.enableDeletionVectors": "true"},
-        {"delta.enableInCommitTimestamps": True},
-        {"delta.checkpointPolicy": "v2"},
         {"delta.constraints.positive": "id > 0"},
         {"delta.feature.deletionVectors": "supported"},
         {"delta.dataSkippingStatsColumns": "id"},

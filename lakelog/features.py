@@ -1,0 +1,170 @@
+"""Delta table features: every feature the protocol (and Spark) names, and what lakelog does with it.
+
+A reader must refuse a table listing a reader feature it does not implement; a writer must refuse one
+listing a writer feature it does not honour (writers also read, so every reader feature counts too).
+``REGISTRY`` records, per feature, whether lakelog reads and writes such tables and how; the protocol
+checks (``check_read``, ``check_write``) refuse anything else with an ``UnsupportedFeatureError`` naming
+the feature. Features that are only a problem when *used* (CHECK constraints, generated columns, ...)
+are writable here and refused by the in-use checks of ``Snapshot.check_writable``.
+``specs/PROTOCOL.md`` carries the same table for users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .actions import Protocol
+from .errors import UnsupportedFeatureError
+from .properties import TableProperties
+
+
+@dataclass(frozen=True)
+class Feature:
+    """``reader``: a reader-writer feature (listed in both lists), else writer-only. ``readable`` /
+    ``writable``: lakelog reads / writes tables listing it; ``read`` / ``write`` say how or why not."""
+
+    name: str
+    reader: bool
+    readable: bool
+    writable: bool
+    read: str
+    write: str
+
+
+def _f(name: str, reader: bool, readable: bool, writable: bool, read: str, write: str) -> Feature:
+    return Feature(name, reader, readable, writable, read, write)
+
+
+_NOTHING = "nothing to do"
+_REFUSED = "refused"
+
+REGISTRY: dict[str, Feature] = {
+    f.name: f
+    for f in [
+        _f("appendOnly", False, True, True, _NOTHING, "with delta.appendOnly=true, commits that remove data are refused"),
+        _f("invariants", False, True, True, _NOTHING, "writes refused while a column has a delta.invariants expression"),
+        _f("checkConstraints", False, True, True, _NOTHING, "writes refused while the table has delta.constraints.* (not enforced)"),
+        _f("generatedColumns", False, True, True, _NOTHING, "writes refused while a column has a generation expression"),
+        _f("identityColumns", False, True, True, _NOTHING, "writes refused while a column is an identity column"),
+        _f("changeDataFeed", False, True, True, "data files' extra _change_type column ignored; change data files not read",
+           "writes refused while delta.enableChangeDataFeed=true (no change data files written)"),
+        _f("timestampNtz", True, True, True, "timestamp_ntz columns and partition values read", "timestamp_ntz columns written"),
+        _f("vacuumProtocolCheck", True, True, True, _NOTHING, "VACUUM and log cleanup check the writer protocol first (always done)"),
+        _f("domainMetadata", False, True, True, "domainMetadata actions replayed (latest per domain wins)",
+           "every domain kept: carried into checkpoints (tombstones dropped), never changed"),
+        _f("v2Checkpoint", True, True, True, "V2 checkpoints read: UUID-named JSON/Parquet, classic-named V2, sidecars",
+           "with delta.checkpointPolicy=v2: UUID-named V2 Parquet checkpoints, file actions in sidecars; never multi-part"),
+        _f("inCommitTimestamp", False, True, True,
+           "from the enablement version on, commitInfo.inCommitTimestamp is the commit time (time travel, history, streaming)",
+           "with delta.enableInCommitTimestamps=true: commitInfo first with a monotonic inCommitTimestamp; enablement properties set"),
+        _f("clustering", False, True, True, _NOTHING,
+           "files written unclustered (no clusteringProvider, which the protocol allows); the delta.clustering domain kept"),
+        _f("columnMapping", True, False, True, "refused: column mapping is not read (a reader version 2 table with mode none is read)",
+           "only while delta.columnMapping.mode=none (a table whose legacy writer version 5 implied it)"),
+        _f("deletionVectors", True, False, False, "refused: deletion vectors are not applied", _REFUSED),
+        _f("typeWidening", True, False, False, "refused: files with narrower types are not cast", _REFUSED),
+        _f("typeWidening-preview", True, False, False, "refused, as typeWidening", _REFUSED),
+        _f("rowTracking", False, True, False, _NOTHING, "refused: writers would have to assign row ids (baseRowId, defaultRowCommitVersion)"),
+        _f("icebergCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
+        _f("icebergCompatV2", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
+        _f("icebergCompatV3", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
+        _f("icebergWriterCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
+        _f("allowColumnDefaults", False, True, False, _NOTHING, "refused: column defaults not applied"),
+        _f("materializePartitionColumns", False, True, False, "partition values come from the log (copies in data files ignored)",
+           "refused: partition columns are not written into data files"),
+        _f("checkpointProtection", False, True, False, _NOTHING, "refused: log cleanup does not honour delta.requireCheckpointProtectionBeforeVersion"),
+        _f("collations", False, True, False, "strings compared by code point", "refused: collated statistics not written"),
+        _f("collations-preview", False, True, False, "strings compared by code point", "refused, as collations"),
+        _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),
+        _f("variantType-preview", True, False, False, "refused, as variantType", _REFUSED),
+        _f("variantShredding", True, False, False, "refused: shredded variants are not read", _REFUSED),
+        _f("variantShredding-preview", True, False, False, "refused, as variantShredding", _REFUSED),
+        _f("catalogManaged", True, False, False, "refused: the catalog, not _delta_log, holds the commits", _REFUSED),
+        _f("catalogOwned-preview", True, False, False, "refused, as catalogManaged", _REFUSED),
+        _f("geospatial", True, False, False, "refused: geometry/geography types are not read", _REFUSED),
+        _f("coordinatedCommits-preview", False, True, False, _NOTHING, "refused: commits go through a commit coordinator"),
+        _f("redirectReaderWriter-preview", True, False, False, "refused: the table redirects to another location", _REFUSED),
+        _f("redirectWriterOnly-preview", False, True, False, _NOTHING, "refused: writes redirect to another location"),
+    ]
+}
+
+# Features implied by legacy protocol versions ("Writer Version Requirements").
+LEGACY_WRITER_FEATURES = {
+    2: ("appendOnly", "invariants"),
+    3: ("checkConstraints",),
+    4: ("changeDataFeed", "generatedColumns"),
+    5: ("columnMapping",),
+    6: ("identityColumns",),
+}
+
+READABLE = frozenset(n for n, f in REGISTRY.items() if f.readable)
+WRITABLE = frozenset(n for n, f in REGISTRY.items() if f.writable)
+
+
+def _describe(names: list[str], role: str) -> str:
+    parts = []
+    for n in names:
+        f = REGISTRY.get(n)
+        why = (f.read if role == "read" else f.write) if f is not None else "unknown to lakelog"
+        parts.append(f"{n!r} ({why})")
+    return ", ".join(parts)
+
+
+def check_read(protocol: Protocol) -> None:
+    """Refuse a protocol lakelog cannot read: reader version above 3, or reader features it does not
+    implement (named in the error). Reader version 2 (column mapping) is checked by the caller through
+    ``delta.columnMapping.mode``."""
+    p = protocol
+    if p.min_reader_version > 3:
+        raise UnsupportedFeatureError(f"table needs reader version {p.min_reader_version}; lakelog reads versions 1 to 3")
+    if p.min_reader_version == 3:
+        unknown = sorted(set(p.reader_features or []) - READABLE)
+        if unknown:
+            raise UnsupportedFeatureError(
+                f"table uses reader feature(s) {unknown} that lakelog does not implement: {_describe(unknown, 'read')}. "
+                f"lakelog reads {sorted(READABLE & {n for n, f in REGISTRY.items() if f.reader})}; "
+                "read it with an engine that supports them (see specs/PROTOCOL.md)"
+            )
+
+
+def check_write(protocol: Protocol) -> None:
+    """Refuse a protocol lakelog cannot write (after ``check_read``): writer version above 7, or writer
+    features it cannot honour (named in the error)."""
+    p = protocol
+    if p.min_writer_version > 7:
+        raise UnsupportedFeatureError(f"table needs writer version {p.min_writer_version}; lakelog writes versions up to 7")
+    if p.min_writer_version == 7:
+        unknown = sorted(set(p.writer_features or []) - WRITABLE)
+        if unknown:
+            raise UnsupportedFeatureError(
+                f"table uses writer feature(s) {unknown} that lakelog cannot honour: {_describe(unknown, 'write')}; "
+                "write it with an engine that supports them (see specs/PROTOCOL.md)"
+            )
+
+
+def writer_features(protocol: Protocol) -> set[str]:
+    """The writer features a protocol has: listed ones on writer version 7, implied ones before."""
+    if protocol.min_writer_version >= 7:
+        return set(protocol.writer_features or [])
+    out: set[str] = set()
+    for v in range(2, protocol.min_writer_version + 1):
+        out.update(LEGACY_WRITER_FEATURES.get(v, ()))
+    return out
+
+
+def is_supported(protocol: Protocol, feature: str) -> bool:
+    """Whether ``feature`` is supported by (listed in, or implied by) ``protocol``."""
+    return feature in writer_features(protocol)
+
+
+def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) that table properties turn on and lakelog writes."""
+    props = TableProperties(configuration)
+    reader: set[str] = set()
+    writer: set[str] = set()
+    if props.checkpoint_policy == "v2":
+        reader.add("v2Checkpoint")
+        writer.add("v2Checkpoint")
+    if props.in_commit_timestamps:
+        writer.add("inCommitTimestamp")
+    return reader, writer
