@@ -41,7 +41,8 @@ from .actions import (
     parse_actions,
     refuse_deletion_vector,
 )
-from .checkpoint_v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_ROW_GROUP_ROWS, SIDECAR_TYPE, CheckpointMetadata, Sidecar, SidecarWriter, read_sidecars
+from . import checkpoint_v2
+from .checkpoint_v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, Sidecar, SidecarWriter, read_sidecars
 from .errors import CorruptLogError
 from .last_checkpoint import hint_needs_update, read_hint, write_hint
 from .log import CheckpointFiles, checkpoint_name, uuid_checkpoint_name
@@ -340,7 +341,7 @@ def _write_v2(snapshot: TableState, max_sidecar_actions: int | None = None) -> d
     writer = SidecarWriter(storage, version, sidecar_schema, **({"max_actions": max_sidecar_actions} if max_sidecar_actions else {}))
     try:
         num_adds = 0
-        for kind, arr in _file_blocks(snapshot, now, SIDECAR_ROW_GROUP_ROWS):
+        for kind, arr in _file_blocks(snapshot, now, checkpoint_v2.SIDECAR_ROW_GROUP_ROWS):
             if kind == "remove":
                 writer.write(_one_kind_table(sidecar_schema, "remove", arr))
             else:

@@ -142,8 +142,9 @@ class SidecarWriter:
     ``close()`` returns the ``sidecar`` actions of the files written; ``abort()`` deletes them.
     """
 
-    def __init__(self, storage, version: int, schema: pa.Schema, max_actions: int = SIDECAR_MAX_ACTIONS):
-        self.storage, self.version, self.schema, self.max_actions = storage, version, schema, max_actions
+    def __init__(self, storage, version: int, schema: pa.Schema, max_actions: int | None = None):
+        self.storage, self.version, self.schema = storage, version, schema
+        self.max_actions = SIDECAR_MAX_ACTIONS if max_actions is None else max_actions
         self.sidecars: list[Sidecar] = []
         self.paths: list[str] = []
         self.num_actions = 0
@@ -170,14 +171,15 @@ class SidecarWriter:
         self._writer = self._sink = None
 
     def write(self, batch: pa.Table) -> None:
-        for start in range(0, batch.num_rows, SIDECAR_ROW_GROUP_ROWS):
-            part = batch.slice(start, SIDECAR_ROW_GROUP_ROWS)
+        step = SIDECAR_ROW_GROUP_ROWS
+        for start in range(0, batch.num_rows, step):
+            part = batch.slice(start, step)
             while part.num_rows:
                 if self._writer is None:
                     self._open()
                 room = self.max_actions - self._in_file
                 chunk, part = part.slice(0, room), part.slice(room)
-                self._writer.write_table(chunk, row_group_size=SIDECAR_ROW_GROUP_ROWS)
+                self._writer.write_table(chunk, row_group_size=step)
                 self._in_file += chunk.num_rows
                 self.num_actions += chunk.num_rows
                 if self._in_file >= self.max_actions:
