@@ -47,6 +47,8 @@ from lakelog.log import DeltaLog
 from lakelog.scan import files_dataset
 from lakelog.storage import Storage
 
+from .planner import filters_will_be_pushed
+
 MAX_PARTITION_BYTES = 128 * 1024 * 1024  # as spark.sql.files.maxPartitionBytes
 OPEN_COST_BYTES = 4 * 1024 * 1024  # as spark.sql.files.openCostInBytes
 
@@ -104,7 +106,10 @@ class LakelogDataSource(DataSource):
         return from_arrow_schema(self._table().schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
-        return LakelogReader(self._table(), schema, self.options)
+        # Only PySpark's pushdown planner calls pushFilters; the other planner refuses readers that
+        # define it when spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
+        cls = LakelogReader if filters_will_be_pushed() else LakelogScanReader
+        return cls(self._table(), schema, self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> "LakelogWriter":
         return LakelogWriter(self.options, schema, "overwrite" if overwrite else "append")
@@ -211,6 +216,12 @@ class LakelogReader(DataSourceReader):
 
     def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
         return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter)
+
+
+class LakelogScanReader(LakelogReader):
+    """``LakelogReader`` without filter pushdown (Spark applies every filter)."""
+
+    pushFilters = DataSourceReader.pushFilters
 
 
 def _read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter) -> Iterator[pa.RecordBatch]:
