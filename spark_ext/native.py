@@ -49,7 +49,10 @@ _FACTORY_CLASS = "LakelogFileIndexFactory"
 _FACTORY_SOURCE = r"""
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -69,39 +72,46 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 public class LakelogFileIndexFactory {
-  /** The statuses of the snapshot's files, from the log: InMemoryFileIndex lists nothing it finds here. */
-  public static class LogStatuses extends FileStatusCache {
-    private final HashMap statuses = new HashMap();
-    public scala.Option getLeafFiles(Path path) { return scala.Option.apply(statuses.get(path)); }
-    public void putLeafFiles(Path path, FileStatus[] files) { statuses.put(path, files); }
-    public void invalidateAll() { statuses.clear(); }
+  /**
+   * The index's only "listing": each directory holding snapshot files maps to exactly those files,
+   * from the log. A snapshot never changes, so puts and invalidation (Spark's REFRESH) leave it as it
+   * is, and Spark never lists a directory itself.
+   */
+  public static class SnapshotFiles extends FileStatusCache {
+    private final HashMap byDirectory;
+    public SnapshotFiles(HashMap byDirectory) { this.byDirectory = byDirectory; }
+    public scala.Option getLeafFiles(Path dir) { return scala.Option.apply(byDirectory.get(dir)); }
+    public void putLeafFiles(Path dir, FileStatus[] statuses) { }
+    public void invalidateAll() { }
   }
 
   /**
    * files: JSON [[size, modificationTime, partition index, path], ...]; partitions: JSON [[value or
    * null, ...], ...] in the partition schema's order, each value a string Spark's ANSI cast parses
-   * exactly (binary: ISO-8859-1 bytes); null for an unpartitioned table.
+   * exactly (binary: ISO-8859-1 bytes); null for an unpartitioned table. The index's root paths are
+   * the files' directories; Spark finds each directory's files in the cache.
    */
   public InMemoryFileIndex create(org.apache.spark.sql.SparkSession session, String files, String partitions,
                                   StructType partitionSchema, scala.collection.immutable.Map options) throws Exception {
     ObjectMapper json = new ObjectMapper();
     List entries = (List) json.readValue(files, List.class);
     InternalRow[] rows = partitions == null ? null : partitionRows((List) json.readValue(partitions, List.class), partitionSchema);
-    Path[] paths = new Path[entries.size()];
-    LogStatuses statuses = new LogStatuses();
-    HashMap dirs = new HashMap();
+    LinkedHashMap filesByDir = new LinkedHashMap();
+    HashMap partitionOfDir = new HashMap();
     ArrayList parts = new ArrayList();
-    for (int i = 0; i < paths.length; i++) {
+    for (int i = 0; i < entries.size(); i++) {
       List e = (List) entries.get(i);
       Path path = new Path((String) e.get(3));
-      long size = ((Number) e.get(0)).longValue();
-      long mtime = ((Number) e.get(1)).longValue();
-      paths[i] = path;
-      statuses.putLeafFiles(path, new FileStatus[] { new FileStatus(size, false, 1, 33554432L, mtime, path) });
+      Path dir = path.getParent();
+      ArrayList inDir = (ArrayList) filesByDir.get(dir);
+      if (inDir == null) {
+        inDir = new ArrayList();
+        filesByDir.put(dir, inDir);
+      }
+      inDir.add(new FileStatus(((Number) e.get(0)).longValue(), false, 1, 33554432L, ((Number) e.get(1)).longValue(), path));
       if (rows != null) {
         Integer index = Integer.valueOf(((Number) e.get(2)).intValue());
-        Path dir = path.getParent();
-        Object seen = dirs.put(dir, index);
+        Object seen = partitionOfDir.put(dir, index);
         if (seen == null) {
           parts.add(PartitionPath.apply(rows[index.intValue()], dir));
         } else if (!seen.equals(index)) {
@@ -109,11 +119,20 @@ public class LakelogFileIndexFactory {
         }
       }
     }
+    HashMap byDirectory = new HashMap();
+    Path[] roots = new Path[filesByDir.size()];
+    int n = 0;
+    for (Iterator it = filesByDir.entrySet().iterator(); it.hasNext();) {
+      Map.Entry entry = (Map.Entry) it.next();
+      ArrayList inDir = (ArrayList) entry.getValue();
+      roots[n++] = (Path) entry.getKey();
+      byDirectory.put(entry.getKey(), inDir.toArray(new FileStatus[inDir.size()]));
+    }
     PartitionSpec spec = rows == null
         ? PartitionSpec.emptySpec()
         : PartitionSpec.apply(partitionSchema, scala.jdk.javaapi.CollectionConverters.asScala(parts).toList());
-    return new InMemoryFileIndex(session, scala.collection.immutable.ArraySeq.unsafeWrapArray(paths), options,
-        scala.Option.empty(), statuses, scala.Option.apply(spec), scala.Option.empty());
+    return new InMemoryFileIndex(session, scala.collection.immutable.ArraySeq.unsafeWrapArray(roots), options,
+        scala.Option.empty(), new SnapshotFiles(byDirectory), scala.Option.apply(spec), scala.Option.empty());
   }
 
   private static InternalRow[] partitionRows(List partitions, StructType schema) throws Exception {
@@ -224,24 +243,27 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     check_native_readable(snapshot)
     schema, part_cols = table.schema, table.partition_columns
     root = _spark_root(table)
-    adds = list(snapshot.files.values())
-    for a in adds:
-        name = a.relative_path.rsplit("/", 1)[-1]
-        if name.startswith(".") or (name.startswith("_") and "=" not in name) or a.size <= 0:
-            # Spark's file index drops such files as hidden or empty: reading would silently lose them.
-            raise UnsupportedFeatureError(
-                f"file {a.relative_path!r} (size {a.size} in the log) is one Spark's file source skips as hidden or empty; "
-                'read this table with spark.read.format("lakelog")'
-            )
-
+    if "_spark_metadata" in root.split("/"):
+        raise UnsupportedFeatureError(f"table root {root!r} is inside a directory named _spark_metadata, which Spark's file index skips")
     types = [schema.field(c).type for c in part_cols]
-    keys: dict[tuple, int] = {}
+    keys: dict[tuple, int] = {}  # partition values as strings for Spark -> index
+    index_of: dict[tuple, int] = {}  # raw logged partition values -> index
     groups: list[list[list]] = []  # files split so that no directory holds two partitions in one group
     dir_keys: dict[str, list[int]] = {}
-    for a in adds:
-        rel = a.relative_path
-        key = tuple(_spark_value(parse_partition_value(a.partition_values.get(c), t)) for c, t in zip(part_cols, types))
-        index = keys.setdefault(key, len(keys))
+    for rel, a in snapshot.files.items():
+        *dirs, name = rel.split("/")
+        if name.startswith(".") or (name.startswith("_") and "=" not in name) or a.size <= 0 or "_spark_metadata" in dirs:
+            # Spark's file index drops such files: reading would silently lose them.
+            raise UnsupportedFeatureError(
+                f"file {rel!r} (size {a.size} in the log) is one Spark's file index skips (hidden name, empty, or "
+                "under _spark_metadata); "
+                'read this table with spark.read.format("lakelog")'
+            )
+        raw = tuple(map(a.partition_values.get, part_cols))
+        index = index_of.get(raw)
+        if index is None:
+            key = tuple(_spark_value(parse_partition_value(v, t)) for v, t in zip(raw, types))
+            index = index_of[raw] = keys.setdefault(key, len(keys))
         seen = dir_keys.setdefault(rel.rsplit("/", 1)[0] if "/" in rel else "", [])
         if index not in seen:
             seen.append(index)

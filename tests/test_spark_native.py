@@ -112,6 +112,21 @@ def test_reads_only_the_snapshots_files_with_the_logs_partition_values(spark, tm
     assert sorted(r.id for r in df.filter("p is null").collect()) == [5]
 
 
+def test_unpartitioned_table_with_files_in_subdirectories(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64())}))
+    for v, rel in enumerate(["a/f1.parquet", "a/b/f2.parquet", "c=1/f3.parquet"], start=1):
+        full = os.path.join(path, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array([v + 1], pa.int64())}), full)
+        DeltaLog(Storage(path)).write_commit(v, [AddFile(path=rel, partition_values={}, size=os.path.getsize(full), modification_time=0)])
+    pq.write_table(pa.table({"id": pa.array([99], pa.int64())}), os.path.join(path, "a", "stray.parquet"))
+    df = spark_ext.read(spark, path)
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3, 4]
+    spark.catalog.refreshByPath(path)  # Spark re-lists what it indexed: a snapshot stays what it is
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3, 4]
+
+
 def test_spark_plans_it_as_a_parquet_scan(spark, tmp_path):
     path = str(tmp_path / "t")
     for i in range(3):
