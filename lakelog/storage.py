@@ -314,6 +314,9 @@ class Storage:
         """Check-then-write: only used with ``lakelog.single_writer`` on stores without put-if-absent."""
         if self.fs.exists(path):
             raise FileExistsError(path)
+        # The first commit creates _delta_log: stores with real directories (a local disk behind
+        # fsspec's dir:// or a mounted filesystem) need it to exist before a file is written into it.
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         self.fs.pipe_file(path, data)
 
     def _s3_create(self, path: str, data: bytes) -> None:

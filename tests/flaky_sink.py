@@ -1,8 +1,9 @@
-"""A test-only wrapper of the real lakelog sink whose commit fails once (marker file on disk)."""
+"""Test-only wrappers of the real lakelog sinks: a streaming commit that fails once (marker file on disk),
+and batch tasks whose first attempt fails after writing."""
 
 import os
 
-from spark_ext.datasource import LakelogDataSource, LakelogStreamWriter
+from spark_ext.datasource import LakelogDataSource, LakelogStreamWriter, LakelogWriter
 
 
 class FlakyStreamWriter(LakelogStreamWriter):
@@ -21,3 +22,36 @@ class FlakyLakelog(LakelogDataSource):
 
     def streamWriter(self, schema, overwrite):
         return FlakyStreamWriter(self.options, schema, "overwrite" if overwrite else "append")
+
+
+class FailAfterLastBatchWriter(LakelogWriter):
+    """A batch writer whose first attempt of every task fails after the lakelog writer took all its
+    batches (its files are open on disk): the input iterator raises where it would end. Before raising
+    it records, in option ``markerDir``, which of the attempt's files existed at that moment."""
+
+    def write(self, iterator):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is None or ctx.attemptNumber() > 0:
+            return super().write(iterator)
+        table, marker_dir = self.options["path"], self.options["markerDir"]
+        prefix = f"part-{ctx.partitionId():05d}-a0-"
+
+        def batches_then_failure():
+            yield from iterator
+            opened = sorted(f for f in os.listdir(table) if f.startswith(prefix))
+            with open(os.path.join(marker_dir, f"task-{ctx.partitionId()}"), "w") as f:
+                f.write("\n".join(opened))
+            raise RuntimeError("injected failure after the last batch of the first attempt")
+
+        return super().write(batches_then_failure())
+
+
+class FailFirstAttemptLakelog(LakelogDataSource):
+    @classmethod
+    def name(cls):
+        return "lakelog_fail_first_attempt"
+
+    def writer(self, schema, overwrite):
+        return FailAfterLastBatchWriter(self.options, schema, "overwrite" if overwrite else "append")

@@ -8,7 +8,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

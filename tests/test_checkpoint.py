@@ -1,5 +1,6 @@
 import os
 
+import deltalake
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -80,7 +81,6 @@ def test_unreadable_checkpoint_falls_back_to_json_replay(table_path):
 
 
 def test_deltalake_reads_lakelog_checkpoint_without_json(table_path):
-    deltalake = pytest.importorskip("deltalake")
     for i in range(12):
         lakelog.write_table(table_path, _rows(i))
     for v in range(0, 10):
@@ -124,7 +124,6 @@ def test_checkpoint_rows_and_later_commits_reconcile(table_path):
     again = lakelog.Table(table_path)
     assert _add_keys(again.snapshot) == _add_keys(replayed)
     assert again.to_pyarrow().sort_by("id").equals(latest.to_pyarrow().sort_by("id"))
-    deltalake = pytest.importorskip("deltalake")
     dl = deltalake.DeltaTable(table_path)
     assert sorted(dl.file_uris()) == sorted(again.storage.join(p) for p in again.files())
     assert dl.to_pyarrow_table().num_rows == again.to_pyarrow().num_rows

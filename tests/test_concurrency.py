@@ -114,6 +114,18 @@ def test_overwrite_planned_on_the_latest_version_commits(table_path):
     assert lakelog.write_table(table_path, _row(5, 5, "overwrite"), mode="overwrite") == 2
     assert _keys(lakelog.read_table(table_path)) == [(5, 5, "overwrite")]
     assert _commit_ops(table_path, [2])[2]["removes"] == 2
+    # Planned on version 2, which is still the latest when it commits: it commits.
+    plan, adds = _plan(table_path, _row(6, 6, "overwrite"), mode="overwrite")
+    assert plan.commit(adds) == 3
+    assert _keys(lakelog.read_table(table_path)) == [(6, 6, "overwrite")]
+    # Planned on version 3, but version 4 changed the data before it committed: a conflict, nothing replaced.
+    plan, adds = _plan(table_path, _row(7, 7, "overwrite"), mode="overwrite")
+    lakelog.write_table(table_path, _row(0, 2))
+    with pytest.raises(CommitConflictError) as e:
+        plan.commit(adds)
+    assert (e.value.read_version, e.value.winning_version) == (3, 4)
+    assert _log_versions(table_path) == [0, 1, 2, 3, 4]
+    assert _keys(lakelog.read_table(table_path)) == [(0, 2, "append"), (6, 6, "overwrite")]
 
 
 def _compaction(storage: Storage, snapshot: Snapshot, paths: list[str], **kw) -> tuple[Transaction, list]:
@@ -248,7 +260,7 @@ def test_retry_limit_is_configurable(table_path):
     _, adds = _plan(table_path, _row(2, 2))
     with pytest.raises(CommitConflictError, match="gave up after losing the race for a new version 1 times"):
         txn.commit(adds)
-    assert Transaction(Storage(table_path), snap, "WRITE", {}).max_attempts >= 1000  # generous default
+    assert Transaction(Storage(table_path), snap, "WRITE", {}).max_attempts == 10_000  # PROTOCOL.md: 10,000 lost races
     with pytest.raises(ValueError, match="max_commit_attempts"):
         Storage(table_path, {"lakelog.max_commit_attempts": "0"})
     with pytest.raises(ValueError, match="unknown lakelog storage option"):
@@ -347,7 +359,8 @@ def race_table(request, tmp_path):
 
 
 def _deltalake_keys(path: str, options) -> tuple[int, list[tuple]]:
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
+
     dt = deltalake.DeltaTable(path, storage_options=options)
     return dt.version(), _keys(dt.to_pyarrow_table())
 

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -39,7 +40,7 @@ from lakelog.errors import MissingDataFileError
 
 from tests.spark_session import spark  # noqa: F401  (the shared session fixture)
 
-deltalake = pytest.importorskip("deltalake")
+import deltalake  # noqa: E402
 
 COMPACT_KEY = "spark.sql.streaming.fileSink.log.compactInterval"
 
@@ -346,8 +347,58 @@ def test_stats_are_the_writers_stats(tmp_path):
         return {a.path: (a.partition_values, a.size, a.stats) for a in lakelog.Table(str(path)).snapshot.files.values()}
 
     assert adds(copy) == adds(src)
+    # Both sides read the same footers, so the stats are also checked against values computed from the
+    # rows themselves (pyarrow.compute), following PROTOCOL.md's statistics rules.
+    checked = 0
+    for path in (src, copy):
+        for add in lakelog.Table(str(path)).snapshot.files.values():
+            rows = pq.read_table(os.path.join(path, add.relative_path))
+            assert json.loads(add.stats) == _stats_of(rows), add.path
+            checked += 1
+    assert checked == 6  # p=k and p=null in version 0, p=k in version 1, in both tables
     moved = [f for f in lakelog.Table(str(src)).schema if f.name != "p"] + [lakelog.Table(str(src)).schema.field("p")]
     assert lakelog.Table(str(copy)).schema == pa.schema(moved)  # partition columns go last, as in Spark
+
+
+def _stats_of(table: pa.Table) -> dict:
+    """Delta stats of ``table`` computed from its values: null counts per leaf (a null struct counts for
+    each of its fields), min/max without NaN, strings cut to 32 characters (a longer max: 31 characters
+    and the next character up), timestamps as ISO-8601 UTC with microseconds, no stats for lists."""
+    mins: dict = {}
+    maxs: dict = {}
+    nulls: dict = {}
+
+    def put(d: dict, path: list[str], v) -> None:
+        for k in path[:-1]:
+            d = d.setdefault(k, {})
+        d[path[-1]] = v
+
+    def leaf(path: list[str], col: pa.ChunkedArray) -> None:
+        t = col.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                leaf(path + [t.field(i).name], pc.struct_field(col, [i]))
+            return
+        if pa.types.is_list(t):
+            return
+        put(nulls, path, col.null_count)
+        values = col.drop_null()
+        if pa.types.is_floating(t):
+            values = values.filter(pc.invert(pc.is_nan(values)))
+        if len(values) == 0:
+            return
+        lo, hi = pc.min(values).as_py(), pc.max(values).as_py()
+        if isinstance(lo, str):
+            lo = lo[:32]
+            hi = hi if len(hi) <= 32 else hi[:31] + chr(ord(hi[31]) + 1)
+        if isinstance(lo, dt.datetime):
+            lo, hi = (v.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") for v in (lo, hi))
+        put(mins, path, lo)
+        put(maxs, path, hi)
+
+    for name in table.column_names:
+        leaf([name], table.column(name))
+    return {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
 
 
 # ---------------------------------------------------------------- partition types

@@ -28,7 +28,7 @@ import pytest
 
 import lakelog
 
-deltalake = pytest.importorskip("deltalake")
+import deltalake  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 UTC = dt.timezone.utc

@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 import lakelog
 from lakelog import maintenance
-from lakelog.errors import CommitConflictError, SchemaMismatchError, VersionNotFoundError
+from lakelog.errors import CommitConflictError, MissingDataFileError, SchemaMismatchError, VersionNotFoundError
 from lakelog.maintenance import RetentionDurationError
 from lakelog.storage import Storage
 
@@ -124,8 +124,9 @@ def test_vacuum_deletes_expired_tombstones_and_never_the_latest_files(table_path
     assert _data_files(table_path) == live
     assert _lakelog_rows(table_path) == latest
     assert _delta_rows(table_path) == latest
-    with pytest.raises(lakelog.errors.CorruptLogError):  # files of version 0 are gone: reading it fails clearly
+    with pytest.raises(MissingDataFileError) as e:  # files of version 0 are gone: reading it names them
         lakelog.read_table(table_path, version=0)
+    assert set(e.value.paths) == {p for p in removed if p in lakelog.Table(table_path, version=0).files()}
 
 
 def test_vacuum_keeps_files_of_versions_in_window_even_when_checkpoint_dropped_tombstone(table_path):
@@ -363,6 +364,25 @@ def test_restore_brings_back_data_and_schema(table_path):
         lakelog.Table(table_path).restore(99)
 
 
+def test_restore_brings_back_properties_and_never_downgrades_the_protocol(table_path):
+    lakelog.write_table(table_path, _rows(0), configuration={"delta.logRetentionDuration": "interval 40 days", "app.owner": "ann"})  # v0
+    assert (lakelog.Table(table_path).protocol.min_reader_version, lakelog.Table(table_path).protocol.min_writer_version) == (1, 2)
+    ntz = _rows(1).append_column("at", pa.array([None] * 3, pa.timestamp("us")))
+    lakelog.write_table(table_path, ntz, schema_mode="merge", configuration={"app.owner": "bob", "delta.appendOnly": "false"})  # v1
+    upgraded = lakelog.Table(table_path).protocol
+    assert (upgraded.min_reader_version, upgraded.min_writer_version) == (3, 7) and "timestampNtz" in upgraded.writer_features
+
+    result = lakelog.Table(table_path).restore(0)
+    assert result["version"] == 2
+    t = lakelog.Table(table_path)
+    assert t.metadata.configuration == {"delta.logRetentionDuration": "interval 40 days", "app.owner": "ann"}
+    assert t.schema.names == ["id", "v"]
+    assert t.protocol == upgraded  # never downgraded
+    assert not any("protocol" in a for a in _commit(table_path, 2))
+    assert _lakelog_rows(table_path) == _lakelog_rows(table_path, 0) == _delta_rows(table_path)
+    assert DeltaTable(table_path).metadata().configuration == t.metadata.configuration
+
+
 def test_restore_refuses_a_version_whose_files_were_vacuumed(table_path):
     lakelog.write_table(table_path, _rows(0))
     lakelog.write_table(table_path, _rows(1), mode="overwrite")
@@ -437,22 +457,49 @@ def test_cleanup_log_needs_a_usable_checkpoint(table_path):
     assert _delta_rows(table_path) == _lakelog_rows(table_path)
 
 
-def test_cleanup_log_retention_property_and_expired_log_cleanup_hook(table_path):
-    conf = {"delta.logRetentionDuration": "interval 2 days", "delta.checkpointInterval": "5"}
+def test_cleanup_log_retention_property(table_path):
+    conf = {"delta.logRetentionDuration": "interval 2 days", "delta.checkpointInterval": "5", "delta.enableExpiredLogCleanup": "false"}
     for i in range(7):
         lakelog.write_table(table_path, _rows(i), configuration=conf if i == 0 else None)
     _age_commits(table_path, range(6), 3 * DAY + HOUR)  # older than 2 days, even cut at midnight
     snap = lakelog.Table(table_path).snapshot
     storage = Storage(table_path)
-    lakelog.write_table(table_path, _rows(9), configuration={"delta.enableExpiredLogCleanup": "false"})
-    assert maintenance.cleanup_expired_logs(storage, lakelog.Table(table_path).snapshot) == []
-    assert maintenance.cleanup_expired_logs(storage, snap) == [f"{v:020d}.json" for v in range(5)]
+    assert maintenance.cleanup_expired_logs(storage, snap) == []  # the property is false
+    assert lakelog.Table(table_path).cleanup_log() == [f"{v:020d}.json" for v in range(5)]  # explicit: 2 days
     assert lakelog.Table(table_path, version=5).version == 5
     with pytest.raises(VersionNotFoundError):
         lakelog.Table(table_path, version=4)
     assert _delta_rows(table_path) == _lakelog_rows(table_path)
     # An explicit retention is exact: one hour keeps nothing older than version 5's checkpoint anyway.
     assert lakelog.Table(table_path).cleanup_log(retention_hours=1) == []
+
+
+def test_commit_that_checkpoints_cleans_up_expired_logs(table_path):
+    """The automatic Metadata Cleanup runs after a checkpoint that a commit triggers, and only when
+    delta.enableExpiredLogCleanup is true."""
+    conf = {"delta.logRetentionDuration": "interval 2 days", "delta.checkpointInterval": "5", "delta.enableExpiredLogCleanup": "false"}
+    for i in range(7):
+        lakelog.write_table(table_path, _rows(i), configuration=conf if i == 0 else None)
+    _age_commits(table_path, range(6), 3 * DAY + HOUR)
+    everything = _log_files(table_path)
+    for i in range(7, 11):  # version 10 writes a checkpoint; cleanup is off
+        lakelog.write_table(table_path, _rows(i))
+    assert f"{10:020d}.checkpoint.parquet" in _log_files(table_path)
+    assert everything <= _log_files(table_path)
+    lakelog.write_table(table_path, _rows(11), configuration={"delta.enableExpiredLogCleanup": "true"})  # v11
+    assert everything <= _log_files(table_path)  # no checkpoint at 11: nothing ran
+    for i in range(12, 16):  # version 15 writes a checkpoint, then the cleanup runs
+        lakelog.write_table(table_path, _rows(i))
+    names = _log_files(table_path)
+    assert f"{15:020d}.checkpoint.parquet" in names
+    # Commits before the newest checkpoint at or before the cutoff commit (5) are gone; 5 onwards stay.
+    assert sorted(n for n in names if n.endswith(".json")) == [f"{v:020d}.json" for v in range(5, 16)]
+    assert {f"{v:020d}.checkpoint.parquet" for v in (5, 10, 15)} <= names
+    with pytest.raises(VersionNotFoundError):
+        lakelog.Table(table_path, version=4)
+    assert _lakelog_rows(table_path, 5) == _delta_rows(table_path, 5)
+    assert _delta_rows(table_path) == _lakelog_rows(table_path)
+    assert len(_lakelog_rows(table_path)) == 16 * 3
 
 
 def test_vacuum_matches_escaped_partition_paths(table_path):

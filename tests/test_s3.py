@@ -12,6 +12,7 @@ import datetime as dt
 import time
 import uuid
 
+import deltalake
 import fsspec
 import pyarrow as pa
 import pytest
@@ -69,24 +70,32 @@ def test_checkpoints_and_hint_are_written_in_place(s3_endpoint):
 
 
 def test_time_travel_by_version_and_timestamp(s3_endpoint):
+    """Timestamps come from the test's clock around each commit (never from lakelog's history)."""
     uri = s3_endpoint.new_table_uri()
+    started, finished = [], []
     for i in range(3):
+        if i:
+            time.sleep(1.6)  # S3 LastModified has one-second resolution
+        started.append(time.time())
         lakelog.write_table(uri, pa.table({"id": [i]}))
-        if i < 2:
-            time.sleep(1.05)  # S3 LastModified has one-second resolution
-    history = lakelog.Table(uri).history()
-    assert [h["version"] for h in history] == [2, 1, 0]
-    for h in history:
-        t = lakelog.Table(uri, timestamp=h["timestamp"])
-        assert t.version == h["version"]
-        assert sorted(t.to_pyarrow().column("id").to_pylist()) == list(range(h["version"] + 1))
+        finished.append(time.time())
+
+    def at(seconds: float) -> dt.datetime:
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+    for v in range(3):
+        # Half a second after the write returned: after its LastModified however the store rounds it,
+        # and before the next commit's.
+        t = lakelog.Table(uri, timestamp=at(finished[v] + 0.5))
+        assert t.version == v
+        assert sorted(t.to_pyarrow().column("id").to_pylist()) == list(range(v + 1))
     assert lakelog.Table(uri, version=1).to_pyarrow().num_rows == 2
+    assert [h["version"] for h in lakelog.Table(uri).history()] == [2, 1, 0]
     with pytest.raises(lakelog.VersionNotFoundError):
-        lakelog.Table(uri, timestamp=history[-1]["timestamp"] - dt.timedelta(seconds=5))
+        lakelog.Table(uri, timestamp=at(started[0] - 2))
 
 
 def test_deltalake_reads_lakelog_s3_table_at_each_version(s3_endpoint):
-    deltalake = pytest.importorskip("deltalake")
     uri = s3_endpoint.new_table_uri()
     lakelog.write_table(uri, pa.table({"id": [1, 2], "p": ["x", "y"]}), partition_by=["p"])
     lakelog.write_table(uri, pa.table({"id": [3], "p": ["x"]}))

@@ -6,13 +6,13 @@ import shutil
 import sys
 import time
 
+import deltalake
 import pyarrow as pa
 import pytest
 
 import lakelog
 
-pyspark = pytest.importorskip("pyspark")
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
 
 def _rows(df, *cols):
@@ -46,7 +46,6 @@ def test_batch_append_overwrite_partitioned_round_trip(spark, table_path):
     # lakelog and deltalake read what Spark wrote
     expected_ids = list(range(250))
     assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == expected_ids
-    deltalake = pytest.importorskip("deltalake")
     dl = deltalake.DeltaTable(table_path).to_pyarrow_table()
     assert sorted(dl.column("id").to_pylist()) == expected_ids
     assert dl.schema.field("ts").type == pa.timestamp("us", tz="UTC")
@@ -77,7 +76,6 @@ def test_spark_reads_lakelog_and_deltalake_tables(spark, tmp_path):
     got = spark.read.format("lakelog").load(lk)
     assert _rows(got, "id", "p") == [(1, "a"), (2, "b"), (3, None)]
     assert dict(got.dtypes)["t"] == "timestamp_ntz"
-    deltalake = pytest.importorskip("deltalake")
     dlp = str(tmp_path / "dl")
     deltalake.write_deltalake(dlp, pa.table({"id": [1, 2], "s": ["x", "y"]}))
     deltalake.write_deltalake(dlp, pa.table({"id": [3], "s": ["z"]}), mode="append")
@@ -120,17 +118,17 @@ FILTERS = [
 
 
 @pytest.fixture(scope="module")
-def filter_table(tmp_path_factory):
+def filter_table(spark, tmp_path_factory):
+    """Four appends of 50 rows partitioned by p: several files per partition, so both partition and
+    stats pruning have something to skip. Built here, so any test using it runs alone (``-k``)."""
     path = str(tmp_path_factory.mktemp("filters") / "t")
+    for i in range(4):
+        _sample(spark, 50, i * 50).repartition(1).write.format("lakelog").option("partitionBy", "p").mode("append").save(path)
     return path
 
 
 @pytest.mark.parametrize("expr", FILTERS)
 def test_filters_give_exactly_sparks_rows(spark, filter_table, expr):
-    if not os.path.exists(filter_table):
-        # several files per partition, so both partition and stats pruning have something to skip
-        for i in range(4):
-            _sample(spark, 50, i * 50).repartition(1).write.format("lakelog").option("partitionBy", "p").mode("append").save(filter_table)
     df = spark.read.format("lakelog").load(filter_table)
     pushed = df.filter(expr)
     reference = spark.createDataFrame(df.toPandas()).filter(expr)  # same rows, filtered by Spark alone
@@ -139,8 +137,6 @@ def test_filters_give_exactly_sparks_rows(spark, filter_table, expr):
 
 
 def test_pruning_reads_fewer_files(spark, filter_table):
-    if not os.path.exists(filter_table):
-        pytest.skip("filter table is built by the filter tests")
     base = spark.read.format("lakelog").option("maxPartitionBytes", "1").load(filter_table)
     all_parts = base.rdd.getNumPartitions()
     assert all_parts == len(lakelog.Table(filter_table).files()) == 16
@@ -149,22 +145,67 @@ def test_pruning_reads_fewer_files(spark, filter_table):
     assert base.filter("p = '1' and id >= 150").rdd.getNumPartitions() == 1
 
 
-def test_task_retry_leaves_no_duplicates_or_orphans(spark, table_path):
-    from pyspark import TaskContext
-    from pyspark.sql.types import LongType
+def test_task_retry_leaves_no_duplicates_or_orphans(spark, table_path, tmp_path):
+    """The first attempt of every task fails after its writer has opened (and filled) its file; the
+    retries succeed. The failed attempts' files are deleted and no row is written twice."""
+    from pyspark import cloudpickle
 
-    @F.udf(LongType())
-    def flaky(v):
-        ctx = TaskContext.get()
-        if ctx.attemptNumber() == 0 and v % 50 == 25:
-            raise RuntimeError("injected failure on the first attempt")
-        return v
+    import tests.flaky_sink as flaky_sink
 
-    spark.range(0, 200, numPartitions=4).select(flaky("id").alias("id")).write.format("lakelog").mode("append").save(table_path)
-    got = sorted(r.id for r in spark.read.format("lakelog").load(table_path).collect())
-    assert got == list(range(200))
+    cloudpickle.register_pickle_by_value(flaky_sink)
+    spark.dataSource.register(flaky_sink.FailFirstAttemptLakelog)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    df = spark.range(0, 200, numPartitions=4)
+    df.write.format("lakelog_fail_first_attempt").option("markerDir", str(markers)).mode("append").save(table_path)
+
+    # Every task's first attempt failed while its file existed on disk.
+    opened = {m.name: m.read_text().split() for m in markers.iterdir()}
+    assert sorted(opened) == [f"task-{i}" for i in range(4)]
+    assert all(len(files) == 1 for files in opened.values()), opened
     on_disk = sorted(os.path.relpath(os.path.join(d, f), table_path) for d, _, fs in os.walk(table_path) for f in fs if f.endswith(".parquet") and "_delta_log" not in d)
-    assert on_disk == sorted(lakelog.Table(table_path).files())  # failed attempts cleaned their files
+    assert not any("-a0-" in f for f in on_disk), on_disk  # the failed attempts' files are gone
+    assert on_disk == sorted(lakelog.Table(table_path).files())  # no orphans
+    got = sorted(r.id for r in spark.read.format("lakelog").load(table_path).collect())
+    assert got == list(range(200))  # every row exactly once
+    assert lakelog.Table(table_path).version == 0
+
+
+def test_batch_write_options(spark, tmp_path):
+    """txnAppId/txnVersion (a replayed job commits once), userMetadata, overwriteSchema and storage.<key>."""
+    path = str(tmp_path / "t")
+
+    def write(df, mode="append", **options):
+        df.write.format("lakelog").options(**options).mode(mode).save(path)
+
+    first = spark.range(3).selectExpr("id", "'a' as s")
+    write(first, txnAppId="nightly", txnVersion="1", userMetadata="run 1")
+    write(first, txnAppId="nightly", txnVersion="1", userMetadata="run 1 again")  # a replay: skipped
+    t = lakelog.Table(path)
+    assert t.version == 0 and t.to_pyarrow().num_rows == 3
+    assert t.snapshot.txns["nightly"].version == 1
+    write(spark.range(3, 5).selectExpr("id", "'b' as s"), txnAppId="nightly", txnVersion="2", userMetadata="run 2")
+    t = lakelog.Table(path)
+    assert t.version == 1 and sorted(t.to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 3, 4]
+    assert [h.get("userMetadata") for h in t.history()] == ["run 2", "run 1"]
+
+    other = spark.range(2).selectExpr("cast(id as string) as k")
+    with pytest.raises(Exception, match="SchemaMismatch|schema_mode"):
+        write(other, mode="overwrite")
+    assert lakelog.Table(path).version == 1
+    write(other, mode="overwrite", overwriteSchema="true")
+    t = lakelog.Table(path)
+    assert t.version == 2 and t.schema.names == ["k"] and sorted(t.to_pyarrow().column("k").to_pylist()) == ["0", "1"]
+
+    # storage.<key> options reach fsspec: here fsspec's dir:// filesystem rooted at tmp_path, which
+    # needs lakelog.single_writer (it has no atomic put-if-absent).
+    storage = {"storage.path": str(tmp_path), "storage.target_protocol": "file"}
+    with pytest.raises(Exception, match="single_writer"):
+        first.write.format("lakelog").options(**storage).mode("append").save("dir://via-dir")
+    first.write.format("lakelog").options(**storage, **{"storage.lakelog.single_writer": "true"}).mode("append").save("dir://via-dir")
+    assert sorted(lakelog.read_table(str(tmp_path / "via-dir")).column("id").to_pylist()) == [0, 1, 2]
+    back = spark.read.format("lakelog").options(**storage).load("dir://via-dir")
+    assert _rows(back, "id", "s") == [(0, "a"), (1, "a"), (2, "a")]
 
 
 def _write_input_files(input_dir, start_batch, n_batches, rows=20):
@@ -229,6 +270,40 @@ def test_streaming_commit_failure_then_restart(spark, tmp_path):
     _run_stream(spark, input_dir, table, ck, fmt="lakelog_flaky", failMarker=marker, failBatch="1")
     ids = lakelog.read_table(table).column("id").to_pylist()
     assert sorted(ids) == list(range(60))
+
+
+def test_streaming_sink_app_id_options(spark, tmp_path):
+    input_dir = str(tmp_path / "in")
+    _write_input_files(input_dir, 0, 2)
+    for option, value in (("txnAppId", "my-app"), ("queryId", "query-7")):
+        table = str(tmp_path / option)
+        _run_stream(spark, input_dir, table, str(tmp_path / f"ck-{option}"), **{option: value})
+        t = lakelog.Table(table)
+        assert list(t.snapshot.txns) == [value] and t.snapshot.txns[value].version == 1
+        assert sorted(t.to_pyarrow().column("id").to_pylist()) == list(range(40))
+
+
+def test_streaming_source_fails_on_changes_unless_skip_change_commits(spark, tmp_path):
+    src = str(tmp_path / "src")
+    lakelog.write_table(src, pa.table({"id": [1, 2]}))  # v0
+    lakelog.write_table(src, pa.table({"id": [3]}), mode="overwrite")  # v1 removes data
+    lakelog.write_table(src, pa.table({"id": [4]}))  # v2
+
+    def run(name, **options):
+        reader = spark.readStream.format("lakelog").option("startingVersion", "0")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        q = reader.load(src).writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+        try:
+            q.awaitTermination(240)
+        finally:
+            q.stop()
+        return sorted(r.id for r in spark.sql(f"select id from {name}").collect())
+
+    with pytest.raises(Exception, match="skipChangeCommits"):
+        run("changes_fail")
+    # Skipped whole: neither its removes nor its adds are emitted.
+    assert run("changes_skipped", skipChangeCommits="true") == [1, 2, 4]
 
 
 def test_streaming_complete_mode_overwrites(spark, tmp_path):

@@ -170,11 +170,19 @@ def test_pyarrow_dataset_has_partition_columns(table_path):
 
 def test_refresh_reads_only_new_commits(table_path):
     lakelog.write_table(table_path, pa.table({"id": [1]}))
-    t = lakelog.Table(table_path)
+    ops = []
+    t = lakelog.Table(table_path, storage_options={"lakelog.fault_injector": lambda op, path: ops.append((op, os.path.basename(path)))})
     lakelog.write_table(table_path, pa.table({"id": [2]}))
     lakelog.write_table(table_path, pa.table({"id": [3]}), mode="overwrite")
     assert t.version == 0
-    assert t.refresh().version == 2 and _ids(t.to_pyarrow()) == [3]
+    ops.clear()
+    assert t.refresh().version == 2
+    # One listing, then one bulk read that starts at the first new commit: version 0 is not read again.
+    assert ops == [("list_dir", "_delta_log"), ("read_many", f"{1:020d}.json")]
+    assert _ids(t.to_pyarrow()) == [3]
+    ops.clear()
+    assert t.refresh().version == 2 and ops == [("list_dir", "_delta_log")]  # nothing new: nothing read
+    assert _ids(t.to_pyarrow()) == [3]
 
 
 def test_refresh_after_a_checkpoint_does_not_reread_it(table_path):
