@@ -6,9 +6,7 @@ import os
 import subprocess
 import sys
 
-import pytest
 
-pytest.importorskip("pyspark")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -3,12 +3,12 @@ the table's types; lossy ones are refused with the column and both types named. 
 
 import decimal
 
+import deltalake
 import pyarrow as pa
 import pytest
 
 import lakelog
 
-pytest.importorskip("pyspark")
 
 # Decimal widening is the core's (lakelog.plan_write / write_table); until it is there these fail.
 DECIMAL_CORE = pytest.mark.xfail(strict=True, reason="needs decimal(p,s) -> decimal(p',s') widening in lakelog's write-side casts (plan_write/conform_type)")
@@ -44,7 +44,6 @@ def test_safe_widening_appends_and_deltalake_reads_it(spark, table_path, table_t
     spark.range(5).selectExpr("id", "'z' as p", f"{expr} as x").write.format("lakelog").mode("append").save(table_path)
     t = lakelog.Table(table_path)
     assert t.version == 1 and t.schema.field("x").type == table_type  # the table keeps its type
-    deltalake = pytest.importorskip("deltalake")
     got = deltalake.DeltaTable(table_path).to_pyarrow_table()
     assert got.schema.field("x").type == table_type
     assert sorted(r["id"] for r in got.to_pylist() if r["x"] == value) == [0, 1, 2, 3, 4]

@@ -17,9 +17,8 @@ from lakelog.errors import UnsupportedFeatureError
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage
 
-pytest.importorskip("pyspark")
-import spark_ext  # noqa: E402
-from spark_ext.native import NATIVE_READER_FEATURES  # noqa: E402
+import spark_ext
+from spark_ext.native import NATIVE_READER_FEATURES
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

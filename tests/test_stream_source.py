@@ -20,12 +20,11 @@ from lakelog.errors import LakelogError, VersionNotFoundError
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage
 
-pytest.importorskip("pyspark")
-from pyspark.sql.datasource import CaseInsensitiveDict  # noqa: E402
-from pyspark.sql.pandas.types import from_arrow_schema  # noqa: E402
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles  # noqa: E402
+from pyspark.sql.datasource import CaseInsensitiveDict
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 
-from spark_ext.stream_source import LakelogStreamReader, Position  # noqa: E402
+from spark_ext.stream_source import LakelogStreamReader, Position
 
 
 def _new_table(path) -> None:
