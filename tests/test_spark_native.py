@@ -83,6 +83,11 @@ def test_matches_lakelog_for_every_type_partition_value_and_version(spark, tmp_p
     for version in (None, 0, 1):
         df = spark_ext.read(spark, path, version=version)
         _same(df, lakelog.read_table(path, version=version))
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # partition values are instants, not wall times
+    try:
+        _same(spark_ext.read(spark, path, version=0), lakelog.read_table(path, version=0))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
     assert spark_ext.read(spark, path).count() == 8
     ts = lakelog.Table(path).history()[-1]["timestamp"]  # version 0's commit time
     assert spark_ext.read(spark, path, timestamp=ts).count() == n
