@@ -236,8 +236,9 @@ def _quoted(name: str) -> str:
 
 def read(spark, path: str, version: int | None = None, timestamp: Any = None, storage_options: dict | None = None) -> DataFrame:
     """The table at its latest version (or ``version``/``timestamp``) as a DataFrame scanned by Spark's
-    Parquet source. The path must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``,
-    ``abfss://``, ``gs://``, ``hdfs://``...); ``storage_options`` are lakelog's, for reading the log."""
+    Parquet source. The DataFrame is that snapshot: call ``read`` again to see later commits. The path
+    must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``, ``abfss://``, ``gs://``,
+    ``hdfs://``...); ``storage_options`` are lakelog's, for reading the log."""
     table = lakelog.Table(path, version=version, timestamp=timestamp, storage_options=storage_options)
     snapshot = table.snapshot
     check_native_readable(snapshot)
