@@ -9,7 +9,8 @@ Workloads (each compared with what users would otherwise pick):
    and 10k commits without a checkpoint: deltalake;
 4. checkpoint creation for 100k files: deltalake create_checkpoint;
 5. small-append commits per second on local disk (no peer: the target is absolute);
-6. Spark format("lakelog") against Spark's Parquet source (with --spark).
+6. Spark format("lakelog") against Spark's Parquet source (with --spark);
+7. row-level changes (merge, delete) against deltalake, time and peak memory (benchmarks/dml.py).
 
 Times are medians of several runs (machines here are noisy: read the ratios, not the seconds).
 """
@@ -21,7 +22,6 @@ import decimal
 import os
 import platform
 import shutil
-import statistics
 import tempfile
 import time
 import uuid
@@ -36,26 +36,10 @@ import pyarrow.parquet as pq
 import lakelog
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
 
+from benchmarks.timing import median_times  # noqa: E402  (re-exported)
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 RUN_INFO = os.path.join(os.path.dirname(RESULTS), "latest-run.json")  # machine and time of latest.json
-
-
-def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[], object] | None = None) -> list[float]:
-    """Median time of each function; runs are interleaved (a, b, c, a, b, c, ...) after one untimed
-    warm-up each, so a noisy spell on the machine hits every contender alike."""
-    for fn in fns:
-        if setup:
-            setup()
-        fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for i, fn in enumerate(fns):
-            if setup:
-                setup()
-            t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
 
 
 def mixed_table(rows: int) -> pa.Table:
@@ -218,6 +202,12 @@ class Suite:
         print(f"5. small appends: {per_s:.0f} commits/s on local disk (target >= 50)")
         self.results.append({"name": "small-append commits per second (local)", "lakelog_s": round(took / n, 6), "peer": "target 50/s", "peer_s": 0.02, "ratio": round((took / n) / 0.02, 3)})
 
+    # ------------------------------------------------------------ 7. row-level changes
+    def dml(self) -> None:
+        from benchmarks import dml
+
+        self.results.extend(dml.run(quick=self.quick, runs=3))
+
     # ------------------------------------------------------------ 6. spark
     def spark(self) -> None:
         from benchmarks import spark as spark_bench
@@ -250,6 +240,7 @@ def run(quick: bool = False, spark: bool = False) -> list[dict]:
         s.reads()
         s.snapshots()
         s.commits()
+        s.dml()
         if spark:
             s.spark()
     finally:

@@ -10,11 +10,15 @@ from .errors import (  # noqa: E402
     SchemaMismatchError,
     TableExistsError,
     TableNotFoundError,
+    MultipleSourceMatchesError,
+    PredicateError,
+    PredicateViolationError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from .table import Table, read_table  # noqa: E402
-from .write import WritePlan, plan_write, write_table  # noqa: E402
+from .write import WritePlan, plan_write  # noqa: E402
+from .api import write_table  # noqa: E402
 from .conversion import convert  # noqa: E402
 
 __all__ = [
@@ -33,4 +37,7 @@ __all__ = [
     "CorruptLogError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
+    "PredicateError",
+    "PredicateViolationError",
+    "MultipleSourceMatchesError",
 ]

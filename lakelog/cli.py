@@ -597,6 +597,45 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _where(args: argparse.Namespace) -> str | None:
+    if args.where is None and not args.all_rows:
+        raise UsageError(f"give --where SQL to choose the rows (or --all to {args.command} every row)")
+    if args.where is not None and args.all_rows:
+        raise UsageError("give --where or --all, not both")
+    return args.where
+
+
+def _print_metrics(args: argparse.Namespace, metrics: dict, what: str, key: str) -> None:
+    if args.json:
+        _emit_json(metrics)
+        return
+    files = f"{metrics['num_removed_files']} file(s) rewritten or removed, {metrics['num_added_files']} added"
+    if metrics[key] == 0 and metrics["num_removed_files"] == 0:
+        print(f"no rows {what}; nothing committed (table at version {metrics['version']})")
+    else:
+        print(f"{metrics[key]:,} row(s) {what} ({files}): version {metrics['version']}")
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    where = _where(args)
+    metrics = _open_table(args).delete(where)
+    _print_metrics(args, metrics, "deleted", "num_deleted_rows")
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    where = _where(args)
+    updates = {}
+    for spec in args.set:
+        col, sep, expr = spec.partition("=")
+        if not sep or not col.strip() or not expr.strip():
+            raise UsageError(f"--set expects COLUMN=SQL_EXPRESSION, got {spec!r}")
+        updates[col.strip()] = expr.strip()
+    metrics = _open_table(args).update(updates, where)
+    _print_metrics(args, metrics, "updated", "num_updated_rows")
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- parser
 
 class _Parser(argparse.ArgumentParser):
@@ -698,6 +737,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema-mode", choices=["merge", "overwrite"], help="merge: add new columns; overwrite (with --mode overwrite): replace the schema")
     p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
+
+    p = add(
+        "delete", cmd_delete, "delete the rows a SQL predicate selects (one DELETE commit)",
+        "Delete the rows for which the SQL predicate is true (rows where it is NULL stay), rewriting only the "
+        "files that hold such rows, in one DELETE commit. Prints the metrics.",
+    )
+    p.add_argument("--where", metavar="SQL", help="SQL predicate, e.g. \"day < '2026-01-01' and status = 'void'\"")
+    p.add_argument("--all", dest="all_rows", action="store_true", help="delete every row (instead of --where)")
+
+    p = add(
+        "update", cmd_update, "set columns to SQL expressions on the rows a predicate selects (one UPDATE commit)",
+        "Set columns to SQL expressions (evaluated per row, cast to the column's type) on the rows for which "
+        "the predicate is true, in one UPDATE commit. Prints the metrics.",
+    )
+    p.add_argument("--set", action="append", required=True, metavar="COL=EXPR", help="column and SQL expression, e.g. x='x * 2' (repeatable)")
+    p.add_argument("--where", metavar="SQL", help="SQL predicate choosing the rows")
+    p.add_argument("--all", dest="all_rows", action="store_true", help="update every row (instead of --where)")
 
     add("check", cmd_check, "check the table's log and data files for problems (exit 1 when any are found)")
 

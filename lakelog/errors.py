@@ -28,8 +28,17 @@ class SchemaMismatchError(LakelogError):
     """The data's schema does not fit the table's schema."""
 
 
+class InvalidFilterError(SchemaMismatchError, ValueError):
+    """A read filter is malformed: not DNF tuples or an expression, an unknown column or operator, or a
+    value that cannot be compared with its column's type."""
+
+
 class CorruptLogError(LakelogError):
     """A log file is missing, truncated or unparseable (an incomplete log file)."""
+
+
+class PartitionValueError(CorruptLogError, ValueError):
+    """A partition value is not in a form the Delta protocol allows for its column's type."""
 
 
 class UnsupportedFeatureError(LakelogError):
@@ -66,3 +75,15 @@ class CorruptDataFileError(DataFileError):
 
 class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""
+
+
+class PredicateError(LakelogError, ValueError):
+    """A SQL predicate or expression is malformed, names an unknown column or has a type error."""
+
+
+class PredicateViolationError(LakelogError):
+    """Rows of the data do not satisfy the predicate they must satisfy (a predicate overwrite)."""
+
+
+class MultipleSourceMatchesError(LakelogError):
+    """A merge matched one target row with several source rows (Delta refuses this); nothing was committed."""

@@ -2,53 +2,45 @@
 
 Each file becomes a pyarrow fragment whose ``partition_expression`` states what is known of it:
 partition values as equalities (pyarrow materializes them as columns) and, when filtering, stats
-as bounds. pyarrow then skips fragments that cannot match and never opens them.
+as bounds. pyarrow then skips fragments that cannot match and never opens them. Filters are compiled
+by ``lakelog.predicates``: where Parquet footer statistics are unsafe (floats), the scanner gets a
+relaxed filter and the exact one is applied to the rows afterwards.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from .actions import AddFile
-from .errors import CorruptDataFileError, CorruptLogError, MissingDataFileError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from .schema import parse_partition_value
+from .errors import CorruptDataFileError, CorruptLogError, MissingDataFileError, PartitionValueError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .predicates import CompiledFilter, compile_filter
+from .schema import parse_date, parse_partition_value, timestamp_micros
 from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
-_MS = dt.timedelta(milliseconds=1)
 
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
-    """DNF tuples (as pyarrow uses them) or a pyarrow.compute expression -> expression."""
-    if filters is None:
-        return None
-    if isinstance(filters, pc.Expression):
-        return filters
-    if not filters:
-        return None
-    flat = [filters] if isinstance(filters[0], tuple) else filters
-    for conj in flat:
-        for term in conj:
-            if len(term) != 3:
-                raise ValueError(f"filter {term!r} is not a (column, op, value) tuple")
-            if term[0] not in schema.names:
-                raise SchemaMismatchError(f"filter column {term[0]!r} is not in the table (columns: {schema.names})")
-    return pq.filters_to_expression(filters)
+    """DNF tuples (as pyarrow uses them) or a pyarrow.compute expression -> the exact expression
+    (see ``lakelog.predicates`` for the semantics); a malformed filter raises ``InvalidFilterError``."""
+    compiled = compile_filter(filters, schema)
+    return None if compiled is None else compiled.exact
 
 
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
     expr = None
     for c in partition_columns:
         t = schema.field(c).type
-        v = parse_partition_value(add.partition_values.get(c), t)
+        try:
+            v = parse_partition_value(add.partition_values.get(c), t)
+        except PartitionValueError as e:
+            raise PartitionValueError(f"add {add.path!r}: column {c!r}: {e}; the log is damaged or was written by a faulty writer") from None
         e = pc.field(c).is_null() if v is None else (pc.field(c) == pa.scalar(v, type=t))
         expr = e if expr is None else expr & e
     return expr
@@ -56,7 +48,7 @@ def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: lis
 
 def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
     """A stats value as a bound usable for pruning, or None where it would not be a safe bound."""
-    if v is None or isinstance(v, (dict, list)):
+    if v is None or isinstance(v, (dict, list, bool)):
         return None
     try:
         if pa.types.is_integer(t) and isinstance(v, int):
@@ -66,22 +58,19 @@ def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
                 return None  # possibly truncated: not an upper bound
             return pa.scalar(v, type=t)
         if pa.types.is_date(t) and isinstance(v, str):
-            return pa.scalar(dt.date.fromisoformat(v[:10]), type=t)
+            return pa.scalar(parse_date(v[:10]), type=t)
         if pa.types.is_timestamp(t) and isinstance(v, str):
-            ts = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-            if t.tz is not None:
-                ts = ts.replace(tzinfo=dt.timezone.utc) if ts.tzinfo is None else ts
-            else:
-                ts = ts.replace(tzinfo=None)
+            us = timestamp_micros(v, utc=t.tz is not None)
             if is_max:
-                ts += _MS  # writers may truncate timestamp stats to milliseconds
-            return pa.scalar(ts, type=t)
+                us += 1000  # writers may truncate timestamp stats to milliseconds
+            # As integer microseconds: the widened bound may lie past year 9999, where datetime ends.
+            return pa.scalar(us, type=t)
         if pa.types.is_decimal(t) and isinstance(v, (int, float)) and t.precision <= 15:
             d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
             return pa.scalar(d.quantize(decimal.Decimal(1).scaleb(-t.scale)), type=t)
-    except (ValueError, TypeError, decimal.InvalidOperation, pa.ArrowException):
+    except (ValueError, TypeError, OverflowError, decimal.InvalidOperation, pa.ArrowException):
         return None
-    return None  # floats (NaN makes bounds unsafe for '!='), booleans, binary, nested: no stats pruning
+    return None  # floats (NaN makes bounds unsafe), booleans, binary, nested: no stats pruning
 
 
 def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
@@ -91,15 +80,19 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
         stats = orjson.loads(add.stats)
     except orjson.JSONDecodeError:
         return None
+    if not isinstance(stats, dict):
+        return None
     n = stats.get("numRecords")
-    mins, maxs, nulls = stats.get("minValues") or {}, stats.get("maxValues") or {}, stats.get("nullCount") or {}
+    mins, maxs, nulls = (stats.get(k) for k in ("minValues", "maxValues", "nullCount"))
+    mins, maxs, nulls = (d if isinstance(d, dict) else {} for d in (mins, maxs, nulls))
+    n = n if isinstance(n, int) and not isinstance(n, bool) else None
     expr = None
     for f in schema:
         if f.name in partition_columns:
             continue
         nc = nulls.get(f.name)
         field = pc.field(f.name)
-        nc = nc if isinstance(nc, int) else None
+        nc = nc if isinstance(nc, int) and not isinstance(nc, bool) else None
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
         else:
@@ -121,14 +114,12 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
     return expr
 
 
-def files_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], filters: Any = None) -> ds.FileSystemDataset:
-    """A pyarrow dataset over the given add actions; with ``filters`` their stats become pruning bounds."""
-    expr = to_expression(filters, schema)
+def _fragments_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], with_stats: bool) -> ds.FileSystemDataset:
     fmt = ds.ParquetFileFormat()
     fragments = []
     for add in adds:
         g = _partition_guarantee(add, schema, partition_columns)
-        if expr is not None:
+        if with_stats:
             s = _stats_guarantee(add, schema, partition_columns)
             g = s if g is None else (g if s is None else g & s)
         path = storage.join(add.relative_path)
@@ -136,19 +127,53 @@ def files_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds
     return ds.FileSystemDataset(fragments, schema, fmt, storage.arrow_fs)
 
 
+def files_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], filters: Any = None) -> ds.FileSystemDataset:
+    """A pyarrow dataset over the given add actions; with ``filters`` their stats become pruning bounds."""
+    compiled = compile_filter(filters, schema, partition_columns)
+    return _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None)
+
+
 def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
-    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds."""
+    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds.
+
+    Scanning it with a filter lets pyarrow also prune Parquet row groups by their footer statistics,
+    which can drop float rows (NaN, -0.0); ``to_table`` and ``read_batches`` never do."""
     return files_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), filters)
 
 
 def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
     """Relative paths of files that may hold rows matching ``filters`` (no data file is opened)."""
-    if filters is None:
+    compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
+    if compiled is None:
         return snapshot.file_paths()
-    d = dataset(snapshot, filters)
-    expr = to_expression(filters, snapshot.schema)
+    d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), True)
     rel_of = {snapshot.storage.join(rel): rel for rel in snapshot.files}
-    return [rel_of[frag.path] for frag in d.get_fragments(filter=expr)]
+    return [rel_of[frag.path] for frag in d.get_fragments(filter=compiled.exact)]
+
+
+def read_batches(
+    storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], columns: list[str] | None = None, filters: Any = None
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the given add actions that ``filters`` keeps (exactly: see ``lakelog.predicates``), as batches
+    of ``columns`` (default: all)."""
+    compiled = compile_filter(filters, schema, partition_columns)
+    d = _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None)
+    return _batches(d, columns, compiled)
+
+
+def _batches(d: ds.FileSystemDataset, columns: list[str] | None, compiled: CompiledFilter | None) -> Iterator[pa.RecordBatch]:
+    if compiled is None or not compiled.recheck:
+        yield from d.to_batches(columns=columns, filter=None if compiled is None else compiled.exact)
+        return
+    # Only lakelog's own bounds prune files here; the scanner gets the relaxed filter and the exact one
+    # is applied to the rows it returns.
+    kept = ds.FileSystemDataset(list(d.get_fragments(filter=compiled.exact)), d.schema, d.format, d.filesystem)
+    wanted = list(columns) if columns is not None else d.schema.names
+    read = wanted + [c for c in (compiled.columns or d.schema.names) if c not in wanted]
+    for batch in kept.to_batches(columns=read, filter=compiled.scan):
+        batch = batch.filter(compiled.exact)
+        if batch.num_rows:
+            yield batch.select(wanted)
 
 
 def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
@@ -158,10 +183,21 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
         unknown = [c for c in columns if c not in snapshot.schema.names]
         if unknown:
             raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snapshot.schema.names})")
-    d = dataset(snapshot, filters)
-    expr = to_expression(filters, snapshot.schema)
+    compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
+    d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), compiled is not None)
     try:
-        return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
+        if compiled is None or not compiled.recheck:
+            expr = None if compiled is None else compiled.exact
+            return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
+        out_schema = pa.schema([d.schema.field(c) for c in columns]) if columns is not None else d.schema
+        batches, n = [], 0
+        for b in _batches(d, columns, compiled):
+            if limit is not None and n + b.num_rows >= limit:
+                batches.append(b.slice(0, limit - n))
+                break
+            batches.append(b)
+            n += b.num_rows
+        return pa.Table.from_batches(batches, schema=out_schema)
     except (OSError, pa.ArrowInvalid) as e:
         err = _data_file_error(snapshot, e)
         if err is None:

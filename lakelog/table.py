@@ -159,6 +159,55 @@ class Table:
             self._snapshot.listing = DeltaLog(self.storage).list()
         return names
 
+    # ------------------------------------------------------------ row-level changes (lakelog.dml)
+    # Like the maintenance operations, these work on the latest version and leave this Table there.
+    # Predicates are SQL text (DuckDB's dialect), DNF tuples or pyarrow expressions; rows whose
+    # predicate is NULL are not selected.
+
+    def delete(self, predicate: Any = None, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None) -> dict:
+        """Delete the rows ``predicate`` selects (None: every row) in one ``DELETE`` commit.
+
+        Returns ``num_deleted_rows``, ``num_added_files``, ``num_removed_files``, ``num_copied_rows``, ``version``.
+        """
+        from .dml import delete
+
+        metrics = delete(self.storage, predicate, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        self.refresh()
+        return metrics
+
+    def update(
+        self, updates: dict[str, str], predicate: Any = None, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None
+    ) -> dict:
+        """Set columns to SQL expressions (``{"x": "x * 2 + 1"}``) on the rows ``predicate`` selects (None:
+        every row) in one ``UPDATE`` commit. Returns ``num_updated_rows``, ``num_added_files``,
+        ``num_removed_files``, ``num_copied_rows``, ``version``."""
+        from .dml import update
+
+        metrics = update(self.storage, updates, predicate, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        self.refresh()
+        return metrics
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        *,
+        schema_mode: str | None = None,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        user_metadata: str | None = None,
+    ):
+        """Start a MERGE of ``source`` (Arrow or pandas) into this table on the join ``predicate``; add
+        ``when_*`` clauses and call ``execute()``. See ``lakelog.dml.merge.TableMerger``."""
+        from .dml import TableMerger
+
+        return TableMerger(
+            self, source, predicate, source_alias=source_alias, target_alias=target_alias, schema_mode=schema_mode,
+            app_id=app_id, app_version=app_version, user_metadata=user_metadata,
+        )
+
     def check(self):
         """Check this table's log and the data files of its current version; returns a ``CheckReport``
         (``.ok``, ``.problems``, ``.warnings``, ``.orphans``). Problems are reported, never raised."""

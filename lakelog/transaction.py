@@ -102,6 +102,7 @@ class Transaction:
         read_predicate: Callable[[AddFile], bool] | None = None,
         max_attempts: int | None = None,
         user_metadata: str | None = None,
+        operation_metrics: dict[str, Any] | None = None,
     ):
         self.storage = storage
         self.log = DeltaLog(storage)
@@ -117,6 +118,7 @@ class Transaction:
             raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
         self.max_attempts = max_attempts
         self.user_metadata = user_metadata
+        self.operation_metrics = operation_metrics  # commitInfo.operationMetrics (string values, as Spark writes them)
         self.txn_id = uuid.uuid4().hex
 
     @property
@@ -137,6 +139,8 @@ class Transaction:
             info["readVersion"] = self.read_version
         if self.user_metadata is not None:
             info["userMetadata"] = self.user_metadata
+        if self.operation_metrics:
+            info["operationMetrics"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.operation_metrics.items()}
         return CommitInfo(info)
 
     def commit(self, actions: list[Action]) -> CommitResult:

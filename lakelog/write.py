@@ -24,6 +24,7 @@ from .schema import (
     cast_batch,
     check_column_names,
     conform_type,
+    format_timestamp,
     hive_escape,
     schema_to_string,
     serialize_partition_value,
@@ -46,9 +47,7 @@ ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
 def _stat_value(v: Any) -> Any:
     if isinstance(v, dt.datetime):
-        if v.tzinfo is not None:
-            return v.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+        return format_timestamp(v)
     if isinstance(v, dt.date):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
@@ -140,8 +139,13 @@ def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, ma
             if not st.has_min_max:
                 bounds_known = False
                 continue
-            lo = st.min if lo is None else min(lo, st.min)
-            hi = st.max if hi is None else max(hi, st.max)
+            try:
+                st_min, st_max = st.min, st.max
+            except (OverflowError, ValueError):  # a date or timestamp beyond Python's years 1..9999
+                bounds_known = False
+                continue
+            lo = st_min if lo is None else min(lo, st_min)
+            hi = st_max if hi is None else max(hi, st_max)
         if null_count is None:
             continue
         put(nulls, path, null_count)
@@ -186,6 +190,7 @@ class DataWriter:
     partition_columns: list[str]
     max_indexed_cols: int = 32
     file_prefix: str = "part"
+    use_dictionary: bool | list[str] = True  # Parquet dictionary encoding: all columns, or only these
     _open: dict[tuple, _OpenFile] = field(default_factory=dict)
     _done: list[AddFile] = field(default_factory=list)
     _counter: int = 0
@@ -252,7 +257,7 @@ class DataWriter:
             self.storage.makedirs(parent)
             self._made_dirs.add(parent)
         sink = self.storage.open_output(full)
-        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy")
+        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy", use_dictionary=self.use_dictionary)
         return _OpenFile(rel, dict(pvals), writer, sink)
 
     def _close(self, key: tuple) -> None:

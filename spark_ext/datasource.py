@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from typing import Any, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +40,7 @@ from pyspark.sql.types import StructType
 import lakelog
 from lakelog.actions import AddFile
 from lakelog.errors import LakelogError
+from lakelog.predicates import NEGATED_OP, term_expression
 
 from .files import MAX_PARTITION_BYTES, FilesPartition
 from .files import read_files as _read_files
@@ -48,12 +49,13 @@ from .options import boolean as _bool
 from .options import partition_by as _partition_by
 from .options import storage_options as _storage_options
 from .options import table_path as _path
-from .planner import filters_will_be_pushed
+from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
 
 
 def register(spark) -> None:
-    """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown."""
+    """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown (a reader that can push
+    filters needs it; lakelog pushes them only with the read option ``filterPushdown``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
@@ -80,9 +82,9 @@ class LakelogDataSource(DataSource):
         return from_arrow_schema(self._table().schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
-        # Only PySpark's pushdown planner calls pushFilters; the other planner refuses readers that
-        # define it when spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
-        cls = LakelogReader if filters_will_be_pushed() else LakelogScanReader
+        # PySpark's read planner never calls pushFilters, and refuses readers that define it when
+        # spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
+        cls = LakelogScanReader if in_read_planner() else LakelogReader
         return cls(self._table(), schema, self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> "LakelogWriter":
@@ -97,54 +99,52 @@ class LakelogDataSource(DataSource):
 
 # ---------------------------------------------------------------- reading
 
-def _literal_ok(v: Any) -> bool:
-    # Floats are not pushed: Spark orders NaN above everything and NaN = NaN, Arrow does not.
-    return v is None or (isinstance(v, (int, str, bool)) or type(v).__name__ in ("date", "Decimal")) and not isinstance(v, float)
+_COMPARISONS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<", LessThanOrEqual: "<="}
+_STRING_MATCH = {StringStartsWith: pc.starts_with, StringEndsWith: pc.ends_with, StringContains: pc.match_substring}
 
 
 def _to_expression(f, schema: pa.Schema) -> pc.Expression | None:
-    """A Spark filter as an exact pyarrow expression, or None when it cannot be applied exactly."""
+    """A Spark filter as a pyarrow expression that is true exactly where Spark's predicate is TRUE
+    (SQL three-valued logic, Spark's float ordering), or None when it cannot be translated exactly."""
+    pair = _translate(f, schema)
+    return None if pair is None else pair[0]
+
+
+def _translate(f, schema: pa.Schema) -> tuple[pc.Expression, pc.Expression] | None:
+    """(true, false): expressions true exactly where the filter is TRUE, resp. FALSE; both are not true
+    where it is NULL. NOT swaps them, so NOT never turns NULL into TRUE."""
     if isinstance(f, Not):
-        inner = _to_expression(f.child, schema)
-        return None if inner is None else ~inner
+        inner = _translate(f.child, schema)
+        return None if inner is None else (inner[1], inner[0])
     attr = getattr(f, "attribute", None)
     if attr is None or len(attr) != 1 or attr[0] not in schema.names:
         return None
     col = attr[0]
     t = schema.field(col).type
-    if pa.types.is_floating(t) or pa.types.is_nested(t) or pa.types.is_timestamp(t) or pa.types.is_binary(t):
-        return None
     field = pc.field(col)
     if isinstance(f, IsNull):
-        return field.is_null()
+        return field.is_null(), field.is_valid()
     if isinstance(f, IsNotNull):
-        return field.is_valid()
-    if isinstance(f, In):
-        values = [v for v in f.value if v is not None]  # x IN (..., NULL) is never true because of the NULL
-        if not all(_literal_ok(v) for v in values):
+        return field.is_valid(), field.is_null()
+    value = f.value
+    try:
+        if isinstance(f, tuple(_STRING_MATCH)):
+            if not pa.types.is_string(t) or not isinstance(value, str):
+                return None
+            e = _STRING_MATCH[type(f)](field, pattern=value)
+            return e, ~e  # both null on null
+        if isinstance(f, In):
+            return term_expression(col, "in", value, t), term_expression(col, "not in", value, t)
+        if isinstance(f, EqualNullSafe):
+            if value is None:
+                return field.is_null(), field.is_valid()
+            return term_expression(col, "=", value, t), term_expression(col, "!=", value, t) | field.is_null()
+        op = _COMPARISONS.get(type(f))
+        if op is None:
             return None
-        return field.isin(pa.array(values, type=t)) if values else pc.scalar(False)
-    value = getattr(f, "value", None)
-    if not _literal_ok(value):
-        return None
-    if isinstance(f, (StringStartsWith, StringEndsWith, StringContains)):
-        if not pa.types.is_string(t):
-            return None
-        fn = {StringStartsWith: pc.starts_with, StringEndsWith: pc.ends_with, StringContains: pc.match_substring}[type(f)]
-        return fn(field, pattern=value)
-    if value is None:
-        return field.is_null() if isinstance(f, EqualNullSafe) else None
-    lit = pa.scalar(value, type=t)
-    ops = {
-        EqualTo: lambda: field == lit,
-        EqualNullSafe: lambda: pc.if_else(field.is_null(), False, field == lit),
-        GreaterThan: lambda: field > lit,
-        GreaterThanOrEqual: lambda: field >= lit,
-        LessThan: lambda: field < lit,
-        LessThanOrEqual: lambda: field <= lit,
-    }
-    op = ops.get(type(f))
-    return op() if op else None
+        return term_expression(col, op, value, t), term_expression(col, NEGATED_OP[op], value, t)
+    except LakelogError:
+        return None  # a type or value lakelog cannot compare exactly: Spark applies the filter
 
 
 class LakelogReader(DataSourceReader):
@@ -156,6 +156,7 @@ class LakelogReader(DataSourceReader):
         self.partition_columns = table.partition_columns
         self.output_schema = to_arrow_schema(schema, timezone="UTC")
         self.filter: pc.Expression | None = None
+        self.pushdown = _bool(options, "filterPushdown")
         self.max_partition_bytes = int(options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
         self._table = table  # driver-side only
 
@@ -165,6 +166,12 @@ class LakelogReader(DataSourceReader):
         return state
 
     def pushFilters(self, filters):
+        if not self.pushdown:
+            # Spark 4.1-4.3 keep the read plan of a scan with pushed filters on the relation and reuse it
+            # for a later scan of the same DataFrame that has no pushable filter, which then silently
+            # reads too few rows. So filters are pushed only when asked for (option filterPushdown).
+            yield from filters
+            return
         accepted = None
         for f in filters:
             e = _to_expression(f, self.table_schema)

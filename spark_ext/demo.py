@@ -114,7 +114,7 @@ def main() -> int:
     corrections.write.format("lakelog").mode("append").save(orders)
     spark.read.format("lakelog").load(orders).createOrReplaceTempView("orders")
     spark.sql(daily).write.format("lakelog").mode("overwrite").save(totals)
-    late = spark.read.format("lakelog").load(orders).filter("customer = 'c-late' and day = date'2026-11-01'").count()
+    late = spark.read.format("lakelog").option("filterPushdown", "true").load(orders).filter("customer = 'c-late' and day = date'2026-11-01'").count()
     check("Spark reads the appended corrections back, with pushed-down filters", late == 10)
     check("daily_totals was rebuilt by an overwrite (version 1)", lakelog.Table(totals).version == 1)
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from lakelog.actions import AddFile
-from lakelog.scan import files_dataset
+from lakelog.scan import read_batches
 from lakelog.storage import Storage
 
 MAX_PARTITION_BYTES = 128 * 1024 * 1024  # as spark.sql.files.maxPartitionBytes
@@ -49,8 +49,7 @@ def read_files(path, storage_options, table_schema, partition_columns, output_sc
     if not files:
         return
     storage = Storage(path, storage_options)
-    dset = files_dataset(storage, table_schema, partition_columns, [AddFile.from_json(d) for d in files])
-    for batch in dset.to_batches(columns=output_schema.names, filter=filter):
+    for batch in read_batches(storage, table_schema, partition_columns, [AddFile.from_json(d) for d in files], output_schema.names, filter):
         if batch.num_rows:
             yield conform(batch, output_schema)
 

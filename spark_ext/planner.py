@@ -10,17 +10,16 @@ socket, never calls ``pushFilters``, and raises ``DATA_SOURCE_PUSHDOWN_DISABLED`
 and the reader's class overrides ``pushFilters``. Both are separate Python processes forked by the
 PySpark daemon: no SparkSession, no SQL conf, nothing but the pickled data source and that flag.
 
-So the one fact a data source can use is which of the two planners is creating its reader: only the
-pushdown planner ever calls ``pushFilters``, so a reader offers it exactly there, and the read planner
-gets a reader without it (legal whatever the flag says). Anything unrecognised (a later PySpark, a
-direct call) also gets the reader without pushdown: it loses pruning, never correctness.
+So the one fact a data source can use is which planner is creating its reader. The read planner
+never calls ``pushFilters``, so it gets a reader without it (legal whatever the flag says); the
+pushdown planner and direct callers get the reader that can push filters.
 """
 
 from __future__ import annotations
 
 import sys
 
-PUSHDOWN_PLANNER = "pyspark.sql.worker.data_source_pushdown_filters"
+READ_PLANNER = "pyspark.sql.worker.plan_data_source_read"
 
 
 def _module_of(frame) -> str | None:
@@ -32,13 +31,14 @@ def _module_of(frame) -> str | None:
     return name
 
 
-def filters_will_be_pushed(max_depth: int = 16) -> bool:
-    """True when the caller runs inside PySpark's filter pushdown planner, which calls ``pushFilters``."""
+def in_read_planner(max_depth: int = 16) -> bool:
+    """True when the caller runs inside PySpark's read planner, which never calls ``pushFilters`` and
+    refuses readers defining it unless ``spark.sql.python.filterPushdown.enabled`` is true."""
     frame = sys._getframe(1)
     for _ in range(max_depth):
         if frame is None:
             return False
-        if _module_of(frame) == PUSHDOWN_PLANNER:
+        if _module_of(frame) == READ_PLANNER:
             return True
         frame = frame.f_back
     return False

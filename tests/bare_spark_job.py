@@ -24,6 +24,9 @@ def main(work: str) -> None:
     read = spark.read.format("lakelog").load(table)
     out["count"] = read.count()
     out["filtered"] = sorted(r.id for r in read.filter("p = '1' and id < 20").collect())
+    # Asking for pushdown where the session cannot push: Spark filters, the read works.
+    pushed = spark.read.format("lakelog").option("filterPushdown", "true").load(table).filter("p = '1' and id < 20")
+    out["filtered_pushdown_option"] = sorted(r.id for r in pushed.collect())
     out["v0"] = spark.read.format("lakelog").option("versionAsOf", 0).load(table).count()
 
     q = (

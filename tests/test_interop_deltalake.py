@@ -657,6 +657,13 @@ OPS = {
 }
 
 
+def _spark_float(v):
+    # Floats compare as in Spark SQL (lakelog's DNF semantics): NaN equals NaN and is above every other value.
+    if isinstance(v, float):
+        return (1, 0.0) if math.isnan(v) else (0, v)
+    return v
+
+
 def py_filter(rs: list[dict], filters) -> list[dict]:
     """Filter rows in Python with SQL null semantics (a comparison with null is not true)."""
     dnf = [filters] if isinstance(filters[0], tuple) else filters
@@ -665,11 +672,17 @@ def py_filter(rs: list[dict], filters) -> list[dict]:
         v = r[c]
         if v is None:
             return False
-        if v == "NaN":  # canon() marks NaN so rows compare; compare the float itself here (IEEE rules)
+        if v == "NaN":  # canon() marks NaN so rows compare; compare the float itself here
             v = math.nan
         if isinstance(val, dt.datetime) and val.tzinfo is not None:
             val = val.astimezone(UTC)
-        return OPS[op](v, val)
+        if op in ("in", "not in"):
+            if op == "not in" and None in val:
+                return False
+            val = [_spark_float(x) for x in val if x is not None]
+        else:
+            val = _spark_float(val)
+        return OPS[op](_spark_float(v), val)
 
     return [r for r in rs if any(all(term(r, *t) for t in conj) for conj in dnf)]
 

@@ -25,6 +25,6 @@ def test_bare_session_reads_writes_and_streams(tmp_path):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["pushdown_setting"] == "false"  # the session really is bare
     assert out["count"] == 120
-    assert out["filtered"] == [1, 4, 7, 10, 13, 16, 19]
+    assert out["filtered"] == out["filtered_pushdown_option"] == [1, 4, 7, 10, 13, 16, 19]
     assert out["v0"] == 100
     assert out["streamed"] == list(range(120))

@@ -222,3 +222,30 @@ def test_rows_land_in_their_own_partition_with_nulls_in_the_keys(table_path):
     ]
     t = lakelog.Table(table_path)
     assert sorted(t.snapshot.files[p].partition_values["ps"] or "-" for p in t.files()) == [" ", " ", "-", "-", "b"]
+
+
+def test_date_and_timestamp_stats_have_four_digit_years(table_path):
+    """Stats before year 1000 are zero-padded (strftime's %Y is not): deltalake prunes by them correctly."""
+    utc = dt.timezone.utc
+    begin = dt.datetime(1, 1, 1, tzinfo=utc)
+    lakelog.write_table(table_path, pa.table({"id": [0], "valid_from": pa.array([begin], pa.timestamp("us", tz="UTC")),
+                                              "tn": pa.array([dt.datetime(999, 12, 31, 23, 59, 59, 999999)], pa.timestamp("us")),
+                                              "d": pa.array([dt.date(1, 1, 1)], pa.date32())}))
+    lakelog.write_table(table_path, pa.table({"id": [1], "valid_from": pa.array([dt.datetime(2020, 1, 1, tzinfo=utc)], pa.timestamp("us", tz="UTC")),
+                                              "tn": pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("us")), "d": pa.array([dt.date(2020, 1, 1)], pa.date32())}))
+    first = min(lakelog.Table(table_path).snapshot.files.values(), key=lambda a: orjson.loads(a.stats)["minValues"]["d"])
+    stats = orjson.loads(first.stats)
+    assert stats["minValues"] == {"id": 0, "valid_from": "0001-01-01T00:00:00.000000Z", "tn": "0999-12-31T23:59:59.999999", "d": "0001-01-01"}
+    deltalake = pytest.importorskip("deltalake")
+    for filters in ([("valid_from", "<", dt.datetime(2000, 1, 1, tzinfo=utc))], [("tn", "<", dt.datetime(1000, 1, 1))], [("d", "<", dt.date(2000, 1, 1))]):
+        assert _ids(deltalake.DeltaTable(table_path).to_pyarrow_table(filters=filters)) == [0], filters
+        assert _ids(lakelog.read_table(table_path, filters=filters)) == [0], filters
+
+
+def test_timestamps_past_year_9999_get_no_bounds(table_path):
+    """Arrow holds timestamps and dates past 9999; their stats bound cannot be written, so it is left out."""
+    far = pa.array([253402300800000000 * 2], pa.timestamp("us"))  # year ~17000
+    lakelog.write_table(table_path, pa.table({"id": [0], "t": far, "d": pa.array([3_000_000], pa.date32())}))
+    stats = orjson.loads(next(iter(lakelog.Table(table_path).snapshot.files.values())).stats)
+    assert "t" not in stats["minValues"] and "d" not in stats["maxValues"] and stats["nullCount"]["t"] == 0
+    assert lakelog.read_table(table_path, filters=[("t", ">", dt.datetime(2000, 1, 1))]).num_rows == 1

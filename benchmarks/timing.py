@@ -1,0 +1,25 @@
+"""Timing shared by the benchmark modules."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[], object] | None = None) -> list[float]:
+    """Median time of each function; runs are interleaved (a, b, c, a, b, c, ...) after one untimed
+    warm-up each, so a noisy spell on the machine hits every contender alike."""
+    for fn in fns:
+        if setup:
+            setup()
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            if setup:
+                setup()
+            t0 = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]

@@ -1,0 +1,60 @@
+"""``lakelog.write_table``: the public write entry point.
+
+Plain appends and overwrites go to ``lakelog.write``; overwriting only the rows a predicate selects,
+or only the partitions the data holds, goes to ``lakelog.dml`` (imported only then, so plain writes
+never load the SQL engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import write
+
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+
+
+def write_table(
+    path: str,
+    data: Any,
+    *,
+    mode: str = "append",
+    partition_by: list[str] | str | None = None,
+    schema_mode: str | None = None,
+    configuration: dict[str, str] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    user_metadata: str | None = None,
+    predicate: Any = None,
+    partition_overwrite: str | None = None,
+) -> int:
+    """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
+
+    mode: "append" | "overwrite" | "error" (fail if the table exists) | "ignore" (do nothing if it exists).
+    schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
+    app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
+    predicate (with mode="overwrite"): replace only the rows it selects (SQL text, DNF tuples or a pyarrow
+    expression); every row of ``data`` must satisfy it (``PredicateViolationError`` otherwise).
+    partition_overwrite="dynamic" (with mode="overwrite"): replace only the partitions present in ``data``;
+    "static" (the default) replaces the whole table.
+    """
+    if partition_overwrite not in (None, *PARTITION_OVERWRITE_MODES):
+        raise ValueError(f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, not {partition_overwrite!r}")
+    partial = predicate is not None or partition_overwrite == "dynamic"
+    if not partial:
+        return write.write_table(
+            path, data, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
+            storage_options=storage_options, app_id=app_id, app_version=app_version, user_metadata=user_metadata,
+        )
+    if mode != "overwrite":
+        raise ValueError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
+    if predicate is not None and partition_overwrite == "dynamic":
+        raise ValueError("pass either predicate or partition_overwrite='dynamic', not both")
+    from . import dml
+
+    kwargs = dict(partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options,
+                  app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+    if predicate is not None:
+        return dml.overwrite_where(path, data, predicate, **kwargs)
+    return dml.overwrite_partitions(path, data, **kwargs)

@@ -1,0 +1,14 @@
+"""Row-level changes: delete, update, merge, predicate and dynamic partition overwrite.
+
+Every operation is copy-on-write: it prunes candidate files by partition values and stats, reads only
+those (in bounded groups), rewrites the files that hold touched rows and commits one transaction
+whose read set is the files it read. SQL predicates and expressions are evaluated by DuckDB
+(``lakelog.sql``), which only these modules import.
+"""
+
+from .delete import delete
+from .merge import TableMerger, merge
+from .overwrite import overwrite_partitions, overwrite_where
+from .update import update
+
+__all__ = ["delete", "update", "merge", "TableMerger", "overwrite_where", "overwrite_partitions"]

@@ -1,0 +1,68 @@
+"""DELETE: remove the rows a predicate selects (copy-on-write: files with such rows are rewritten)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..storage import Storage
+from .rewrite import Predicate, RowLevelOperation, compile_predicate, partition_table, predicate_parameter, run, select_positions
+
+
+def delete(
+    storage: Storage,
+    predicate: Any = None,
+    *,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    user_metadata: str | None = None,
+) -> dict[str, Any]:
+    """Delete the rows ``predicate`` selects (None: every row) in one ``DELETE`` commit; returns metrics."""
+    op = RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+    return run(op, lambda op: _delete(op, predicate))
+
+
+def _delete(op: RowLevelOperation, predicate: Any) -> dict[str, Any]:
+    metrics = {"num_deleted_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
+    if op.duplicate:
+        return {**metrics, "version": op.snapshot.version}
+    pred = compile_predicate(predicate, op.schema, op.engine)
+    deleted = delete_matching(op, pred)
+    op.finish()
+    version = op.commit(
+        "DELETE",
+        {"predicate": predicate_parameter(pred.text)},
+        {
+            "numDeletedRows": deleted,
+            "numRemovedFiles": len(op.removes),
+            "numAddedFiles": op.num_added_files,
+            "numCopiedRows": op.copied_rows,
+        },
+    )
+    metrics.update(
+        num_deleted_rows=deleted,
+        num_added_files=op.num_added_files,
+        num_removed_files=len(op.removes),
+        num_copied_rows=op.copied_rows,
+    )
+    return {**metrics, "version": op.snapshot.version if version is None else version}
+
+
+def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
+    """Mark every row ``pred`` selects deleted; returns how many. Files are pruned first; a predicate on
+    partition columns only removes whole files without opening them."""
+    files = op.candidates(pred.prune)
+    deleted = 0
+    # A predicate that reads partition columns only (at least one) has one value per file.
+    by_partition = pred.sql is not None and bool(pred.columns) and pred.columns <= set(op.partition_columns)
+    if pred.everything or by_partition:
+        chosen = range(len(files)) if pred.everything else select_positions(op.engine, pred, partition_table(op, files))
+        for i in chosen:
+            add = files[int(i)]
+            deleted += op.num_rows(add)
+            op.remove(add)
+        return deleted
+    for group in op.scan(files, pred.columns):
+        for fi, rows in group.selected(op.engine, pred):
+            op.delete_rows(files[fi], rows, None, group.counts[fi - group.first])
+            deleted += len(rows)
+    return deleted

@@ -1,0 +1,454 @@
+"""MERGE: upsert a source (Arrow or pandas) into the table on a join predicate, with Delta's semantics.
+
+* Clauses are kept in the order given; within each kind (matched, not matched, not matched by
+  source) the first clause whose condition is TRUE wins (NULL is not TRUE). Only the last clause of
+  a kind may omit its condition.
+* A target row matched by more than one source row is an error (``MultipleSourceMatchesError``,
+  nothing committed), unless the only matched clause is an unconditional delete.
+* ``*_all`` clauses assign columns by name; with ``schema_mode="merge"`` source columns the table
+  lacks are added (nullable) and target columns the source lacks keep their value (update) or are
+  NULL (insert); without it every target column must be in the source and extra ones are ignored.
+
+Execution (copy-on-write): candidate target files are pruned with the predicate's target-only
+conjuncts and, for each equi-join ``target.k = source.k2``, the range (and, for partition columns,
+the set) of the source's keys; not-matched-by-source clauses add their own conditions. DuckDB joins
+each bounded group of candidate files (only the columns the predicate and conditions read) with
+the source; files holding changed rows are then read whole, one at a time, their changed rows are
+deleted through the row-deletion seam and the new versions written. Unmatched source rows are
+inserted at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..actions import Metadata
+from ..errors import MultipleSourceMatchesError, PredicateError
+from ..schema import canonical_schema, check_column_names, schema_to_string, to_arrow_stream
+from ..sql import column_refs, parse_expression, prune_expression, quote_ident
+from ..storage import Storage
+from ..write import _plan_protocol
+from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
+
+SRC = "__lakelog_src"  # a source row's position in the source
+KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
+
+
+@dataclass
+class Clause:
+    kind: str  # "matched" | "not_matched" | "not_matched_by_source"
+    action: str  # "update" | "delete" | "insert"
+    condition: str | None = None
+    assignments: dict[str, str] | None = None  # None with all=True: every column by name
+    all: bool = False
+
+
+class TableMerger:
+    """A MERGE being built: add ``when_*`` clauses (evaluated in order), then ``execute()``."""
+
+    def __init__(self, table: Any, source: Any, predicate: str, *, source_alias: str = "source", target_alias: str = "target",
+                 schema_mode: str | None = None, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None):
+        if schema_mode not in (None, "merge"):
+            raise ValueError(f"schema_mode must be None or 'merge' for a merge, not {schema_mode!r}")
+        if not isinstance(source_alias, str) or not isinstance(target_alias, str) or source_alias.lower() == target_alias.lower():
+            raise ValueError(f"source_alias and target_alias must be two different names, not {source_alias!r} and {target_alias!r}")
+        self.table, self.source, self.predicate = table, source, predicate
+        self.source_alias, self.target_alias, self.schema_mode = source_alias, target_alias, schema_mode
+        self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata
+        self.clauses: list[Clause] = []
+
+    def _add(self, clause: Clause) -> "TableMerger":
+        self.clauses.append(clause)
+        return self
+
+    def when_matched_update(self, updates: dict[str, str], condition: str | None = None) -> "TableMerger":
+        """Set columns of matched target rows to SQL expressions over ``target`` and ``source``."""
+        return self._add(Clause("matched", "update", condition, dict(updates)))
+
+    def when_matched_update_all(self, condition: str | None = None) -> "TableMerger":
+        """Set every target column of matched rows to the source column of the same name."""
+        return self._add(Clause("matched", "update", condition, None, True))
+
+    def when_matched_delete(self, condition: str | None = None) -> "TableMerger":
+        return self._add(Clause("matched", "delete", condition))
+
+    def when_not_matched_insert(self, values: dict[str, str], condition: str | None = None) -> "TableMerger":
+        """Insert a row per unmatched source row: column -> SQL expression over ``source`` (others NULL)."""
+        return self._add(Clause("not_matched", "insert", condition, dict(values)))
+
+    def when_not_matched_insert_all(self, condition: str | None = None) -> "TableMerger":
+        return self._add(Clause("not_matched", "insert", condition, None, True))
+
+    def when_not_matched_by_source_update(self, updates: dict[str, str], condition: str | None = None) -> "TableMerger":
+        """Set columns of target rows no source row matches (expressions over ``target`` only)."""
+        return self._add(Clause("not_matched_by_source", "update", condition, dict(updates)))
+
+    def when_not_matched_by_source_delete(self, condition: str | None = None) -> "TableMerger":
+        return self._add(Clause("not_matched_by_source", "delete", condition))
+
+    def execute(self) -> dict[str, Any]:
+        """Run the merge in one ``MERGE`` commit; returns metrics (``num_source_rows``,
+        ``num_target_rows_inserted``/``_updated``/``_deleted``/``_copied``, ``num_output_rows``,
+        ``num_target_files_added``/``_removed``, ``version``)."""
+        metrics = merge(
+            self.table.storage, self.source, self.predicate, self.clauses, source_alias=self.source_alias,
+            target_alias=self.target_alias, schema_mode=self.schema_mode, app_id=self.app_id,
+            app_version=self.app_version, user_metadata=self.user_metadata,
+        )
+        self.table.refresh()
+        return metrics
+
+
+def merge(storage: Storage, source: Any, predicate: str, clauses: list[Clause], *, source_alias: str = "source", target_alias: str = "target",
+          schema_mode: str | None = None, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None) -> dict[str, Any]:
+    """Merge ``source`` into the table at ``storage`` (see ``TableMerger``)."""
+    op = RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+    return run(op, lambda op: _Merge(op, source, predicate, clauses, source_alias, target_alias, schema_mode).execute())
+
+
+def _source_table(source: Any) -> pa.Table:
+    schema, batches = to_arrow_stream(source)
+    t = pa.Table.from_batches(list(batches), schema=schema)
+    cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in t.columns]
+    return pa.table(cols, names=t.column_names)
+
+
+def _and_terms(node: dict) -> list[dict]:
+    if node.get("type") == "CONJUNCTION_AND":
+        return [t for c in node["children"] for t in _and_terms(c)]
+    return [node]
+
+
+class _Merge:
+    def __init__(self, op: RowLevelOperation, source: Any, predicate: str, clauses: list[Clause], source_alias: str, target_alias: str, schema_mode: str | None):
+        if not clauses:
+            raise PredicateError("a merge needs at least one when_* clause")
+        self.op, self.engine = op, op.engine
+        self.src = _source_table(source)
+        for name in self.src.column_names:
+            if name.startswith("__lakelog_"):
+                raise PredicateError(f"source column {name!r} uses a name reserved by lakelog; rename it")
+        self.t_alias, self.s_alias = quote_ident(target_alias), quote_ident(source_alias)
+        self.target_alias, self.source_alias = target_alias, source_alias
+        self.target_names = list(op.schema.names)
+        self.predicate = predicate
+        self.clauses = clauses
+        self.schema_mode = schema_mode
+        for kind in ("matched", "not_matched", "not_matched_by_source"):
+            of_kind = [c for c in clauses if c.kind == kind]
+            if any(c.condition is None for c in of_kind[:-1]):
+                raise PredicateError(f"only the last {kind.replace('_', ' ')} clause of a merge may omit its condition")
+        self._plan_schema()
+        self._validate()
+
+    # ------------------------------------------------------------ planning
+    def _plan_schema(self) -> None:
+        op = self.op
+        uses_all = any(c.all for c in self.clauses)
+        added = []
+        if self.schema_mode == "merge" and uses_all:
+            new = [f for f in self.src.schema if f.name not in self.target_names]
+            if new:
+                added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
+        if added:
+            schema = pa.schema(list(op.schema) + added)
+            check_column_names(schema)
+            m = op.snapshot.metadata
+            metadata = Metadata(
+                id=m.id, schema_string=schema_to_string(schema), partition_columns=m.partition_columns, configuration=m.configuration,
+                created_time=m.created_time, name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options,
+            )
+            protocol = _plan_protocol(schema, op.snapshot.protocol)
+            op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
+        self.out_schema = op.schema
+        src_names = set(self.src.column_names)
+        for c in self.clauses:
+            if c.all:
+                missing = [n for n in self.target_names if n not in src_names]
+                if missing and self.schema_mode != "merge":
+                    raise PredicateError(
+                        f"{c.kind.replace('_', ' ')} {c.action}_all needs every table column in the source; missing: {missing}. "
+                        "Add them to the source, assign columns explicitly, or pass schema_mode='merge'"
+                    )
+                c.assignments = {n: f"{self.s_alias}.{quote_ident(n)}" for n in self.out_schema.names if n in src_names}
+            elif c.assignments is not None:
+                fixed = {}
+                for col, expr in c.assignments.items():
+                    name = col
+                    prefix = self.target_alias + "."
+                    if isinstance(col, str) and col.lower().startswith(prefix.lower()) and col[len(prefix):] in self.out_schema.names:
+                        name = col[len(prefix):]
+                    if name not in self.out_schema.names:
+                        raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_schema.names})")
+                    fixed[name] = expr
+                c.assignments = fixed
+
+    def _validate(self) -> None:
+        eng = self.engine
+        target_rel = eng.empty_relation(self.op.snapshot.schema)
+        src_rel = eng.empty_relation(self.src.schema)
+        both = f"{target_rel} AS {self.t_alias}, {src_rel} AS {self.s_alias}"
+        self.tree = eng.check_predicate(self.predicate, both, "merge predicate")
+        context = {"matched": both, "not_matched": f"{src_rel} AS {self.s_alias}", "not_matched_by_source": f"{target_rel} AS {self.t_alias}"}
+        for c in self.clauses:
+            rel = context[c.kind]
+            label = f"{c.kind.replace('_', ' ')} {c.action} clause"
+            if c.condition is not None:
+                eng.check_predicate(c.condition, rel, f"condition of the {label}")
+            for col, expr in (c.assignments or {}).items():
+                eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
+
+    def _resolve_target(self, ref: tuple[str, ...]) -> str | None:
+        if len(ref) == 2 and ref[0].lower() == self.target_alias.lower() and ref[1] in self.target_names:
+            return ref[1]
+        if len(ref) == 1 and ref[0] in self.target_names and ref[0] not in self.src.column_names:
+            return ref[0]
+        return None
+
+    def _resolve_source(self, ref: tuple[str, ...]) -> str | None:
+        if len(ref) == 2 and ref[0].lower() == self.source_alias.lower() and ref[1] in self.src.column_names:
+            return ref[1]
+        if len(ref) == 1 and ref[0] in self.src.column_names and ref[0] not in self.target_names:
+            return ref[0]
+        return None
+
+    def _key_ranges(self) -> list[pc.Expression]:
+        """For each ``target.k = source.k2`` conjunct: the source's keys as a bound on ``k``."""
+        out = []
+        schema = self.op.snapshot.schema
+        for term in _and_terms(self.tree):
+            if term.get("type") != "COMPARE_EQUAL":
+                continue
+            sides = [term["left"], term["right"]]
+            if not all(s.get("class") == "COLUMN_REF" for s in sides):
+                continue
+            refs = [tuple(s["column_names"]) for s in sides]
+            t_col, s_col = self._resolve_target(refs[0]), self._resolve_source(refs[1])
+            if t_col is None or s_col is None:
+                t_col, s_col = self._resolve_target(refs[1]), self._resolve_source(refs[0])
+            if t_col is None or s_col is None:
+                continue
+            tt, st = schema.field(t_col).type, self.src.schema.field(s_col).type
+            same = tt == st or (pa.types.is_integer(tt) and pa.types.is_integer(st)) or (pa.types.is_string(tt) and pa.types.is_large_string(st))
+            if not same or pa.types.is_floating(tt) or pa.types.is_nested(tt) or pa.types.is_boolean(tt):
+                continue
+            keys = pc.drop_null(self.src.column(s_col))
+            if len(keys) == 0:
+                out.append(pc.scalar(False))
+                continue
+            try:
+                lo, hi = pc.min_max(keys).values()
+                lo, hi = lo.cast(tt), hi.cast(tt)
+            except pa.ArrowException:
+                continue  # source keys outside the target type: no pruning from this term
+            f = pc.field(t_col)
+            if t_col in self.op.partition_columns:
+                distinct = pc.unique(keys)
+                if len(distinct) <= KEY_SET_LIMIT:
+                    try:
+                        out.append(f.isin(distinct.cast(tt)))
+                        continue
+                    except pa.ArrowException:
+                        pass
+            out.append((f >= lo) & (f <= hi))
+        return out
+
+    def _prunes(self) -> tuple[pc.Expression | None, pc.Expression | None]:
+        """(join prune, candidate prune): files outside the first hold no matched row, files outside the
+        second no row any clause touches."""
+        schema = self.op.snapshot.schema
+        join = prune_expression(self.tree, schema, self.engine, self._resolve_target)
+        for r in self._key_ranges():
+            join = r if join is None else join & r
+        candidates = join
+        for c in self.clauses:
+            if c.kind != "not_matched_by_source" or candidates is None:
+                continue
+            cond = None if c.condition is None else prune_expression(parse_expression(c.condition), schema, self.engine, self._resolve_target)
+            candidates = None if cond is None else candidates | cond
+        return join, candidates
+
+    def _narrow_columns(self) -> set[str]:
+        texts = [self.predicate] + [c.condition for c in self.clauses if c.condition is not None and c.kind != "not_matched"]
+        names = set(self.target_names)
+        cols = set()
+        for text in texts:
+            for n in column_refs(parse_expression(text)):
+                cols.update(p for p in n if p in names)
+        return cols
+
+    # ------------------------------------------------------------ running
+    def execute(self) -> dict[str, Any]:
+        op = self.op
+        zero = {k: 0 for k in ("num_source_rows", "num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_deleted",
+                               "num_target_rows_copied", "num_output_rows", "num_target_files_added", "num_target_files_removed")}
+        if op.duplicate:
+            return {**zero, "version": op.snapshot.version}
+        n_src = self.src.num_rows
+        self.src = self.src.append_column(SRC, pa.array(np.arange(n_src, dtype=np.int64)))
+        self.src_rel = self.engine.register(self.src)
+        matched = [c for c in self.clauses if c.kind == "matched"]
+        nmbs = [c for c in self.clauses if c.kind == "not_matched_by_source"]
+        inserts = [c for c in self.clauses if c.kind == "not_matched"]
+        self.numbered = matched + nmbs  # clause number k = position here
+        self.counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
+        self.check_cardinality = bool(matched) and not (len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None)
+        self.matched_src = np.zeros(n_src, dtype=bool)
+        _, candidate_prune = self._prunes()
+        files = op.candidates(candidate_prune)
+        if files and (matched or nmbs or inserts):
+            for group in op.scan(files, self._narrow_columns()):
+                self._group(group, files, matched, nmbs)
+        inserted = self._insert(inserts) if inserts else 0
+        updated = self.counts["matched_update"] + self.counts["nmbs_update"]
+        deleted = self.counts["matched_delete"] + self.counts["nmbs_delete"]
+
+        def clause_json(cs: list[Clause]) -> str:
+            return orjson.dumps([{**({"predicate": c.condition} if c.condition is not None else {}), "actionType": c.action} for c in cs]).decode()
+
+        params = {
+            "predicate": predicate_parameter(self.predicate),
+            "matchedPredicates": clause_json(matched),
+            "notMatchedPredicates": clause_json(inserts),
+            "notMatchedBySourcePredicates": clause_json(nmbs),
+        }
+        op.finish()
+        copied = op.copied_rows
+        commit_metrics = {
+            "numSourceRows": n_src, "numTargetRowsInserted": inserted, "numTargetRowsUpdated": updated,
+            "numTargetRowsMatchedUpdated": self.counts["matched_update"], "numTargetRowsNotMatchedBySourceUpdated": self.counts["nmbs_update"],
+            "numTargetRowsDeleted": deleted, "numTargetRowsMatchedDeleted": self.counts["matched_delete"],
+            "numTargetRowsNotMatchedBySourceDeleted": self.counts["nmbs_delete"], "numTargetRowsCopied": copied,
+            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(op.removes),
+        }
+        commit_metrics["numTargetFilesAdded"] = op.num_added_files
+        version = op.commit("MERGE", params, commit_metrics)
+        return {
+            "num_source_rows": n_src, "num_target_rows_inserted": inserted, "num_target_rows_updated": updated,
+            "num_target_rows_deleted": deleted, "num_target_rows_copied": copied, "num_output_rows": inserted + updated + copied,
+            "num_target_files_added": op.num_added_files, "num_target_files_removed": len(op.removes),
+            "version": op.snapshot.version if version is None else version,
+        }
+
+    def _case(self, clauses: list[Clause], first: int) -> str:
+        if not clauses:
+            return "-1"
+        whens = " ".join(f"WHEN ({c.condition if c.condition is not None else 'TRUE'}) THEN {first + i}" for i, c in enumerate(clauses))
+        return f"CASE {whens} ELSE -1 END"
+
+    def _group(self, group: Group, files: list, matched: list[Clause], nmbs: list[Clause]) -> None:
+        eng, t, s = self.engine, self.t_alias, self.s_alias
+        g = eng.register(group.table)
+        try:
+            hits = eng.query(
+                f"SELECT {t}.{FILE} AS f, {t}.{ROW} AS r, {s}.{SRC} AS s, {self._case(matched, 0)} AS k "
+                f"FROM {g} AS {t} JOIN {self.src_rel} AS {s} ON ({self.predicate})",
+                f"cannot evaluate the merge {self.predicate!r}",
+            )
+            f_arr, r_arr = hits.column("f").to_numpy(), hits.column("r").to_numpy()
+            if self.check_cardinality and hits.num_rows:
+                key = f_arr.astype(np.int64) * (int(r_arr.max()) + 1) + r_arr
+                if len(np.unique(key)) != len(key):
+                    raise MultipleSourceMatchesError(
+                        "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
+                        "nothing was committed. Deduplicate the source on the join keys (or make the predicate match at most one source row)"
+                    )
+            self.matched_src[hits.column("s").to_numpy()] = True
+            actions = [hits.filter(pc.greater_equal(hits.column("k"), 0))]
+            if nmbs:
+                m = eng.register(hits)
+                try:
+                    unmatched = eng.query(
+                        f"SELECT {t}.{FILE} AS f, {t}.{ROW} AS r, CAST(NULL AS BIGINT) AS s, {self._case(nmbs, len(matched))} AS k "
+                        f"FROM {g} AS {t} ANTI JOIN {m} AS __m ON ({t}.{FILE} = __m.f AND {t}.{ROW} = __m.r)",
+                        "cannot evaluate the not matched by source clauses",
+                    )
+                finally:
+                    eng.unregister(m)
+                actions.append(unmatched.filter(pc.greater_equal(unmatched.column("k"), 0)))
+        finally:
+            eng.unregister(g)
+        todo = pa.concat_tables(actions)
+        if todo.num_rows == 0:
+            return
+        by_file = split_by_file(todo.rename_columns([FILE, ROW, "s", "k"]))
+        for chunk in self.op.chunks(files, sorted(by_file)):
+            self._rewrite(files, {f: by_file[f] for f in chunk}, len(matched))
+
+    def _rewrite(self, files: list, by_file: dict[int, pa.Table], n_matched: int) -> None:
+        """Apply the chosen clauses (FILE -> rows of ROW, s, k) to a bounded run of files."""
+        eng, t, s = self.engine, self.t_alias, self.s_alias
+        hit = sorted(by_file)
+        contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit)))
+        todo = pa.concat_tables([by_file[f] for f in hit])
+        ks_all = todo.column("k").to_numpy()
+        is_update_all = np.array([self.numbered[k].action == "update" for k in ks_all], dtype=bool)
+        new_rows: dict[int, pa.Table] = {}
+        if is_update_all.any():
+            upd = todo.filter(pa.array(is_update_all))
+            update_ks = sorted(set(upd.column("k").to_pylist()))
+            cols = ", ".join(f"{self._value(name, update_ks)} AS {quote_ident(name)}" for name in self.out_schema.names)
+            a = eng.register(upd)
+            c = eng.register(pa.concat_tables(list(contents.values())))
+            try:
+                new_rows = split_by_file(eng.query(
+                    f"SELECT {cols}, __a.{FILE} AS {FILE} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{FILE} = __a.{FILE} AND {t}.{ROW} = __a.{ROW} "
+                    f"LEFT JOIN {self.src_rel} AS {s} ON {s}.{SRC} = __a.s",
+                    "cannot evaluate the merge's update expressions",
+                ))
+            finally:
+                eng.unregister(a)
+                eng.unregister(c)
+        for f in hit:
+            acts, content = by_file[f], contents[f]
+            ks = acts.column("k").to_numpy()
+            rows = acts.column(ROW).to_numpy()
+            is_update = np.array([self.numbered[k].action == "update" for k in ks], dtype=bool)
+            for k_mask, kind in ((ks < n_matched, "matched"), (ks >= n_matched, "nmbs")):
+                self.counts[f"{kind}_update"] += int(np.count_nonzero(is_update & k_mask))
+                self.counts[f"{kind}_delete"] += len(np.unique(rows[~is_update & k_mask]))
+            self.op.delete_rows(files[f], np.unique(rows), content, content.num_rows, replacement=new_rows.get(f))
+
+    def _value(self, name: str, ks: list[int]) -> str:
+        """The new value of column ``name`` for an updated row: by clause number ``__a.k``."""
+        t = self.t_alias
+        keep = f"{t}.{quote_ident(name)}" if name in self.target_names else "NULL"
+        sql_type = self.engine.sql_type(self.out_schema.field(name).type)
+        whens = []
+        for k in ks:
+            expr = (self.numbered[k].assignments or {}).get(name)
+            if expr is not None:
+                whens.append(f"WHEN {k} THEN CAST(({expr}) AS {sql_type})")
+        if not whens:
+            return keep
+        return f"CASE __a.k {' '.join(whens)} ELSE {keep} END"
+
+    def _insert(self, inserts: list[Clause]) -> int:
+        eng, s = self.engine, self.s_alias
+        unmatched = self.src.filter(pa.array(~self.matched_src))
+        if unmatched.num_rows == 0:
+            return 0
+        u = eng.register(unmatched)
+        cols = []
+        for name in self.out_schema.names:
+            sql_type = eng.sql_type(self.out_schema.field(name).type)
+            whens = [f"WHEN {i} THEN CAST(({c.assignments[name]}) AS {sql_type})" for i, c in enumerate(inserts) if name in (c.assignments or {})]
+            cols.append(f"{'CASE __lakelog_k ' + ' '.join(whens) + ' ELSE NULL END' if whens else 'CAST(NULL AS ' + sql_type + ')'} AS {quote_ident(name)}")
+        try:
+            rows = eng.query(
+                f"SELECT {', '.join(cols)} FROM (SELECT *, {self._case(inserts, 0)} AS __lakelog_k FROM {u} AS {s}) AS {s} WHERE __lakelog_k >= 0",
+                "cannot evaluate the merge's insert expressions",
+            )
+        finally:
+            eng.unregister(u)
+        self.op.write(rows)
+        return rows.num_rows
+
+
+__all__ = ["TableMerger", "Clause", "merge"]

@@ -1,0 +1,526 @@
+"""The machinery every row-level operation shares: predicates, candidate files, bounded reads with row
+positions, the "delete these rows of file F" seam, and one commit with a read predicate.
+
+Rows are always tracked by their position in their data file (``ROW``, the file row index of the
+Delta protocol), so that marking rows deleted is one call per file, ``RowDeleter.delete_rows``.
+Copy-on-write implements it by rewriting the file without those rows; a deletion-vector
+implementation replaces only that class.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
+from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
+from ..scan import _data_file_error, files_dataset
+from ..schema import cast_batch, parse_partition_value
+from ..snapshot import Snapshot
+from ..sql import Engine, column_refs, filters_to_sql, prune_expression
+from ..storage import Storage
+from ..transaction import DuplicateTransaction, Transaction
+from ..write import DataWriter
+
+FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
+ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
+GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
+REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
+READ_THREADS = 4
+
+
+# ---------------------------------------------------------------- predicates
+
+@dataclass
+class Predicate:
+    """A row predicate: SQL text (DuckDB), a pyarrow expression, or None (every row)."""
+
+    sql: str | None = None
+    expression: pc.Expression | None = None
+    prune: pc.Expression | None = None  # a relaxation used to skip files (None: every file)
+    columns: set[str] | None = None  # table columns it reads (None: unknown)
+    text: str | None = None  # as recorded in commitInfo
+
+    @property
+    def everything(self) -> bool:
+        return self.sql is None and self.expression is None
+
+
+def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: str = "predicate") -> Predicate:
+    """Check ``predicate`` (SQL text, DNF tuples, a pyarrow expression or None) against ``schema``."""
+    if predicate is None:
+        return Predicate()
+    if isinstance(predicate, pc.Expression):
+        try:
+            ds.dataset(schema.empty_table()).to_table(filter=predicate)
+        except (pa.ArrowException, TypeError) as e:
+            raise PredicateError(f"invalid {what} {predicate}: {e}") from None
+        return Predicate(expression=predicate, prune=predicate, text=str(predicate))
+    if isinstance(predicate, (list, tuple)):
+        predicate = filters_to_sql(predicate)
+    relation = engine.empty_relation(schema)
+    tree = engine.check_predicate(predicate, relation, what)
+    names = set(schema.names)
+    columns = {part for ref in column_refs(tree) for part in ref if part in names}
+    return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+
+
+def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> np.ndarray:
+    """Positions (into ``table``) of the rows the predicate selects; NULL is not selected."""
+    if predicate.everything:
+        return np.arange(table.num_rows, dtype=np.int64)
+    if predicate.expression is not None:
+        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        hit = ds.dataset(table.append_column("__lakelog_pos", pos)).to_table(columns=["__lakelog_pos"], filter=predicate.expression)
+        return np.sort(hit.column(0).to_numpy())
+    name = engine.register(table.append_column("__lakelog_pos", pa.array(np.arange(table.num_rows, dtype=np.int64))))
+    try:
+        hit = engine.query(f"SELECT __lakelog_pos FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+    finally:
+        engine.unregister(name)
+    return np.sort(hit.column(0).to_numpy())
+
+
+# ---------------------------------------------------------------- the seam: delete rows of a file
+
+class CopyOnWrite:
+    """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
+
+    Each rewrite (read the file unless the caller has it, drop the rows, write the rest) is a task on
+    a small thread pool with its own writer, so files are rewritten in parallel; at most
+    ``2 * workers`` rewrites are in flight, which bounds memory.
+    """
+
+    def __init__(self, op: "RowLevelOperation"):
+        self.op = op
+        self.copied_rows = 0
+        self.workers = max(1, min(4, os.cpu_count() or 1))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+        self._adds: list[AddFile] = []
+
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
+                    replacement: pa.Table | None = None) -> None:
+        """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
+        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
+        ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
+        remaining rows (a deletion-vector implementation writes them to new files instead)."""
+        if len(rows) == 0:
+            return
+        self.op.remove(add)
+        if num_rows is not None and len(rows) >= num_rows and replacement is None:
+            return  # every row goes: nothing to copy
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        while len(self._pending) >= 2 * self.workers:
+            self._collect(self._pending.pop(0))
+        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement))
+
+    def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
+                 replacement: pa.Table | None) -> tuple[list[AddFile], int]:
+        if num_rows is not None and len(rows) >= num_rows:
+            kept = None
+        else:
+            if content is None:
+                content = self.op.read_file(add)
+            index = content.column(ROW).to_numpy()  # ascending file row indexes
+            mask = np.ones(content.num_rows, dtype=bool)
+            at = np.searchsorted(index, rows)
+            mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
+            kept = content.take(pa.array(np.flatnonzero(mask)))
+        parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
+        if not parts:
+            return [], 0
+        writer = self.op.new_writer(like=add)
+        try:
+            for t in parts:
+                for batch in t.to_batches():
+                    writer.write(cast_batch(batch, self.op.schema))
+            return writer.finish(), kept.num_rows if kept is not None else 0
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _collect(self, future: Future) -> None:
+        adds, copied = future.result()
+        self._adds.extend(adds)
+        self.copied_rows += copied
+
+    def finish(self) -> list[AddFile]:
+        """Wait for every rewrite; the new files."""
+        try:
+            while self._pending:
+                self._collect(self._pending.pop(0))
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+        return list(self._adds)
+
+    def abort(self) -> list[AddFile]:
+        """Stop: wait for running rewrites and return every file written (for the caller to delete)."""
+        for f in self._pending:
+            f.cancel()
+        for f in self._pending:
+            try:
+                self._collect(f)
+            except BaseException:
+                pass
+        self._pending = []
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        return list(self._adds)
+
+
+RowDeleter = CopyOnWrite  # deletion vectors (merge-on-read) will provide another implementation
+
+
+# ---------------------------------------------------------------- one operation
+
+@dataclass
+class Group:
+    """Rows of a bounded group of files: ``table`` has the requested columns plus FILE and ROW."""
+
+    files: list[AddFile]
+    first: int  # FILE index of files[0]
+    table: pa.Table
+    counts: list[int]  # rows per file
+
+    def selected(self, engine: Engine, predicate: Predicate) -> Iterator[tuple[int, np.ndarray]]:
+        """(FILE index, ascending file row indexes) of the rows the predicate selects, per file."""
+        if predicate.everything:
+            hit = self.table.select([FILE, ROW])
+        elif predicate.expression is not None:
+            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=predicate.expression)
+        else:
+            name = engine.register(self.table)
+            try:
+                hit = engine.query(f"SELECT {FILE}, {ROW} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+            finally:
+                engine.unregister(name)
+        if hit.num_rows == 0:
+            return
+        files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()
+        order = np.lexsort((rows, files))
+        files, rows = files[order], rows[order]
+        cuts = np.flatnonzero(np.diff(files)) + 1
+        for chunk_f, chunk_r in zip(np.split(files, cuts), np.split(rows, cuts)):
+            yield int(chunk_f[0]), chunk_r
+
+
+class RowLevelOperation:
+    """One delete/update/merge/overwrite on the latest version: reads candidate files, writes new ones
+    through the table's ``DataWriter`` and commits once, with the files it read as its read set."""
+
+    def __init__(self, storage: Storage, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None, snapshot: Snapshot | None = None):
+        if (app_id is None) != (app_version is None):
+            raise ValueError("pass app_id and app_version together")
+        if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0):
+            raise ValueError(f"app_version must be an integer >= 0, not {app_version!r}")
+        self.started = time.perf_counter()
+        self.storage = storage
+        storage.check_atomic_commits()
+        self.snapshot = snapshot if snapshot is not None else Snapshot.load(storage)
+        self.snapshot.check_writable()
+        if self.snapshot.append_only:
+            raise UnsupportedFeatureError("the table has delta.appendOnly=true: rows cannot be deleted, updated or replaced")
+        self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata
+        self.schema = self.snapshot.schema
+        self.partition_columns = self.snapshot.partition_columns
+        self.engine = Engine()
+        self.deleter = RowDeleter(self)
+        self.removes: dict[str, RemoveFile] = {}
+        self.read_files: dict[str, AddFile] = {}
+        self.read_prunes: list[pc.Expression | None] = []
+        self.read_checks: list[Callable[[AddFile], bool]] = []  # other "this file matters" tests
+        self.metadata: Metadata | None = None
+        self.extra_actions: list[Action] = []
+        self._writer: DataWriter | None = None
+        self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
+        self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
+        self._adds: list[AddFile] | None = None
+        self._committing = False  # from here on a failure leaves the outcome unknown: files stay
+
+    # ------------------------------------------------------------ state
+    @property
+    def duplicate(self) -> bool:
+        """This app_id already committed app_version (or later): nothing must be done."""
+        txn = self.snapshot.txns.get(self.app_id) if self.app_id is not None else None
+        return txn is not None and txn.version >= self.app_version
+
+    @property
+    def writer(self) -> DataWriter:
+        """The writer of new rows (updated, inserted, overwriting data)."""
+        if self._writer is None:
+            self._writer = self.new_writer()
+        return self._writer
+
+    def new_writer(self, like: AddFile | None = None) -> DataWriter:
+        """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
+        files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
+        conf = self.snapshot.configuration
+        w = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+        if like is not None:
+            kept = self.dictionary_columns.get(decode_path(like.path))
+            if kept is not None:  # columns the file lacks (added since) keep the default
+                missing = [c for c in w.data_schema.names if not any(p == c or p.startswith(c + ".") for p in kept)
+                           and c not in self._file_columns.get(decode_path(like.path), ())]
+                w.use_dictionary = list(kept) + missing
+        return w
+
+    def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
+        """Write with ``schema`` and commit ``metadata`` (and ``extra``, e.g. a protocol upgrade)."""
+        if self._writer is not None:
+            raise RuntimeError("the schema must be set before any row is written")
+        self.schema, self.metadata, self.extra_actions = schema, metadata, list(extra)
+
+    # ------------------------------------------------------------ files
+    def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
+        """Files that may hold rows satisfying ``prune`` (by partition values and stats)."""
+        self.read_prunes.append(prune)
+        files = list(self.snapshot.files.values())
+        if prune is None or not files:
+            return files
+        snap = self.snapshot
+        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, files, filters=prune)
+        keep = {frag.path for frag in d.get_fragments(filter=prune)}
+        return [a for a in files if snap.storage.join(a.relative_path) in keep]
+
+    def may_match(self, add: AddFile) -> bool:
+        """Whether a (concurrently added) file may hold rows this operation would have read."""
+        if decode_path(add.path) in self.read_files or any(check(add) for check in self.read_checks):
+            return True
+        snap = self.snapshot
+        for prune in self.read_prunes:
+            if prune is None:
+                return True
+            try:
+                d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add], filters=prune)
+                if any(True for _ in d.get_fragments(filter=prune)):
+                    return True
+            except (pa.ArrowException, LakelogError, ValueError, KeyError):
+                return True  # cannot tell: assume it matters
+        return False
+
+    def read_file(self, add: AddFile, columns: list[str] | None = None) -> pa.Table:
+        """The rows of one data file in the table's schema (partition values as columns, columns the file
+        lacks as nulls), in file order, with their file row index in ``ROW``. ``columns``: only these."""
+        self.read_files[decode_path(add.path)] = add
+        snap = self.snapshot
+        schema = snap.schema
+        names = schema.names if columns is None else [c for c in schema.names if c in columns]
+        try:
+            with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
+                pf = pq.ParquetFile(f)
+                present = set(pf.schema_arrow.names)
+                data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns], use_threads=False)
+        except (OSError, pa.ArrowInvalid) as e:
+            err = _data_file_error(snap, e)
+            if err is None:
+                raise
+            raise err from None
+        if columns is None:
+            self.dictionary_columns[decode_path(add.path)] = _dictionary_encoded(pf.metadata)
+            self._file_columns[decode_path(add.path)] = present
+        n = data.num_rows
+        cols = []
+        for name in names:
+            t = schema.field(name).type
+            if name in snap.partition_columns:
+                value = parse_partition_value(add.partition_values.get(name), t)
+                cols.append(pa.repeat(pa.scalar(value, t), n))
+            elif name in present:
+                col = data.column(name)
+                cols.append(col if col.type == t else col.cast(t))
+            else:
+                cols.append(pa.nulls(n, t))
+        cols.append(pa.array(np.arange(n, dtype=np.int64)))
+        return pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
+
+    def scan(self, files: list[AddFile], columns: set[str] | None = None) -> Iterator[Group]:
+        """The candidate files in groups of about GROUP_BYTES, read in parallel; ``columns`` limits the
+        columns read (None: all)."""
+        names = None if columns is None else [c for c in self.snapshot.schema.names if c in columns]
+        start = 0
+        while start < len(files):
+            end, size = start, 0
+            while end < len(files) and (end == start or size + files[end].size <= GROUP_BYTES):
+                size += files[end].size
+                end += 1
+            chunk = files[start:end]
+            tables = self.read_many(chunk, list(range(start, end)), names)
+            yield Group(chunk, start, pa.concat_tables(tables), [t.num_rows for t in tables])
+            start = end
+
+    @staticmethod
+    def chunks(files: list[AddFile], indexes: list[int]) -> Iterator[list[int]]:
+        """``indexes`` (into ``files``) in runs of about REWRITE_BYTES of data files."""
+        run: list[int] = []
+        size = 0
+        for i in indexes:
+            if run and size + files[i].size > REWRITE_BYTES:
+                yield run
+                run, size = [], 0
+            run.append(i)
+            size += files[i].size
+        if run:
+            yield run
+
+    def read_many(self, adds: list[AddFile], indexes: list[int], columns: list[str] | None = None) -> list[pa.Table]:
+        """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column."""
+        with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(adds)))) as pool:
+            tables = list(pool.map(lambda a: self.read_file(a, columns), adds))
+        return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
+
+    def num_rows(self, add: AddFile) -> int:
+        """Row count of a file: from its stats, else from its Parquet footer."""
+        n = add.num_records()
+        if n is not None:
+            return n
+        with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+
+    # ------------------------------------------------------------ changes
+    def remove(self, add: AddFile) -> None:
+        path = decode_path(add.path)
+        self.read_files[path] = add
+        self.removes[path] = add.remove(now_ms())
+
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
+                    replacement: pa.Table | None = None) -> None:
+        self.deleter.delete_rows(add, rows, content, num_rows, replacement)
+
+    def write(self, table: pa.Table) -> None:
+        """Write rows (any column order; internal and unknown columns are dropped) as new files."""
+        for batch in table.to_batches():
+            self.writer.write(cast_batch(batch, self.schema))
+
+    @property
+    def copied_rows(self) -> int:
+        return self.deleter.copied_rows
+
+    # ------------------------------------------------------------ commit
+    def finish(self) -> None:
+        """Close the new files (``num_added_files`` is final from here on)."""
+        if self._adds is None:
+            self._adds = (self._writer.finish() if self._writer is not None else []) + self.deleter.finish()
+
+    def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
+        """Commit the changes (None when there are none and no txn to record); returns the version."""
+        self.finish()
+        adds = self._adds
+        self._committing = True
+        actions: list[Action] = list(self.extra_actions)
+        if self.metadata is not None:
+            actions.append(self.metadata)
+        if self.app_id is not None:
+            actions.append(Txn(self.app_id, int(self.app_version), now_ms()))
+        actions.extend(self.removes.values())
+        actions.extend(adds)
+        if not self.removes and not adds and self.metadata is None and self.app_id is None:
+            return None
+        metrics = dict(metrics)
+        metrics.setdefault("executionTimeMs", int((time.perf_counter() - self.started) * 1000))
+        txn = Transaction(
+            self.storage, self.snapshot, operation, parameters,
+            read_predicate=self.may_match, user_metadata=self.user_metadata, operation_metrics=metrics,
+        )
+        try:
+            return txn.commit(actions).version
+        except DuplicateTransaction as d:
+            self._discard(adds)
+            return d.version
+        except LakelogError:
+            self._discard(adds)  # nothing was committed: the new files are unreferenced
+            raise
+
+    @property
+    def num_added_files(self) -> int:
+        if self._adds is None:
+            raise RuntimeError("call finish() first")
+        return len(self._adds)
+
+    def abort(self) -> None:
+        """Delete the files written so far (unless a commit was attempted) and close the engine."""
+        rewritten = self.deleter.abort()
+        if not self._committing:
+            if self._writer is not None:
+                self._writer.abort()
+            self._discard(rewritten)
+        self.engine.close()
+
+    def _discard(self, adds: list[AddFile]) -> None:
+        for a in adds:
+            try:
+                self.storage.delete(self.storage.join(a.relative_path))
+            except (OSError, LakelogError):
+                pass
+
+
+def predicate_parameter(*texts: str | None) -> str:
+    """Delta's ``operationParameters.predicate`` for DELETE/UPDATE/MERGE: a JSON list of SQL strings."""
+    return orjson.dumps([t for t in texts if t is not None]).decode()
+
+
+def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
+    """Leaf columns (Parquet paths) whose chunks were dictionary-encoded throughout (no fallback to
+    plain pages): a dictionary page, and under 4 bytes per value (plain values take at least 4: a
+    string's length, a 32-bit number)."""
+    sizes: dict[str, list[int]] = {}
+    for r in range(metadata.num_row_groups):
+        rg = metadata.row_group(r)
+        for i in range(rg.num_columns):
+            c = rg.column(i)
+            s = sizes.setdefault(c.path_in_schema, [0, 0, 1])
+            s[0] += c.total_uncompressed_size
+            s[1] += c.num_values
+            s[2] &= int(bool(c.has_dictionary_page))
+    return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
+
+
+def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
+    """Rows of ``table`` per value of its FILE column."""
+    if table.num_rows == 0:
+        return {}
+    table = table.sort_by(FILE)
+    fs = table.column(FILE).to_numpy().astype(np.int64)
+    cuts = [0, *(np.flatnonzero(np.diff(fs)) + 1).tolist(), len(fs)]
+    return {int(fs[a]): table.slice(a, b - a) for a, b in zip(cuts, cuts[1:])}
+
+
+def partition_table(op: RowLevelOperation, files: list[AddFile]) -> pa.Table:
+    """One row per file: its typed partition values and its FILE index (for partition-only predicates)."""
+    cols = {}
+    for c in op.partition_columns:
+        t = op.snapshot.schema.field(c).type
+        cols[c] = pa.array([parse_partition_value(a.partition_values.get(c), t) for a in files], t)
+    cols[FILE] = pa.array(np.arange(len(files), dtype=np.int64))
+    return pa.table(cols)
+
+
+def run(op: RowLevelOperation, body) -> Any:
+    """Run ``body(op)``; on any error, delete the files it wrote and close the engine."""
+    try:
+        out = body(op)
+    except BaseException:
+        op.abort()
+        raise
+    op.engine.close()
+    return out
+
+
+__all__ = [
+    "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "RowDeleter",
+    "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "split_by_file", "run",
+]

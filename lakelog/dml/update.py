@@ -1,0 +1,88 @@
+"""UPDATE: set columns of the rows a predicate selects to SQL expressions (copy-on-write).
+
+Updated rows are written as new rows (through the table's writer, so a changed partition value moves
+the row to its new partition) and deleted from their files through the row-deletion seam.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import PredicateError
+from ..sql import quote_ident
+from ..storage import Storage
+from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
+
+
+def update(
+    storage: Storage,
+    updates: dict[str, str],
+    predicate: Any = None,
+    *,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    user_metadata: str | None = None,
+) -> dict[str, Any]:
+    """Set ``updates`` (column -> SQL expression) on the rows ``predicate`` selects (None: every row) in
+    one ``UPDATE`` commit; returns metrics."""
+    op = RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+    return run(op, lambda op: _update(op, updates, predicate))
+
+
+def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: str = "update") -> dict[str, str]:
+    """Validate ``{column: SQL expression}`` against the table; returns it with exact column names."""
+    if not isinstance(updates, dict) or not updates:
+        raise PredicateError(f"the {what} needs a non-empty dict of column -> SQL expression, not {updates!r}")
+    out = {}
+    for col, expr in updates.items():
+        if col not in op.schema.names:
+            raise PredicateError(f"{what}: column {col!r} is not in the table (columns: {op.schema.names})")
+        op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
+        out[col] = expr
+    return out
+
+
+def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: str, context: str) -> int:
+    """Rewrite the files ``hits`` names (FILE index -> file row indexes) with those rows updated."""
+    order = sorted(hits)
+    contents = op.read_many([files[fi] for fi in order], order)
+    chosen = pa.concat_tables(
+        [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), hits[fi]))) for fi, content in zip(order, contents)]
+    )
+    name = op.engine.register(chosen)
+    try:
+        new_rows = split_by_file(op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context))
+    finally:
+        op.engine.unregister(name)
+    for fi, content in zip(order, contents):
+        op.delete_rows(files[fi], hits[fi], content, content.num_rows, replacement=new_rows[fi])
+    return sum(len(r) for r in hits.values())
+
+
+def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, Any]:
+    metrics = {"num_updated_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
+    if op.duplicate:
+        return {**metrics, "version": op.snapshot.version}
+    updates = check_assignments(op, updates, op.engine.empty_relation(op.schema))
+    pred = compile_predicate(predicate, op.schema, op.engine)
+    assignments = ", ".join(
+        f"CAST(({expr}) AS {op.engine.sql_type(op.schema.field(col).type)}) AS {quote_ident(col)}" for col, expr in updates.items()
+    )
+    context = f"cannot evaluate the update {updates!r}"
+    files = op.candidates(pred.prune)
+    updated = 0
+    for group in op.scan(files, pred.columns):
+        hits = dict(group.selected(op.engine, pred))
+        for chunk in op.chunks(files, sorted(hits)):
+            updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context)
+    op.finish()
+    version = op.commit(
+        "UPDATE",
+        {"predicate": predicate_parameter(pred.text)},
+        {"numUpdatedRows": updated, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": op.copied_rows},
+    )
+    metrics.update(num_updated_rows=updated, num_added_files=op.num_added_files, num_removed_files=len(op.removes), num_copied_rows=op.copied_rows)
+    return {**metrics, "version": op.snapshot.version if version is None else version}

@@ -1,0 +1,421 @@
+"""SQL predicates and expressions over Arrow data, with DuckDB as the embedded engine.
+
+Only the row-level operations (``lakelog.dml``) import this module, so plain reads and writes never
+load DuckDB. What it does:
+
+* ``parse_expression``: DuckDB's own parser (``json_serialize_sql``) turns the text into an expression
+  tree; anything that is not exactly one expression (a second statement, a set operation, a
+  subquery, a window function, ``*``) is refused, so the text can be embedded in a larger query.
+* ``Engine``: one DuckDB connection per operation (UTC session time zone); Arrow tables are
+  registered zero-copy. Binding an expression against empty tables of the right schemas finds
+  unknown columns and type errors before any data is read; every DuckDB error becomes a
+  ``PredicateError`` that quotes the expression.
+* ``prune_expression``: the parts of a predicate that map exactly onto pyarrow (comparisons of a column
+  with a literal, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``, ``AND``/``OR``/``NOT``)
+  become a pyarrow expression used to skip files by partition values and stats; everything else is
+  replaced by TRUE. The result is a relaxation: every row the SQL predicate selects satisfies it.
+* ``filters_to_sql``: DNF filter tuples as SQL text, so they follow the same three-valued logic.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import threading
+from typing import Any, Callable
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import PredicateError
+
+_REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
+_parser_lock = threading.Lock()
+_parser: duckdb.DuckDBPyConnection | None = None
+
+
+def quote_ident(name: str) -> str:
+    """A SQL identifier for ``name`` (always quoted, so any column name works)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_string(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return " ".join(text.splitlines()[0].split()) if text else type(e).__name__
+
+
+def _parse_tree(sql: str) -> dict:
+    global _parser
+    with _parser_lock:
+        if _parser is None:
+            _parser = duckdb.connect()
+        raw = _parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+    return orjson.loads(raw)
+
+
+def parse_expression(text: Any, what: str = "predicate") -> dict:
+    """DuckDB's parse tree of one SQL expression; ``PredicateError`` unless ``text`` is exactly one
+    expression without subqueries, window functions or ``*``."""
+    if not isinstance(text, str):
+        raise PredicateError(f"the {what} must be SQL text (a str), not {type(text).__name__}: {text!r}")
+    if not text.strip():
+        raise PredicateError(f"the {what} is empty; give a SQL expression such as \"x > 3\"")
+    tree = _parse_tree(f"SELECT ({text})")
+    if tree.get("error"):
+        raise PredicateError(f"cannot parse the {what} {text!r}: {tree.get('error_message')}")
+    statements = tree.get("statements") or []
+    node = statements[0].get("node") if len(statements) == 1 else None
+    if (
+        node is None
+        or node.get("type") != "SELECT_NODE"
+        or len(node.get("select_list") or []) != 1
+        or (node.get("from_table") or {}).get("type") != "EMPTY"
+        or any(node.get(k) for k in ("where_clause", "having", "qualify", "sample", "group_expressions", "modifiers"))
+        or (node.get("cte_map") or {}).get("map")
+    ):
+        raise PredicateError(f"the {what} {text!r} is not a single SQL expression")
+    expr = node["select_list"][0]
+    for n in _walk(expr):
+        refused = _REFUSED_CLASSES.get(n.get("class"))
+        if refused:
+            raise PredicateError(f"the {what} {text!r} contains {refused}, which row-level operations do not allow")
+    return expr
+
+
+def _walk(node: Any):
+    if isinstance(node, dict):
+        if "class" in node:
+            yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def column_refs(expr: dict) -> list[tuple[str, ...]]:
+    """The column references of a parse tree, as name paths (``("target", "id")``, ``("x",)``)."""
+    return [tuple(n["column_names"]) for n in _walk(expr) if n.get("class") == "COLUMN_REF"]
+
+
+# ---------------------------------------------------------------- the engine
+
+class Engine:
+    """One DuckDB connection for one operation: Arrow tables in, Arrow tables out."""
+
+    def __init__(self) -> None:
+        self.con = duckdb.connect()
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.con.execute(f"SET threads = {max(1, os.cpu_count() or 1)}")
+        self._types: dict[pa.DataType, str] = {}
+        self._n = 0
+
+    def close(self) -> None:
+        self.con.close()
+
+    def register(self, table: pa.Table, name: str | None = None) -> str:
+        """Make ``table`` queryable (zero-copy) under ``name`` (a fresh name by default)."""
+        if name is None:
+            self._n += 1
+            name = f"__lakelog_rel_{self._n}"
+        self.con.register(name, table)
+        return name
+
+    def unregister(self, name: str) -> None:
+        self.con.unregister(name)
+
+    def query(self, sql: str, context: str) -> pa.Table:
+        """Run ``sql``; a DuckDB error becomes a PredicateError that names ``context`` (the user's text)."""
+        try:
+            return self.con.sql(sql).to_arrow_table()
+        except duckdb.Error as e:
+            raise PredicateError(f"{context}: {_first_line(e)}") from None
+
+    def result_types(self, sql: str, context: str) -> list[str]:
+        """The DuckDB types of the columns of ``sql`` (binds it without running it)."""
+        try:
+            return [str(t) for t in self.con.sql(sql).types]
+        except duckdb.Error as e:
+            raise PredicateError(f"{context}: {_first_line(e)}") from None
+
+    def sql_type(self, t: pa.DataType) -> str:
+        """DuckDB's name for the Arrow type ``t`` (as DuckDB reads it from Arrow)."""
+        name = self._types.get(t)
+        if name is None:
+            probe = self.register(pa.table({"v": pa.array([], t)}))
+            name = str(self.con.sql(f"SELECT v FROM {probe}").types[0])
+            self.unregister(probe)
+            self._types[t] = name
+        return name
+
+    def empty_relation(self, schema: pa.Schema) -> str:
+        """A registered empty table of ``schema`` (binding checks without data)."""
+        return self.register(schema.empty_table())
+
+    # ------------------------------------------------------------ validation
+    def check_predicate(self, text: str, from_sql: str, what: str = "predicate") -> dict:
+        """Parse and bind a boolean expression over ``from_sql``; return its parse tree."""
+        tree = parse_expression(text, what)
+        # A WHERE clause refuses aggregates and window functions, as a row predicate must.
+        types = self.result_types(f"SELECT ({text}) FROM {from_sql} WHERE ({text})", f"invalid {what} {text!r}")
+        if types[0] not in ("BOOLEAN", '"NULL"', "NULL"):
+            raise PredicateError(f"the {what} {text!r} is of type {types[0]}, not a boolean condition")
+        return tree
+
+    def check_value(self, text: str, from_sql: str, target: pa.DataType, what: str) -> dict:
+        """Parse and bind an expression whose value is stored as ``target``; return its parse tree."""
+        tree = parse_expression(text, what)
+        cast = f"CAST(({text}) AS {self.sql_type(target)})"
+        self.result_types(f"SELECT {cast} FROM {from_sql} WHERE (({text}) IS NULL)", f"invalid {what} {text!r}")
+        return tree
+
+    # ------------------------------------------------------------ literals
+    def literal(self, node: dict, t: pa.DataType) -> pa.Scalar | None:
+        """The value of a literal parse-tree node compared against a column of type ``t``, exactly as
+        DuckDB compares them, or None when that is not certain (the comparison is then not translated)."""
+        if node.get("class") == "CONSTANT":
+            kind, text = node["literal"]["kind"], node["literal"]["text"]
+            cast_to = None
+        elif node.get("class") == "CAST" and not node.get("try_cast") and (node.get("child") or {}).get("class") == "CONSTANT":
+            kind, text = node["child"]["literal"]["kind"], node["child"]["literal"]["text"]
+            cast_to = str(node["type_expr"].get("type_name", "")).upper()
+            if kind != "STRING":
+                return None
+        else:
+            return None
+        try:
+            if pa.types.is_integer(t) and kind == "INTEGER" and cast_to is None:
+                return pa.scalar(int(text), type=t)
+            if pa.types.is_string(t) and kind == "STRING" and cast_to is None:
+                return pa.scalar(text, type=t)
+            if pa.types.is_boolean(t) and kind == "BOOLEAN":
+                return pa.scalar(text.lower() == "true", type=t)
+            if pa.types.is_decimal(t) and kind in ("INTEGER", "NUMERIC") and cast_to is None and "e" not in text.lower():
+                v = decimal.Decimal(text)
+                q = v.quantize(decimal.Decimal(1).scaleb(-t.scale))
+                return pa.scalar(q, type=t) if q == v else None
+            family_ok = (pa.types.is_date(t) and cast_to in (None, "DATE")) or (
+                pa.types.is_timestamp(t) and cast_to in (None, "TIMESTAMP", "TIMESTAMPTZ", "DATETIME", "TIMESTAMP WITH TIME ZONE")
+            )
+            if family_ok and kind == "STRING":
+                lit = quote_string(text) if cast_to is None else f"CAST({quote_string(text)} AS {cast_to})"
+                value = self.con.sql(f"SELECT CAST({lit} AS {self.sql_type(t)}) AS v").to_arrow_table().column(0)[0]
+                return value.cast(t)
+        except (ValueError, OverflowError, decimal.InvalidOperation, pa.ArrowException, duckdb.Error):
+            return None
+        return None
+
+
+# ---------------------------------------------------------------- pruning
+
+_FLIP = {
+    "COMPARE_EQUAL": "COMPARE_EQUAL",
+    "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",
+    "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN",
+    "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
+    "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO",
+    "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
+}
+_OPS: dict[str, Callable[[pc.Expression, Any], pc.Expression]] = {
+    "COMPARE_EQUAL": lambda f, v: f == v,
+    "COMPARE_NOTEQUAL": lambda f, v: f != v,
+    "COMPARE_LESSTHAN": lambda f, v: f < v,
+    "COMPARE_GREATERTHAN": lambda f, v: f > v,
+    "COMPARE_LESSTHANOREQUALTO": lambda f, v: f <= v,
+    "COMPARE_GREATERTHANOREQUALTO": lambda f, v: f >= v,
+}
+
+Resolver = Callable[[tuple[str, ...]], str | None]
+
+
+def prune_expression(tree: dict, schema: pa.Schema, engine: Engine, resolve: Resolver | None = None) -> pc.Expression | None:
+    """A pyarrow expression that every row selected by the SQL predicate ``tree`` satisfies (None: no
+    such restriction is known, every file is a candidate).
+
+    ``resolve`` maps a column reference to a column of ``schema`` (None: not a table column, e.g. a
+    source column in a merge); by default unqualified names of ``schema`` resolve to themselves.
+    Float columns are never translated (NaN and signed zeros make bounds unsafe).
+    """
+    if resolve is None:
+        resolve = lambda ref: ref[0] if len(ref) == 1 and ref[0] in schema.names else None  # noqa: E731
+    return _Translator(schema, engine, resolve).relaxed(tree)
+
+
+class _Translator:
+    def __init__(self, schema: pa.Schema, engine: Engine, resolve: Resolver):
+        self.schema, self.engine, self.resolve = schema, engine, resolve
+
+    def column(self, node: dict) -> tuple[str, pa.DataType] | None:
+        if node.get("class") != "COLUMN_REF":
+            return None
+        name = self.resolve(tuple(node["column_names"]))
+        if name is None:
+            return None
+        t = self.schema.field(name).type
+        if pa.types.is_floating(t) or pa.types.is_nested(t):
+            return None
+        return name, t
+
+    def relaxed(self, node: dict) -> pc.Expression | None:
+        """Satisfied by every row the node selects (None: TRUE)."""
+        kind = node.get("type")
+        if kind == "CONJUNCTION_AND":
+            parts = [p for p in (self.relaxed(c) for c in node["children"]) if p is not None]
+            return _combine(parts, "and")
+        if kind == "CONJUNCTION_OR":
+            parts = [self.relaxed(c) for c in node["children"]]
+            return None if any(p is None for p in parts) else _combine(parts, "or")
+        if node.get("class") == "FUNCTION" and node.get("function_name") == "~~":
+            return self._like_prefix(node)
+        return self.exact(node)
+
+    def exact(self, node: dict) -> pc.Expression | None:
+        """Agrees with the node on every row where the node is TRUE or FALSE (None: cannot say)."""
+        kind, cls = node.get("type"), node.get("class")
+        if kind in ("CONJUNCTION_AND", "CONJUNCTION_OR"):
+            parts = [self.exact(c) for c in node["children"]]
+            if any(p is None for p in parts):
+                return None
+            return _combine(parts, "and" if kind == "CONJUNCTION_AND" else "or")
+        if kind == "OPERATOR_NOT":
+            inner = self.exact(node["children"][0])
+            return None if inner is None else ~inner
+        if kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
+            col = self.column(node["children"][0])
+            if col is None:
+                return None
+            e = pc.field(col[0]).is_null()
+            return e if kind == "OPERATOR_IS_NULL" else ~e
+        if cls == "COMPARISON" and kind in _OPS:
+            left, right, op = node["left"], node["right"], kind
+            if self.column(left) is None:
+                left, right, op = right, left, _FLIP[kind]
+            col = self.column(left)
+            if col is None:
+                return None
+            v = self.engine.literal(right, col[1])
+            return None if v is None else _OPS[op](pc.field(col[0]), v)
+        if kind == "COMPARE_IN":
+            col = self.column(node["children"][0])
+            if col is None:
+                return None
+            values = []
+            for lit in node["children"][1:]:
+                if lit.get("class") == "CONSTANT" and lit["literal"]["kind"] == "NULL_LITERAL":
+                    continue  # never makes IN true
+                v = self.engine.literal(lit, col[1])
+                if v is None:
+                    return None
+                values.append(v.as_py())
+            return pc.field(col[0]).isin(pa.array(values, col[1])) if values else None
+        if kind == "COMPARE_BETWEEN":
+            col = self.column(node["input"])
+            if col is None:
+                return None
+            lo, hi = self.engine.literal(node["lower"], col[1]), self.engine.literal(node["upper"], col[1])
+            if lo is None or hi is None:
+                return None
+            f = pc.field(col[0])
+            return (f >= lo) & (f <= hi)
+        return None
+
+    def _like_prefix(self, node: dict) -> pc.Expression | None:
+        args = [a["expression"] for a in node.get("arguments") or []]
+        if len(args) != 2:
+            return None
+        col = self.column(args[0])
+        lit = args[1]
+        if col is None or not pa.types.is_string(col[1]) or lit.get("class") != "CONSTANT" or lit["literal"]["kind"] != "STRING":
+            return None
+        pattern = lit["literal"]["text"]
+        prefix = ""
+        for ch in pattern:
+            if ch in "%_\\":
+                break
+            prefix += ch
+        if not prefix:
+            return None
+        f = pc.field(col[0])
+        e = f >= pa.scalar(prefix)
+        nxt = ord(prefix[-1]) + 1
+        if nxt <= 0x10FFFF and not 0xD800 <= nxt <= 0xDFFF:
+            e = e & (f < pa.scalar(prefix[:-1] + chr(nxt)))
+        return e
+
+
+def _combine(parts: list[pc.Expression], how: str) -> pc.Expression | None:
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = (out & p) if how == "and" else (out | p)
+    return out
+
+
+# ---------------------------------------------------------------- DNF filters as SQL
+
+_DNF_OPS = {"=": "=", "==": "=", "!=": "<>", "<>": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def sql_literal(v: Any) -> str:
+    """A Python value as a SQL literal."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return f"CAST('{v!r}' AS DOUBLE)"
+    if isinstance(v, decimal.Decimal):
+        return format(v, "f")
+    if isinstance(v, str):
+        return quote_string(v)
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            return f"CAST({quote_string(v.astimezone(dt.timezone.utc).isoformat())} AS TIMESTAMPTZ)"
+        return f"CAST({quote_string(v.isoformat())} AS TIMESTAMP)"
+    if isinstance(v, dt.date):
+        return f"DATE {quote_string(v.isoformat())}"
+    if isinstance(v, (bytes, bytearray)):
+        return "'" + "".join(f"\\x{b:02x}" for b in bytes(v)) + "'::BLOB"
+    if isinstance(v, pa.Scalar):
+        return sql_literal(v.as_py())
+    raise PredicateError(f"cannot use the value {v!r} of type {type(v).__name__} in a filter")
+
+
+def filters_to_sql(filters: Any) -> str:
+    """DNF tuples (``[("p", "=", "a"), ("x", ">", 3)]`` or a list of such lists) as a SQL predicate."""
+    if not filters:
+        raise PredicateError("the filter list is empty; pass None to select every row")
+    groups = [filters] if isinstance(filters[0], tuple) else filters
+    disjuncts = []
+    for group in groups:
+        terms = []
+        for term in group:
+            if not isinstance(term, (tuple, list)) or len(term) != 3:
+                raise PredicateError(f"filter {term!r} is not a (column, op, value) tuple")
+            col, op, value = term
+            name = quote_ident(str(col))
+            op = str(op).lower()
+            if op in ("in", "not in"):
+                if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                    raise PredicateError(f"filter {term!r}: {op!r} needs a list of values")
+                items = list(value)
+                if not items:
+                    terms.append("FALSE" if op == "in" else f"({name} IS NOT NULL OR {name} IS NULL)")
+                    continue
+                terms.append(f"{name} {op.upper()} ({', '.join(sql_literal(v) for v in items)})")
+            elif op in _DNF_OPS:
+                terms.append(f"{name} {_DNF_OPS[op]} {sql_literal(value)}")
+            else:
+                raise PredicateError(f"filter {term!r}: unknown operator {op!r} (use =, !=, <, <=, >, >=, in, not in)")
+        disjuncts.append("(" + " AND ".join(terms) + ")")
+    return " OR ".join(disjuncts)
