@@ -2,7 +2,8 @@
 (initialOffset, latestOffset(start, limit), partitions(start, end), commit), on real table logs.
 
 Planning never opens data files, so the logs here name files that need not exist; the end-to-end
-runs through Spark are in test_spark.py.
+runs through Spark are in test_spark.py. The property test's default run is short and seeded;
+LAKELOG_FUZZ_EXAMPLES=<n> runs n random examples.
 """
 
 import datetime as dt
@@ -25,6 +26,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 
 from spark_ext.stream_source import LakelogStreamReader, Position
+
+FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0") or 0)
 
 
 def _new_table(path) -> None:
@@ -135,7 +138,7 @@ def test_max_bytes_is_a_soft_limit_and_combines_with_max_files(tmp_path):
     assert len(_run(both, both.initialOffset(), ReadAllAvailable())) == 1
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=FUZZ or 40, deadline=None, derandomize=not FUZZ, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     commits=st.lists(st.sampled_from(["add0", "add1", "add3", "add7", "compact", "delete"]), min_size=1, max_size=12),
     max_files=st.integers(1, 5),
