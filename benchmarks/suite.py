@@ -25,7 +25,6 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import Callable
 
 import orjson
 import pyarrow as pa
@@ -34,6 +33,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import lakelog
+from benchmarks.timing import median_times
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
 
 from benchmarks.timing import median_times  # noqa: E402  (re-exported)

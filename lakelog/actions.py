@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -11,7 +13,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import CorruptLogError, InvalidPathError, UnsupportedFeatureError
+from .errors import CorruptLogError, InvalidArgumentError, InvalidPathError, UnsupportedFeatureError
+from .properties import configuration_from_log
 
 
 def now_ms() -> int:
@@ -112,7 +115,7 @@ class Metadata:
             id=d["id"],
             schema_string=d["schemaString"],
             partition_columns=list(d.get("partitionColumns") or []),
-            configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
+            configuration=configuration_from_log(d.get("configuration")),
             created_time=d.get("createdTime"),
             name=d.get("name"),
             description=d.get("description"),
@@ -229,6 +232,38 @@ class Txn:
     @classmethod
     def from_json(cls, d: dict) -> "Txn":
         return cls(d["appId"], int(d["version"]), d.get("lastUpdated"))
+
+
+_MAX_LONG = 2**63 - 1
+_DIGITS_RE = re.compile(r"^[0-9]+$")
+
+
+def check_app_id(app_id: Any) -> str:
+    """An idempotent writer's application id: a non-empty string."""
+    if not isinstance(app_id, str) or not app_id:
+        raise InvalidArgumentError(f"app_id must be a non-empty string naming the writing application, not {app_id!r}")
+    return app_id
+
+
+def check_app_version(value: Any) -> int:
+    """An idempotent write's version from the Python API: an integer >= 0 (bools, floats and strings
+    are refused: a float would be truncated, and a string compares as text)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError(
+            f"app_version must be an integer >= 0 (the number of the batch being written), not {value!r} ({type(value).__name__})"
+        )
+    v = int(value)
+    if not 0 <= v <= _MAX_LONG:
+        raise InvalidArgumentError(f"app_version must be an integer from 0 to {_MAX_LONG}, not {v}")
+    return v
+
+
+def parse_app_version(text: str, name: str = "txnVersion") -> int:
+    """An idempotent write's version given as text (a Spark option): decimal digits only."""
+    s = text.strip() if isinstance(text, str) else text
+    if not isinstance(s, str) or not _DIGITS_RE.match(s):
+        raise InvalidArgumentError(f"option {name} must be an integer >= 0 written in decimal digits, not {text!r}")
+    return check_app_version(int(s))
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol as TypingProtocol
 
 import orjson
 import pyarrow as pa
@@ -14,9 +14,23 @@ import pyarrow.parquet as pq
 from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_paths, now_ms, refuse_deletion_vector
 from .errors import CorruptLogError
 from .log import LAST_CHECKPOINT, checkpoint_name
+from .properties import TableProperties
 
-if TYPE_CHECKING:
-    from .snapshot import Snapshot
+
+class TableState(TypingProtocol):
+    """What a checkpoint is written from (a ``lakelog.snapshot.Snapshot``, which sits above this module)."""
+
+    storage: object
+    log: object
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    file_set: object
+    tombstones: dict[str, RemoveFile]
+    txns: dict[str, Txn]
+
+    @property
+    def num_files(self) -> int: ...
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
 CHECKPOINT_SCHEMA = pa.schema(
@@ -78,9 +92,6 @@ CHECKPOINT_SCHEMA = pa.schema(
     ]
 )
 
-DEFAULT_TOMBSTONE_RETENTION_MS = 7 * 24 * 3600 * 1000
-
-
 def _items(d: dict | None) -> list[tuple] | None:
     return None if d is None else list(d.items())
 
@@ -116,10 +127,10 @@ def _as_checkpoint_adds(rows: pa.StructArray) -> pa.StructArray:
     return pa.StructArray.from_arrays(children, fields=list(target))
 
 
-def checkpoint_rows(snapshot: "Snapshot", now: int | None = None) -> pa.Table:
+def checkpoint_rows(snapshot: TableState, now: int | None = None) -> pa.Table:
     """The checkpoint content of ``snapshot`` as an Arrow table with Delta's classic checkpoint schema."""
     now = now_ms() if now is None else now
-    retention = snapshot.tombstone_retention_ms()
+    retention = TableProperties(snapshot.metadata.configuration).deleted_file_retention_ms
     p, m = snapshot.protocol, snapshot.metadata
 
     def rows(kind: str, values: list) -> tuple[str, pa.Array]:
@@ -181,7 +192,7 @@ def checkpoint_rows(snapshot: "Snapshot", now: int | None = None) -> pa.Table:
     )
 
 
-def write_checkpoint(snapshot: "Snapshot") -> int:
+def write_checkpoint(snapshot: TableState) -> int:
     """Write the checkpoint for ``snapshot.version`` and then ``_last_checkpoint``; return the version."""
     storage = snapshot.storage
     table = checkpoint_rows(snapshot)

@@ -87,3 +87,20 @@ class PredicateViolationError(LakelogError):
 
 class MultipleSourceMatchesError(LakelogError):
     """A merge matched one target row with several source rows (Delta refuses this); nothing was committed."""
+
+
+class InvalidArgumentError(LakelogError, ValueError):
+    """An argument has the wrong type or value; the message names it and the accepted form."""
+
+
+class InvalidTablePropertyError(LakelogError, ValueError):
+    """A table property (``metaData.configuration``) is unknown or its value does not parse.
+
+    ``key`` and ``value`` name the property; raised when the property is set, and when an operation
+    needs a property that another writer stored in a form lakelog cannot read.
+    """
+
+    def __init__(self, message: str, key: str | None = None, value: object = None):
+        super().__init__(message)
+        self.key = key
+        self.value = value

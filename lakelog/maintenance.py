@@ -31,8 +31,8 @@ Log cleanup follows the Delta protocol's "Metadata Cleanup" (see ``cleanup_log``
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 import os
-import re
 import stat
 from collections import defaultdict
 from typing import Any, Callable
@@ -41,18 +41,16 @@ import orjson
 import pyarrow.compute as pc
 
 from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, now_ms
-from .checkpoint import read_checkpoint
-from .errors import CommitConflictError, CorruptLogError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
-from .log import DeltaLog
-from .schema import cast_batch, hive_escape, parse_partition_value
-from .snapshot import Snapshot, _parse_interval_ms
+from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
+from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms  # noqa: F401 (re-exported)
+from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
+from .conform import cast_batch
+from .schema import hive_escape, parse_partition_value
+from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
 from .write import DataWriter
 
-HOUR_MS = 3_600_000
-DAY_MS = 24 * HOUR_MS
-DEFAULT_LOG_RETENTION_MS = 30 * DAY_MS  # delta.logRetentionDuration
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # as delta-rs: delta.targetFileSize, else 100 MiB
 _DELETE_CHUNK = 500  # files per bulk delete on object stores
 _VACUUM_COMMIT_ATTEMPTS = 5
@@ -196,7 +194,7 @@ def _files_in_retention(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
 
 
 def _retention_ms(snapshot: Snapshot, retention_hours: float | None, enforce: bool) -> tuple[int, int]:
-    default_ms = snapshot.tombstone_retention_ms()
+    default_ms = snapshot.properties.deleted_file_retention_ms
     if retention_hours is None:
         return default_ms, default_ms
     try:
@@ -325,15 +323,10 @@ def _check_partition_filters(snapshot: Snapshot, filters: Any) -> None:
 def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
     """The bin size: ``target_size``, else the table's ``delta.targetFileSize``, else 100 MiB."""
     if target_size is None:
-        conf = snapshot.configuration.get("delta.targetFileSize")
-        try:
-            target_size = int(conf) if conf else DEFAULT_TARGET_FILE_SIZE
-        except ValueError:
-            target_size = DEFAULT_TARGET_FILE_SIZE
-    target_size = int(target_size)
-    if target_size <= 0:
-        raise ValueError(f"target_size must be a positive number of bytes, not {target_size}")
-    return target_size
+        return snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+    if isinstance(target_size, bool) or not isinstance(target_size, numbers.Integral) or target_size <= 0:
+        raise InvalidArgumentError(f"target_size must be a positive integer number of bytes, not {target_size!r}")
+    return int(target_size)
 
 
 def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
@@ -399,7 +392,7 @@ def optimize(
     if not bins:
         return metrics
     storage.check_atomic_commits()
-    max_indexed = int(snapshot.configuration.get("delta.dataSkippingNumIndexedCols", 32))
+    max_indexed = snapshot.properties.num_indexed_cols
     schema, parts = snapshot.schema, snapshot.partition_columns
     new_files: list[AddFile] = []
     committing = False
@@ -528,114 +521,6 @@ def _metadata_differs(a: Metadata, b: Metadata) -> bool:
     return (a.schema_string, list(a.partition_columns), dict(a.configuration), a.name, a.description) != (
         b.schema_string, list(b.partition_columns), dict(b.configuration), b.name, b.description
     )
-
-
-# ---------------------------------------------------------------- log cleanup
-
-_LOG_FILE_RE = re.compile(
-    r"^(?P<v>\d{20})\.(?:json|crc|checkpoint\.parquet|checkpoint\.\d{10}\.\d{10}\.parquet|checkpoint\.[^.]+\.(?:json|parquet))$"
-)
-_COMPACTED_RE = re.compile(r"^(?P<v>\d{20})\.(\d{20})\.compacted\.json$")
-_TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")  # lakelog's put-if-absent temp files
-
-
-def log_retention_ms(snapshot: Snapshot) -> int:
-    return _parse_interval_ms(snapshot.configuration.get("delta.logRetentionDuration"), DEFAULT_LOG_RETENTION_MS)
-
-
-def _usable_checkpoint(storage: Storage, version: int) -> bool:
-    try:
-        actions = read_checkpoint(storage, version)
-    except (CorruptLogError, FileNotFoundError):
-        return False
-    kinds = {type(a).__name__ for a in actions}
-    return "Protocol" in kinds and "Metadata" in kinds
-
-
-def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None = None) -> list[str]:
-    """Names in ``_delta_log`` that the protocol's Metadata Cleanup may delete for ``cutoff_ms``.
-
-    The cutoff commit is the newest commit not newer than the cutoff (and not above ``max_version``); the
-    cutoff checkpoint is the newest usable checkpoint not newer than that commit. Everything from that
-    checkpoint on is kept (its JSON commit included); commits, checkpoints and CRC files of older versions,
-    compacted log files starting at or below it, and lakelog temp files older than the cutoff are expired.
-    Oldest first.
-    """
-    log = DeltaLog(storage)
-    listing = log.list()
-    times = listing.commit_timestamps()
-    candidates = [v for v, t in times.items() if t <= cutoff_ms and (max_version is None or v <= max_version)]
-    if not candidates:
-        return []
-    cutoff_commit = max(candidates)
-    checkpoint = next(
-        (v for v in sorted((c for c in listing.checkpoints if c <= cutoff_commit), reverse=True) if _usable_checkpoint(storage, v)),
-        None,
-    )
-    if checkpoint is None:
-        return []
-    expired: list[tuple[int, str]] = []
-    for info in storage.list_log():
-        m = _LOG_FILE_RE.match(info.name)
-        if m and int(m.group("v")) < checkpoint:
-            expired.append((int(m.group("v")), info.name))
-            continue
-        m = _COMPACTED_RE.match(info.name)
-        if m and int(m.group("v")) <= checkpoint:
-            expired.append((int(m.group("v")), info.name))
-            continue
-        if _TEMP_RE.match(info.name) and 0 < info.mtime_ms < cutoff_ms:
-            expired.append((-1, info.name))
-    expired.sort(key=lambda e: (e[0], not e[1].endswith(".json"), e[1]))  # a version's commit before its checkpoint
-    return [name for _, name in expired]
-
-
-def _delete_log_files(storage: Storage, names: list[str]) -> list[str]:
-    deleted = []
-    for name in names:
-        try:
-            storage.delete(storage.log_file(name))
-        except FileNotFoundError:
-            pass  # a concurrent cleanup got there first
-        deleted.append(name)
-    return deleted
-
-
-def cleanup_log(storage: Storage, *, retention_hours: float | None = None, dry_run: bool = False) -> list[str]:
-    """Delete log files older than the log retention, keeping the table readable; return their names.
-
-    Delta's Metadata Cleanup: the cutoff is now minus ``delta.logRetentionDuration`` (default 30 days)
-    truncated to midnight UTC, as Delta does; an explicit ``retention_hours`` is used exactly (no
-    truncation). See ``expired_log_files`` for what is kept. Time travel to a version whose commits were
-    removed then raises ``VersionNotFoundError``.
-    """
-    snapshot = Snapshot.load(storage)
-    if retention_hours is None:
-        cutoff = now_ms() - log_retention_ms(snapshot)
-        cutoff -= cutoff % DAY_MS
-    else:
-        hours = float(retention_hours)
-        if hours < 0 or hours != hours:
-            raise ValueError(f"retention_hours must be zero or positive, not {retention_hours!r}")
-        cutoff = now_ms() - int(hours * HOUR_MS)
-    names = expired_log_files(storage, cutoff, snapshot.version)
-    if dry_run:
-        return names
-    return _delete_log_files(storage, names)
-
-
-def cleanup_expired_logs(storage: Storage, snapshot: Snapshot) -> list[str]:
-    """Automatic log cleanup after a checkpoint, when ``delta.enableExpiredLogCleanup`` is true (the default).
-
-    Meant to be called right after ``write_checkpoint(snapshot)``: it keeps the newest usable checkpoint not
-    newer than the cutoff commit (at most ``snapshot.version``) and everything after it. Returns the
-    deleted names; does nothing when the property is false.
-    """
-    if snapshot.configuration.get("delta.enableExpiredLogCleanup", "true").strip().lower() != "true":
-        return []
-    cutoff = now_ms() - log_retention_ms(snapshot)
-    cutoff -= cutoff % DAY_MS
-    return _delete_log_files(storage, expired_log_files(storage, cutoff, snapshot.version))
 
 
 def commit_time(snapshot: Snapshot, version: int) -> dt.datetime | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .errors import CorruptLogError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
@@ -27,6 +26,7 @@ _PRIMITIVE_TO_ARROW = {
     "date": pa.date32(),
     "timestamp": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"),
+    "void": pa.null(),  # Spark's NullType: a column that has only ever held nulls
 }
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 # Characters Spark/Delta refuse in column names of tables without column mapping.
@@ -76,6 +76,8 @@ def schema_from_string(schema_string: str) -> pa.Schema:
 # ---------------------------------------------------------------- Arrow -> Delta
 
 def arrow_type_to_delta(t: pa.DataType) -> Any:
+    if pa.types.is_null(t):
+        return "void"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_boolean(t):
@@ -105,13 +107,13 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return {"type": "array", "elementType": arrow_type_to_delta(t.value_type), "containsNull": t.value_field.nullable}
+        return {"type": "array", "elementType": arrow_type_to_delta(t.value_type), "containsNull": _nullable(t.value_field)}
     if pa.types.is_map(t):
         return {
             "type": "map",
             "keyType": arrow_type_to_delta(t.key_type),
             "valueType": arrow_type_to_delta(t.item_type),
-            "valueContainsNull": t.item_field.nullable,
+            "valueContainsNull": _nullable(t.item_field),
         }
     if pa.types.is_dictionary(t):
         return arrow_type_to_delta(t.value_type)
@@ -125,9 +127,31 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     )
 
 
+def _nullable(f: pa.Field) -> bool:
+    return f.nullable or pa.types.is_null(f.type)  # a void field holds nulls whatever it says
+
+
 def arrow_field_to_delta(f: pa.Field) -> dict:
-    name = f.name
-    return {"name": name, "type": arrow_type_to_delta(f.type), "nullable": f.nullable, "metadata": {}}
+    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": _nullable(f), "metadata": {}}
+
+
+def delta_type_string(t: pa.DataType) -> str:
+    """A Delta type as Spark prints it (``long``, ``array<integer>``, ``struct<a: string>``), for messages."""
+    try:
+        d = arrow_type_to_delta(t)
+    except SchemaMismatchError:
+        return str(t)
+
+    def show(d: Any) -> str:
+        if isinstance(d, str):
+            return d
+        if d["type"] == "struct":
+            return "struct<" + ", ".join(f"{f['name']}: {show(f['type'])}" for f in d["fields"]) + ">"
+        if d["type"] == "array":
+            return f"array<{show(d['elementType'])}>"
+        return f"map<{show(d['keyType'])}, {show(d['valueType'])}>"
+
+    return show(d)
 
 
 def schema_to_string(schema: pa.Schema) -> str:
@@ -136,18 +160,28 @@ def schema_to_string(schema: pa.Schema) -> str:
     return orjson.dumps({"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}).decode()
 
 
-def check_column_names(schema: pa.Schema) -> None:
+def check_column_names(schema: pa.Schema | list[pa.Field], prefix: str = "") -> None:
+    """Refuse names Delta does not allow without column mapping, at every depth (as Spark does)."""
     seen: dict[str, str] = {}
     for f in schema:
         if not f.name or set(f.name) & _BAD_NAME_CHARS:
             raise SchemaMismatchError(
-                f"column name {f.name!r} contains a character Delta does not allow without column mapping "
+                f"column name {prefix + f.name!r} contains a character Delta does not allow without column mapping "
                 f"(one of {sorted(_BAD_NAME_CHARS)!r}); rename the column"
             )
         low = f.name.lower()
         if low in seen:
-            raise SchemaMismatchError(f"column names {seen[low]!r} and {f.name!r} differ only by case; Delta requires unique names")
+            raise SchemaMismatchError(f"column names {prefix + seen[low]!r} and {prefix + f.name!r} differ only by case; Delta requires unique names")
         seen[low] = f.name
+        t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+        while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_map(t):
+            if pa.types.is_map(t):
+                check_column_names([pa.field("key", t.key_type)], f"{prefix}{f.name}.")
+                t = t.item_type
+            else:
+                t = t.value_type
+        if pa.types.is_struct(t):
+            check_column_names([t.field(i) for i in range(t.num_fields)], f"{prefix}{f.name}.")
 
 
 def canonical_type(t: pa.DataType) -> pa.DataType:
@@ -156,7 +190,13 @@ def canonical_type(t: pa.DataType) -> pa.DataType:
 
 
 def canonical_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, canonical_type(f.type), f.nullable) for f in schema])
+    fields = []
+    for f in schema:
+        try:
+            fields.append(pa.field(f.name, canonical_type(f.type), _nullable(f)))
+        except (SchemaMismatchError, UnsupportedFeatureError) as e:
+            raise SchemaMismatchError(f"column {f.name!r}: {e}") from None
+    return pa.schema(fields)
 
 
 def uses_timestamp_ntz(schema: pa.Schema) -> bool:
@@ -176,6 +216,35 @@ def uses_timestamp_ntz(schema: pa.Schema) -> bool:
 
 # ---------------------------------------------------------------- data normalization
 
+def _from_pandas(df: Any) -> pa.Table:
+    """A pandas DataFrame as Arrow: named index levels become columns (after the others, as pyarrow and
+    deltalake place them); unnamed ones (a default RangeIndex, a filtered frame's row labels) are dropped."""
+    if not hasattr(df, "index") or not hasattr(df, "columns"):
+        raise TypeError(f"cannot write a pandas {type(df).__name__}; pass a DataFrame (e.g. series.to_frame())")
+    named = [n for n in df.index.names if n is not None]
+    try:
+        t = pa.Table.from_pandas(df, preserve_index=bool(named))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+        raise SchemaMismatchError(f"the DataFrame cannot be converted to Arrow: {e}") from None
+    if named:
+        meta = t.schema.pandas_metadata or {}
+        index_fields = {c for c in meta.get("index_columns", []) if isinstance(c, str)}
+        unnamed = []
+        for c in meta.get("columns", []):
+            if c.get("field_name") not in index_fields:
+                continue
+            if c.get("name") is None:
+                unnamed.append(c["field_name"])
+            elif c["field_name"] != str(c["name"]):  # pyarrow renames a level that shares a column's name
+                raise SchemaMismatchError(
+                    f"the DataFrame's index level {c['name']!r} has the name of one of its columns; "
+                    "rename the level, or drop the index with df.reset_index(drop=True)"
+                )
+        if unnamed:
+            t = t.drop_columns(unnamed)
+    return t.replace_schema_metadata(None)
+
+
 def to_arrow_stream(data: Any) -> tuple[pa.Schema, Any]:
     """Accept pyarrow Table/RecordBatch/RecordBatchReader or pandas DataFrame; return (schema, batch iterator)."""
     if isinstance(data, pa.Table):
@@ -186,8 +255,7 @@ def to_arrow_stream(data: Any) -> tuple[pa.Schema, Any]:
         return data.schema, iter(data)
     mod = type(data).__module__
     if mod.startswith("pandas"):
-        t = pa.Table.from_pandas(data, preserve_index=False)
-        t = t.replace_schema_metadata(None)
+        t = _from_pandas(data)
         return t.schema, iter(t.to_batches())
     if hasattr(data, "__arrow_c_stream__"):
         r = pa.RecordBatchReader.from_stream(data)
@@ -213,35 +281,6 @@ def _strip_nullability(t: pa.DataType) -> pa.DataType:
     if pa.types.is_map(t):
         return pa.map_(_strip_nullability(t.key_type), _strip_nullability(t.item_type))
     return t
-
-
-def conform_type(src: pa.DataType, dst: pa.DataType, name: str) -> None:
-    """Raise SchemaMismatchError unless values of ``src`` can be stored losslessly as ``dst``."""
-    cs = canonical_type(src)
-    if _strip_nullability(cs) == _strip_nullability(dst) or _widening_ok(cs, dst) or _widening_ok(src, dst):
-        return
-    raise SchemaMismatchError(
-        f"column {name!r} has type {src} in the data but {dst} in the table; cast the data to the table's type, "
-        "or overwrite with schema_mode='overwrite'"
-    )
-
-
-def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """Cast a batch to ``target`` (same column names in the same order), checking nullability."""
-    cols = []
-    for f in target:
-        col = batch.column(batch.schema.get_field_index(f.name)) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
-        if pa.types.is_dictionary(col.type):
-            col = col.dictionary_decode()
-        if col.type != f.type:
-            try:
-                col = col.cast(f.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise SchemaMismatchError(f"column {f.name!r} cannot be stored as {f.type}: {e}") from None
-        if not f.nullable and col.null_count:
-            raise SchemaMismatchError(f"column {f.name!r} is not nullable in the table but the data has {col.null_count} null value(s)")
-        cols.append(col)
-    return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
 # ---------------------------------------------------------------- partition values

@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 
 from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
-from .checkpoint import DEFAULT_TOMBSTONE_RETENTION_MS, CheckpointState, read_checkpoint_state
+from .checkpoint import CheckpointState, read_checkpoint_state
 from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
 from .log import DeltaLog, LogListing, checkpoint_name
+from .properties import TableProperties
 from .schema import schema_from_string
 from .storage import Storage
 
@@ -30,29 +31,6 @@ SUPPORTED_WRITER_FEATURES = {
     "identityColumns",
     "vacuumProtocolCheck",
 }
-
-
-def _parse_interval_ms(s: str | None, default_ms: int) -> int:
-    """Parse Delta interval strings like 'interval 7 days' or '168 hours'."""
-    if not s:
-        return default_ms
-    parts = s.lower().replace("interval", "").split()
-    units = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 604_800_000}
-    total = 0
-    try:
-        for num, unit in zip(parts[0::2], parts[1::2]):
-            total += int(float(num) * units[unit.rstrip("s")])
-    except (KeyError, ValueError):
-        return default_ms
-    return total or default_ms
-
-
-def checkpoint_interval(configuration: dict[str, str]) -> int:
-    """``delta.checkpointInterval`` (default 10)."""
-    try:
-        return max(1, int(configuration.get("delta.checkpointInterval", 10)))
-    except ValueError:
-        return 10
 
 
 def to_epoch_ms(ts: Any) -> int:
@@ -111,11 +89,10 @@ class Snapshot:
     def configuration(self) -> dict[str, str]:
         return self.metadata.configuration
 
-    def checkpoint_interval(self) -> int:
-        return checkpoint_interval(self.configuration)
-
-    def tombstone_retention_ms(self) -> int:
-        return _parse_interval_ms(self.configuration.get("delta.deletedFileRetentionDuration"), DEFAULT_TOMBSTONE_RETENTION_MS)
+    @property
+    def properties(self) -> TableProperties:
+        """The table properties, typed (see ``lakelog.properties``)."""
+        return TableProperties(self.metadata.configuration)
 
     # ------------------------------------------------------------ protocol checks
     def check_readable(self) -> None:
@@ -129,25 +106,25 @@ class Snapshot:
                     f"table uses reader feature(s) {unknown} that lakelog does not implement "
                     f"(supported: {sorted(SUPPORTED_READER_FEATURES)}); read it with an engine that supports them"
                 )
-        mode = self.configuration.get("delta.columnMapping.mode", "none")
-        if mode not in ("none", None):
+        mode = self.properties.column_mapping_mode
+        if mode != "none":
             raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
         self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
 
-    def check_writable(self) -> None:
+    def check_writable(self, configuration: dict[str, str] | None = None) -> None:
+        """Raise unless lakelog can write this table: its protocol, and its properties (``configuration``
+        when given: the properties the commit being made leaves the table with) must be ones it honours."""
         self.check_readable()
-        p, conf = self.protocol, self.configuration
+        p = self.protocol
         if p.min_writer_version > 7:
             raise UnsupportedFeatureError(f"table needs writer version {p.min_writer_version}; lakelog writes versions up to 7")
         if p.min_writer_version == 7:
             unknown = sorted(set(p.writer_features or []) - SUPPORTED_WRITER_FEATURES)
             if unknown:
                 raise UnsupportedFeatureError(f"table uses writer feature(s) {unknown} that lakelog cannot honour; write it with an engine that supports them")
-        in_use = []
-        if any(k.startswith("delta.constraints.") for k in conf):
-            in_use.append("CHECK constraints")
-        if conf.get("delta.enableChangeDataFeed", "false").lower() == "true":
-            in_use.append("change data feed")
+        props = self.properties if configuration is None else TableProperties(configuration)
+        props.check_writable()
+        in_use = props.features_in_use()
         if '"delta.generationExpression"' in self.metadata.schema_string:
             in_use.append("generated columns")
         if '"delta.identity.' in self.metadata.schema_string:
@@ -155,11 +132,11 @@ class Snapshot:
         if '"delta.invariants"' in self.metadata.schema_string:
             in_use.append("column invariants")
         if in_use:
-            raise UnsupportedFeatureError(f"table uses {', '.join(in_use)}, which lakelog cannot enforce on write")
+            raise UnsupportedFeatureError(f"table uses {', '.join(in_use)}, which lakelog cannot honour on write")
 
     @property
     def append_only(self) -> bool:
-        return self.configuration.get("delta.appendOnly", "false").lower() == "true"
+        return self.properties.append_only
 
     # ------------------------------------------------------------ loading
     @classmethod

@@ -94,7 +94,11 @@ class Table:
 
     # ------------------------------------------------------------ maintenance
     def checkpoint(self) -> int:
-        """Write a checkpoint for this table's version; returns the version."""
+        """Write a checkpoint for this table's version; returns the version.
+
+        A checkpoint is a write: it is refused, like a commit, on a table lakelog cannot write (a
+        checkpoint would drop what lakelog does not understand)."""
+        self._snapshot.check_writable()
         return write_checkpoint(self._snapshot)
 
     # The operations below work on the latest version of the table (whatever version this Table shows)

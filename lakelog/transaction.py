@@ -28,9 +28,11 @@ from typing import Any, Callable
 from . import __version__
 from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
-from .errors import CommitConflictError, CorruptLogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from .errors import CommitConflictError, CorruptLogError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
-from .snapshot import Snapshot, checkpoint_interval
+from .log_cleanup import cleanup_expired_logs
+from .properties import TableProperties
+from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
 DEFAULT_MAX_ATTEMPTS = 10_000  # lost races (each one means another writer committed) before giving up
@@ -149,9 +151,12 @@ class Transaction:
         Raises ``DuplicateTransaction`` when a concurrent commit already holds this transaction's txn.
         """
         self.storage.check_atomic_commits()
+        new_metadata = next((a for a in actions if isinstance(a, Metadata)), None)
+        if self.snapshot is None and new_metadata is not None:
+            TableProperties(new_metadata.configuration).check_writable()
         if self.snapshot is not None:
-            self.snapshot.check_writable()
-            if self.snapshot.append_only and any(isinstance(a, RemoveFile) and a.data_change for a in actions):
+            self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
+            if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         payload = [self._commit_info(actions), *actions]
         version = self.read_version + 1
@@ -277,7 +282,12 @@ class Transaction:
 
     def _maybe_checkpoint(self, version: int, actions: list[Action]) -> None:
         metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)
-        if version == 0 or version % checkpoint_interval(metadata.configuration if metadata else {}):
+        try:
+            interval = TableProperties(metadata.configuration if metadata else {}).checkpoint_interval
+        except LakelogError as e:  # set by a concurrent writer of another engine: report, never fail the commit
+            warnings.warn(f"lakelog: no checkpoint after version {version}: {e}", stacklevel=3)
+            return
+        if version == 0 or version % interval:
             return
         try:
             if self.snapshot is not None and self.snapshot.version == version - 1:
@@ -285,8 +295,6 @@ class Transaction:
             else:
                 snap = Snapshot.load(self.storage, version=version)
             write_checkpoint(snap)
-            from .maintenance import cleanup_expired_logs  # lazy: maintenance imports this module
-
             cleanup_expired_logs(self.storage, snap)
         except Exception as e:  # a checkpoint is an optimization: never fail the commit over it
             warnings.warn(f"lakelog: checkpoint after version {version} failed: {e!r}", stacklevel=3)

@@ -16,21 +16,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, Txn, encode_path, now_ms
+from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
 from .log import DeltaLog
-from .errors import LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .conform import cast_batch, merge_schema
 from .schema import (
     canonical_schema,
-    cast_batch,
     check_column_names,
-    conform_type,
     format_timestamp,
+    delta_type_string,
     hive_escape,
     schema_to_string,
     serialize_partition_value,
     to_arrow_stream,
     uses_timestamp_ntz,
 )
+from .properties import TableProperties, validate_new
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import DuplicateTransaction, Transaction
@@ -39,6 +40,8 @@ STRING_STATS_PREFIX = 32
 ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
 ROW_GROUP_ROWS = 1024 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
+MAX_OPEN_FILES = 64  # data files one writer keeps open at once (fewer under a low file-descriptor limit)
+MAX_BUFFERED_BYTES = 512 * 1024 * 1024  # rows one writer keeps in memory across all partitions
 MODES = ("append", "overwrite", "error", "ignore")
 ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
@@ -167,22 +170,41 @@ def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, ma
 # ---------------------------------------------------------------- file writing
 
 @dataclass
-class _OpenFile:
+class _PartFile:
+    """The data file being written for one partition: rows buffered in memory, and the Parquet file
+    itself once the first row group is written (a file is opened only when it has data to take)."""
+
     rel_path: str
     partition_values: dict[str, str | None]
-    writer: pq.ParquetWriter
-    sink: Any
+    writer: pq.ParquetWriter | None = None
+    sink: Any = None
     nbytes: int = 0
     pending: list = field(default_factory=list)
     pending_rows: int = 0
     pending_bytes: int = 0
 
 
+def default_max_open_files() -> int:
+    """Data files one writer keeps open at once: a small share of the process's file-descriptor limit."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return MAX_OPEN_FILES
+    if soft == resource.RLIM_INFINITY:
+        return MAX_OPEN_FILES
+    return max(2, min(MAX_OPEN_FILES, soft // 8))
+
+
 @dataclass
 class DataWriter:
     """Writes batches into uniquely named Parquet files under ``k=v/`` directories; returns add actions.
 
-    Nothing written here is visible until a commit names the files.
+    Nothing written here is visible until a commit names the files. Rows are buffered per partition
+    into large row groups; at most ``max_open_files`` files are open at once (the least recently
+    written one is finished when another must open, and its partition continues in a new file) and at
+    most ``max_buffered_bytes`` of rows wait in memory (the largest buffers are written out first).
     """
 
     storage: Storage
@@ -191,14 +213,26 @@ class DataWriter:
     max_indexed_cols: int = 32
     file_prefix: str = "part"
     use_dictionary: bool | list[str] = True  # Parquet dictionary encoding: all columns, or only these
-    _open: dict[tuple, _OpenFile] = field(default_factory=dict)
+    max_open_files: int = 0  # 0: default_max_open_files()
+    max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
+    _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
+    _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
+    _created: list[str] = field(default_factory=list)
     _done: list[AddFile] = field(default_factory=list)
+    _buffered: int = 0
     _counter: int = 0
     _made_dirs: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
         self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
+        self._required_partitions = [c for c in self.partition_columns if not self.schema.field(c).nullable]
+        self.max_open_files = self.max_open_files or default_max_open_files()
+        self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
+
+    @property
+    def open_files(self) -> int:
+        return len(self._open_lru)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -222,47 +256,78 @@ class DataWriter:
             first = ordered.slice(start, 1)
             pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
             pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
+            for c in self._required_partitions:
+                if pvals[c] is None:
+                    raise SchemaMismatchError(
+                        f"partition column {c!r} is not nullable, but the data has an empty value there, which Delta "
+                        "stores as null (an empty partition value means null); use another value"
+                    )
             self._write_part(tuple(pvals.values()), pvals, ordered.slice(start, end - start))
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
         data = batch.select(self.data_schema.names)
-        f = self._open.get(key)
+        f = self._parts.pop(key, None)
         if f is None:
-            f = self._open[key] = self._new_file(pvals)
+            f = self._new_part(pvals)
+        self._parts[key] = f  # now the most recently written
+        if key in self._open_lru:
+            self._open_lru[key] = self._open_lru.pop(key)
         # Small incoming batches (Spark sends 10k rows) are buffered into large row groups.
         f.pending.append(data)
         f.pending_rows += data.num_rows
         f.pending_bytes += data.nbytes
+        self._buffered += data.nbytes
         if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush(f)
+            self._flush(key, f)
         if f.nbytes >= ROLL_FILE_BYTES:
             self._close(key)
+        while self._buffered > self.max_buffered_bytes:
+            biggest = max(self._parts, key=lambda k: self._parts[k].pending_bytes)
+            self._flush(biggest, self._parts[biggest])
 
-    def _flush(self, f: "_OpenFile") -> None:
+    def _flush(self, key: tuple, f: _PartFile) -> None:
         if not f.pending:
             return
+        if f.writer is None:
+            while len(self._open_lru) >= self.max_open_files:
+                self._close(next(iter(self._open_lru)))
+            self._open(f)
+            self._open_lru[key] = None
+        self._write_pending(f)
+
+    def _write_pending(self, f: _PartFile) -> None:
         table = pa.Table.from_batches(f.pending, schema=self.data_schema)
         f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         f.nbytes += f.pending_bytes
+        self._buffered -= f.pending_bytes
         f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
-    def _new_file(self, pvals: dict[str, str | None]) -> _OpenFile:
+    def _new_part(self, pvals: dict[str, str | None]) -> _PartFile:
         directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
         name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
         self._counter += 1
-        rel = f"{directory}/{name}" if directory else name
-        full = self.storage.join(rel)
+        return _PartFile(f"{directory}/{name}" if directory else name, dict(pvals))
+
+    def _open(self, f: _PartFile) -> None:
+        full = self.storage.join(f.rel_path)
         parent = full.rsplit("/", 1)[0]
         if parent not in self._made_dirs:
             self.storage.makedirs(parent)
             self._made_dirs.add(parent)
-        sink = self.storage.open_output(full)
-        writer = pq.ParquetWriter(sink, self.data_schema, compression="snappy", use_dictionary=self.use_dictionary)
-        return _OpenFile(rel, dict(pvals), writer, sink)
+        self._created.append(f.rel_path)
+        f.sink = self.storage.open_output(full)
+        f.writer = pq.ParquetWriter(f.sink, self.data_schema, compression="snappy", use_dictionary=self.use_dictionary)
 
     def _close(self, key: tuple) -> None:
-        f = self._open.pop(key)
-        self._flush(f)
+        f = self._parts.pop(key)
+        self._open_lru.pop(key, None)
+        self._finish_file(f)
+
+    def _finish_file(self, f: _PartFile) -> None:
+        if f.writer is None:
+            self._open(f)
+        if f.pending:
+            self._write_pending(f)
         f.writer.close()
         size = f.sink.tell()
         f.sink.close()
@@ -278,27 +343,41 @@ class DataWriter:
         )
 
     def finish(self) -> list[AddFile]:
-        keys = list(self._open)
-        if len(keys) > 1:
+        """Write out every buffer and close every file; return the add actions of all files written."""
+        for key in list(self._open_lru):
+            self._close(key)
+        rest = list(self._parts.values())
+        workers = min(len(rest), os.cpu_count() or 1)
+        if workers > 1:
             # Files of different partitions are independent; pyarrow writes them without holding the GIL.
-            with ThreadPoolExecutor(max_workers=min(len(keys), os.cpu_count() or 1)) as pool:
-                list(pool.map(self._close, keys))
+            # In chunks of max_open_files: the chunk's files are opened here, in a fixed order (as every
+            # storage call is), then written and closed on the pool.
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for i in range(0, len(rest), self.max_open_files):
+                    chunk = rest[i : i + self.max_open_files]
+                    for f in chunk:
+                        if f.writer is None:
+                            self._open(f)
+                    list(pool.map(self._finish_file, chunk))
         else:
-            for key in keys:
-                self._close(key)
+            for f in rest:
+                self._finish_file(f)
+        self._parts.clear()
+        self._buffered = 0
         return list(self._done)
 
     def abort(self) -> None:
         """Delete every file this writer created (none of them is committed)."""
-        for f in self._open.values():
-            try:
-                f.writer.close()
-                f.sink.close()
-            except Exception:
-                pass
-        paths = [f.rel_path for f in self._open.values()] + [a.relative_path for a in self._done]
-        self._open.clear()
-        for rel in paths:
+        for f in self._parts.values():
+            if f.writer is not None:
+                try:
+                    f.writer.close()
+                    f.sink.close()
+                except Exception:
+                    pass
+        self._parts.clear()
+        self._open_lru.clear()
+        for rel in self._created:
             try:
                 self.storage.delete(self.storage.join(rel))
             except (FileNotFoundError, OSError):
@@ -323,8 +402,8 @@ def _plan_schema(
             if c not in schema.names:
                 raise SchemaMismatchError(f"partition column {c!r} is not in the data (columns: {schema.names})")
             t = schema.field(c).type
-            if pa.types.is_nested(t):
-                raise SchemaMismatchError(f"cannot partition by {c!r} of type {t}; partition columns must be primitive")
+            if pa.types.is_nested(t) or pa.types.is_null(t):
+                raise SchemaMismatchError(f"cannot partition by {c!r} of type {delta_type_string(t)}; partition columns must be primitive and typed")
         if len(parts) == len(schema):
             raise SchemaMismatchError("a table needs at least one column that is not a partition column")
         changed = snapshot is None or schema != snapshot.schema or parts != snapshot.partition_columns
@@ -336,45 +415,39 @@ def _plan_schema(
             f"partition_by={list(partition_by)} differs from the table's partitioning {snapshot.partition_columns}; "
             "omit partition_by, or overwrite with schema_mode='overwrite' to repartition"
         )
-    by_lower = {f.name.lower(): f for f in current}
-    new_fields = list(current)
-    added = []
-    for f in data_schema:
-        existing = by_lower.get(f.name.lower())
-        if existing is None:
-            if schema_mode != "merge":
-                raise SchemaMismatchError(
-                    f"column {f.name!r} is not in the table (columns: {current.names}); "
-                    "pass schema_mode='merge' to add it"
-                )
-            added.append(pa.field(f.name, canonical_schema(pa.schema([f])).field(0).type, True))
-            continue
-        if existing.name != f.name:
-            raise SchemaMismatchError(f"column {f.name!r} differs in case from the table's column {existing.name!r}; rename it")
-        conform_type(f.type, existing.type, f.name)
-    data_names = set(data_schema.names)
-    for f in current:
-        if f.name not in data_names and not f.nullable:
-            raise SchemaMismatchError(f"the data lacks column {f.name!r}, which is not nullable in the table")
-    if added:
-        check_column_names(pa.schema(new_fields + added))
-    return pa.schema(new_fields + added), snapshot.partition_columns, bool(added)
+    merged = merge_schema(current, data_schema, schema_mode == "merge")
+    return merged, snapshot.partition_columns, merged != current
 
 
-def _plan_protocol(schema: pa.Schema, current: Protocol | None) -> Protocol | None:
-    """The protocol the table needs (None when ``current`` already suffices)."""
-    if not uses_timestamp_ntz(schema):
-        return Protocol(1, 2) if current is None else None
-    if current is not None and current.min_reader_version >= 3 and "timestampNtz" in (current.reader_features or []):
-        return None
-    writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
+def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
+    """The protocol the table needs (None when ``current`` already suffices).
+
+    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature; on
+    writer version 7 every feature in use must be listed, so ``appendOnly`` is listed when it is on.
+    """
+    append_only = TableProperties(configuration).append_only
+    if current is None and not uses_timestamp_ntz(schema):
+        return Protocol(1, 2)
+    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema):
+        if append_only and current.min_writer_version < 2:
+            return Protocol(current.min_reader_version, 2)  # appendOnly needs writer version 2
+        return None  # legacy versions from 2 on imply appendOnly
+    needs_reader = {"timestampNtz"} if uses_timestamp_ntz(schema) else set()
+    needs_writer = needs_reader | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
+    writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
+    if current is not None and current.min_writer_version >= 7 and needs_writer <= writer and (not needs_reader or (current.min_reader_version >= 3 and needs_reader <= reader)):
+        return None
     if current is not None and current.min_writer_version < 7:
         # Features implied by the legacy writer version must be listed once on version 7.
         legacy = {2: ["appendOnly", "invariants"], 3: ["checkConstraints"], 4: ["changeDataFeed", "generatedColumns"], 5: ["columnMapping"], 6: ["identityColumns"]}
         for v in range(2, current.min_writer_version + 1):
             writer.update(legacy.get(v, []))
-    return Protocol(3, 7, sorted(reader | {"timestampNtz"}), sorted(writer | {"timestampNtz"}))
+    if current is not None and current.min_reader_version >= 3 or needs_reader:
+        reader_version, reader_features = 3, sorted(reader | needs_reader)
+    else:
+        reader_version, reader_features = (current.min_reader_version if current else 1), None
+    return Protocol(reader_version, 7, reader_features, sorted(writer | needs_writer))
 
 
 # ---------------------------------------------------------------- two-phase write
@@ -448,8 +521,11 @@ class WritePlan:
         When nothing is committed (idempotent duplicate, mode="ignore"), the files are deleted.
         """
         storage = self.storage
-        if (app_id is None) != (app_version is None):
-            raise ValueError("pass app_id and app_version together")
+        try:
+            app_id, app_version = _check_txn(app_id, app_version)
+        except InvalidArgumentError:
+            _discard(storage, adds)  # nothing can commit them
+            raise
         for _ in range(3):  # more rounds only when the table is created concurrently
             snapshot = self._latest(storage)
             if snapshot is not None:
@@ -521,8 +597,9 @@ class WritePlan:
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
         configuration = self.configuration
+        effective = {**(snapshot.configuration if snapshot else {}), **(configuration or {})}
         actions: list[Action] = []
-        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None)
+        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
         if protocol is not None:
             actions.append(protocol)
         if snapshot is None:
@@ -543,7 +620,7 @@ class WritePlan:
                 )
             )
         if app_id is not None:
-            actions.append(Txn(app_id, int(app_version), now_ms()))
+            actions.append(Txn(app_id, app_version, now_ms()))
         if self.mode == "overwrite" and snapshot is not None:
             ts = now_ms()
             actions.extend(a.remove(ts) for a in snapshot.files.values())
@@ -570,18 +647,19 @@ def plan_write(
         raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
     if isinstance(partition_by, str):
         partition_by = [partition_by]
+    configuration = validate_new(configuration)
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     snapshot = _load_or_none(storage)
     if snapshot is not None:
         if mode == "error":
             raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
-        snapshot.check_writable()
+        snapshot.check_writable({**snapshot.configuration, **configuration})
     if snapshot is not None and mode == "ignore":
         # The table exists: the data is ignored whole, schema and partitioning included.
         return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
-    conf = snapshot.configuration if snapshot is not None else (configuration or {})
+    conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
     return WritePlan(
         path=str(path),
         storage_options=storage_options,
@@ -592,7 +670,7 @@ def plan_write(
         schema_mode=schema_mode,
         configuration=configuration,
         read_version=snapshot.version if snapshot is not None else -1,
-        max_indexed_cols=int(conf.get("delta.dataSkippingNumIndexedCols", 32)),
+        max_indexed_cols=TableProperties(conf).num_indexed_cols,
         snapshot=snapshot,
     )
 
@@ -618,8 +696,7 @@ def write_table(
     schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
     app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
     """
-    if (app_id is None) != (app_version is None):
-        raise ValueError("pass app_id and app_version together")
+    app_id, app_version = _check_txn(app_id, app_version)
     data_schema, batches = to_arrow_stream(data)
     plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options)
     if plan.skip:
@@ -629,6 +706,14 @@ def write_table(
         if txn is not None and txn.version >= app_version:
             return plan.read_version
     return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+
+
+def _check_txn(app_id: Any, app_version: Any) -> tuple[str | None, int | None]:
+    if (app_id is None) != (app_version is None):
+        raise InvalidArgumentError("pass app_id and app_version together (or neither)")
+    if app_id is None:
+        return None, None
+    return check_app_id(app_id), check_app_version(app_version)
 
 
 def _load_or_none(storage: Storage) -> Snapshot | None:

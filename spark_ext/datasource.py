@@ -38,8 +38,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 import lakelog
-from lakelog.actions import AddFile
-from lakelog.errors import LakelogError
+from lakelog.actions import AddFile, parse_app_version
+from lakelog.errors import InvalidArgumentError, LakelogError
 from lakelog.predicates import NEGATED_OP, term_expression
 
 from .files import MAX_PARTITION_BYTES, FilesPartition
@@ -221,6 +221,7 @@ class LakelogWriter(DataSourceArrowWriter):
 
     def __init__(self, options, schema: StructType, mode: str):
         self.options = options  # case-insensitive keys, as Spark passes them
+        self.app_id, self.app_version = _txn_options(options)  # checked before any task writes
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.plan = lakelog.plan_write(
             _path(options),
@@ -236,17 +237,23 @@ class LakelogWriter(DataSourceArrowWriter):
         return LakelogCommitMessage([a.to_json()["add"] for a in adds])
 
     def commit(self, messages) -> None:
-        app_id = self.options.get("txnAppId")
-        app_version = self.options.get("txnVersion")
         self.plan.commit(
             _collect(messages),
-            app_id=app_id,
-            app_version=int(app_version) if app_version is not None else None,
+            app_id=self.app_id,
+            app_version=self.app_version,
             user_metadata=self.options.get("userMetadata"),
         )
 
     def abort(self, messages) -> None:
         self.plan.abort(_collect(messages))
+
+
+def _txn_options(options) -> tuple[str | None, int | None]:
+    """Options txnAppId + txnVersion of an idempotent batch write (Spark passes option values as text)."""
+    app_id, version = options.get("txnAppId"), options.get("txnVersion")
+    if (app_id is None) != (version is None):
+        raise InvalidArgumentError("options txnAppId and txnVersion go together: set both, or neither")
+    return app_id, None if version is None else parse_app_version(version)
 
 
 def stream_app_id(options) -> str:

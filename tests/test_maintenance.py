@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 import lakelog
 from lakelog import maintenance
-from lakelog.errors import CommitConflictError, MissingDataFileError, SchemaMismatchError, VersionNotFoundError
+from lakelog.errors import CommitConflictError, InvalidArgumentError, MissingDataFileError, SchemaMismatchError, VersionNotFoundError
 from lakelog.maintenance import RetentionDurationError
 from lakelog.storage import Storage
 
@@ -291,6 +291,19 @@ def test_optimize_target_size_and_partition_filter(table_path):
     assert _lakelog_rows(table_path) == expected == _delta_rows(table_path)
     with pytest.raises(SchemaMismatchError):
         lakelog.Table(table_path).optimize(filters=[("id", "=", 1)])
+
+
+def test_optimize_target_size_from_the_table_property_and_argument_checks(table_path):
+    _many_small_files(table_path, commits=2, files_per_commit=4)
+    size = max(a.size for a in lakelog.Table(table_path).snapshot.files.values())
+    lakelog.write_table(table_path, pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string())}),
+                        configuration={"delta.targetFileSize": size * 2})  # an int, stored as its text
+    assert lakelog.Table(table_path).metadata.configuration["delta.targetFileSize"] == str(size * 2)
+    m = lakelog.Table(table_path).optimize()
+    assert m["targetSize"] == size * 2 and m["numFilesAdded"] >= 2
+    for bad in [1.5, True, "10", 0, -1]:
+        with pytest.raises(InvalidArgumentError, match="target_size"):
+            lakelog.Table(table_path).optimize(target_size=bad)
 
 
 def _commit_files(path, version, kind):

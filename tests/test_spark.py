@@ -576,3 +576,37 @@ def test_spark_keeps_pushed_read_plans_per_scan(spark, table_path):
     """Passes once Spark keeps read plans per scan: then filterPushdown can be on by default."""
     lakelog.write_table(table_path, pa.table({"id": list(range(10))}))
     assert _reuse_after_pushdown(spark, table_path, filterPushdown="true") == 10
+
+
+def test_txn_options_are_parsed_as_integers(spark, table_path):
+    df = spark.range(3)
+
+    def write(version):
+        df.write.format("lakelog").mode("append").option("txnAppId", "job").option("txnVersion", version).save(table_path)
+
+    write("10")
+    write("9")  # an older batch replayed: skipped
+    write("10")
+    assert lakelog.Table(table_path).version == 0 and lakelog.read_table(table_path).num_rows == 3
+    write("11")
+    assert lakelog.read_table(table_path).num_rows == 6
+    with pytest.raises(Exception, match="txnVersion must be an integer"):
+        write("1.7")
+    with pytest.raises(Exception, match="txnAppId and txnVersion go together"):
+        df.write.format("lakelog").mode("append").option("txnVersion", "12").save(table_path)
+    assert lakelog.Table(table_path).version == 1
+    assert lakelog.Table(table_path).snapshot.txns["job"].version == 11
+
+
+def test_void_column_and_nested_merge_from_spark(spark, table_path):
+    spark.range(2).selectExpr("id", "null as v", "named_struct('a', id) as s").write.format("lakelog").mode("append").save(table_path)
+    t = lakelog.Table(table_path)
+    assert t.schema.field("v").type == pa.null()
+    # mergeSchema gives the void column a type and adds a struct field
+    (spark.range(2, 3).selectExpr("id", "'x' as v", "named_struct('a', id, 'b', 'new') as s")
+     .write.format("lakelog").mode("append").option("mergeSchema", "true").save(table_path))
+    t = lakelog.Table(table_path)
+    assert t.schema.field("v").type == pa.string()
+    assert t.schema.field("s").type == pa.struct([pa.field("a", pa.int64(), False), ("b", pa.string())])
+    rows = _rows(spark.read.format("lakelog").load(table_path), "id", "v", "s")
+    assert [(i, v, (s.a, s.b)) for i, v, s in rows] == [(0, None, (0, None)), (1, None, (1, None)), (2, "x", (2, "new"))]

@@ -10,7 +10,8 @@ import pyarrow.dataset as ds
 import pytest
 
 import lakelog
-from lakelog.errors import SchemaMismatchError
+from lakelog.actions import parse_app_version
+from lakelog.errors import InvalidArgumentError, SchemaMismatchError
 
 
 def _ids(t):
@@ -249,3 +250,184 @@ def test_timestamps_past_year_9999_get_no_bounds(table_path):
     stats = orjson.loads(next(iter(lakelog.Table(table_path).snapshot.files.values())).stats)
     assert "t" not in stats["minValues"] and "d" not in stats["maxValues"] and stats["nullCount"]["t"] == 0
     assert lakelog.read_table(table_path, filters=[("t", ">", dt.datetime(2000, 1, 1))]).num_rows == 1
+
+
+@pytest.mark.parametrize("bad", [1.7, 2.0, "10", True, False, -1, None, 2**63, b"1"])
+def test_app_version_must_be_a_non_negative_int(table_path, bad):
+    data = pa.table({"id": [1]})
+    lakelog.write_table(table_path, data, app_id="app", app_version=1)
+    with pytest.raises(InvalidArgumentError, match="app_version") as e:
+        lakelog.write_table(table_path, data, app_id="app", app_version=bad)
+    assert isinstance(e.value, ValueError)
+    t = lakelog.Table(table_path)
+    assert t.version == 0 and t.snapshot.txns["app"].version == 1
+
+
+def test_app_version_accepts_integral_types_and_skips_replays(table_path):
+    np = pytest.importorskip("numpy")
+    data = pa.table({"id": [1]})
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=np.int64(10)) == 0
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=9) == 0  # a replay: skipped
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=10) == 0
+    assert lakelog.write_table(table_path, data, app_id="app", app_version=11) == 1
+    assert lakelog.read_table(table_path).num_rows == 2
+    with pytest.raises(InvalidArgumentError, match="app_id"):
+        lakelog.write_table(table_path, data, app_id="", app_version=12)
+    with pytest.raises(InvalidArgumentError, match="together"):
+        lakelog.write_table(table_path, data, app_version=12)
+
+
+def test_plan_commit_with_a_bad_app_version_deletes_its_files(table_path):
+    data = pa.table({"id": [1]})
+    plan = lakelog.plan_write(table_path, data.schema)
+    adds = plan.write(data)
+    assert all(os.path.exists(os.path.join(table_path, a.relative_path)) for a in adds)
+    with pytest.raises(InvalidArgumentError):
+        plan.commit(adds, app_id="app", app_version=1.5)
+    assert not any(os.path.exists(os.path.join(table_path, a.relative_path)) for a in adds)
+
+
+def test_parse_app_version_from_text():
+    assert parse_app_version("10") == 10
+    assert parse_app_version(" 7 ") == 7
+    for bad in ["1.7", "-1", "ten", "", "1e3", "0x10", "١٢"]:
+        with pytest.raises(InvalidArgumentError, match="txnVersion"):
+            parse_app_version(bad)
+
+
+# ---------------------------------------------------------------- pandas indexes
+
+
+def _deltalake_columns(path):
+    deltalake = pytest.importorskip("deltalake")
+    return deltalake.DeltaTable(path).to_pyarrow_table().column_names
+
+
+def test_named_pandas_index_is_kept_as_a_column_like_deltalake(tmp_path):
+    deltalake = pytest.importorskip("deltalake")
+    df = pd.DataFrame({"day": ["mon", "tue", "mon"], "amt": [1, 2, 3]})
+    summed = df.groupby("day").sum()
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lakelog.write_table(ours, summed)
+    deltalake.write_deltalake(theirs, summed)
+    assert lakelog.Table(ours).schema.names == _deltalake_columns(theirs) == ["amt", "day"]
+    assert sorted(lakelog.read_table(ours).to_pylist(), key=repr) == [{"amt": 2, "day": "tue"}, {"amt": 4, "day": "mon"}]
+    lakelog.write_table(ours, summed)  # and it appends like any column
+    assert lakelog.read_table(ours, filters=[("day", "=", "mon")]).column("amt").to_pylist() == [4, 4]
+
+
+def test_multiindex_levels_are_kept_and_unnamed_indexes_dropped(table_path):
+    df = pd.DataFrame({"k": ["a", "a", "b"], "ts": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-01"]), "v": [1.0, 2.0, 3.0]})
+    lakelog.write_table(table_path, df.set_index(["k", "ts"]))
+    assert lakelog.Table(table_path).schema.names == ["v", "k", "ts"]
+    assert lakelog.read_table(table_path).num_rows == 3
+    # An unnamed index (RangeIndex, or a filtered or sorted frame's labels) holds no user data: dropped,
+    # so appending a filtered frame works (deltalake would add '__index_level_0__').
+    lakelog.write_table(table_path, df.set_index(["k", "ts"]).reset_index().iloc[[2, 0]].set_index(["k", "ts"]))
+    partly = df.set_index(["k", pd.Index([7, 8, 9])])
+    lakelog.write_table(table_path, partly.drop(columns=["ts"]))
+    t = lakelog.Table(table_path)
+    assert t.schema.names == ["v", "k", "ts"] and t.to_pyarrow().num_rows == 8
+
+
+def test_unnamed_non_range_index_is_dropped(table_path):
+    df = pd.DataFrame({"id": [1, 2, 3]})
+    lakelog.write_table(table_path, df)
+    lakelog.write_table(table_path, df[df.id > 1])
+    assert lakelog.Table(table_path).schema.names == ["id"]
+    assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == [1, 2, 2, 3, 3]
+
+
+def test_index_level_named_like_a_column_is_refused(table_path):
+    df = pd.DataFrame({"day": [1], "x": [2]}).set_index(pd.Index(["a"], name="day"))
+    with pytest.raises(SchemaMismatchError, match="index level 'day'"):
+        lakelog.write_table(table_path, df)
+    assert not os.path.exists(table_path)
+
+
+# ---------------------------------------------------------------- many partitions, few file descriptors
+
+_LOW_FD_CHILD = r"""
+import os, resource, sys
+import pyarrow as pa
+import lakelog
+from lakelog import write as lw
+
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+path, mode = sys.argv[1], sys.argv[2]
+n = 3000
+if mode == "one-batch":
+    lakelog.write_table(path, pa.table({"p": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64())}), partition_by=["p"])
+else:
+    # Many batches that each touch every partition, with a small memory budget: buffers spill to files,
+    # least recently written files are finished and their partitions continue in new files.
+    lw.MAX_BUFFERED_BYTES = 64 * 1024
+    batches = [pa.record_batch({"p": pa.array(range(n), pa.int64()), "v": pa.array([i] * n, pa.int64())}) for i in range(4)]
+    plan = lakelog.plan_write(path, batches[0].schema, partition_by=["p"])
+    adds = plan.write(iter(batches))
+    print("files", len(adds))
+    plan.commit(adds)
+t = lakelog.read_table(path)
+print("rows", t.num_rows, "fds", len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else -1)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs resource limits (POSIX)")
+@pytest.mark.parametrize("mode", ["one-batch", "many-batches"])
+def test_more_partitions_than_open_files_allowed(table_path, mode):
+    import subprocess
+    import sys
+
+    deltalake = pytest.importorskip("deltalake")
+    r = subprocess.run([sys.executable, "-c", _LOW_FD_CHILD, table_path, mode], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = 3000 if mode == "one-batch" else 4 * 3000
+    assert f"rows {rows}" in r.stdout
+    t = lakelog.Table(table_path)
+    assert len(t.snapshot.partition_columns) == 1 and len({a.partition_values["p"] for a in t.snapshot.files.values()}) == 3000
+    if mode == "many-batches":
+        assert int(r.stdout.split("files ")[1].split()[0]) > 3000  # some partitions continued in a second file
+    got = t.to_pyarrow().sort_by([("p", "ascending"), ("v", "ascending")])
+    assert got.equals(deltalake.DeltaTable(table_path).to_pyarrow_table().select(got.column_names).sort_by([("p", "ascending"), ("v", "ascending")]))
+    assert got.column("p").to_pylist() == sorted(list(range(3000)) * (rows // 3000))
+
+
+def test_writer_keeps_at_most_max_open_files(tmp_path):
+    from lakelog.storage import Storage
+    from lakelog.write import DataWriter
+
+    schema = pa.schema([("p", pa.int64()), ("v", pa.int64())])
+    w = DataWriter(Storage(str(tmp_path)), schema, ["p"], max_open_files=3, max_buffered_bytes=1)
+    peak = 0
+    for i in range(5):
+        w.write(pa.record_batch({"p": pa.array(range(10), pa.int64()), "v": pa.array([i] * 10, pa.int64())}))
+        peak = max(peak, w.open_files)
+    adds = w.finish()
+    assert peak == 3 and w.open_files == 0
+    assert sum(a.num_records() for a in adds) == 50 and {a.partition_values["p"] for a in adds} == {str(i) for i in range(10)}
+    assert len(adds) > 10
+
+
+@pytest.mark.parametrize("value, t", [("", pa.string()), (b"", pa.binary())])
+def test_empty_value_in_a_non_nullable_partition_column_is_refused(table_path, value, t):
+    schema = pa.schema([pa.field("p", t, False), pa.field("v", pa.int64())])
+    data = pa.table({"p": pa.array([value, value[:0] + (b"x" if isinstance(value, bytes) else "x")], t), "v": [1, 2]}, schema=schema)
+    with pytest.raises(SchemaMismatchError, match="partition column 'p' is not nullable.*empty"):
+        lakelog.write_table(table_path, data, partition_by=["p"])
+    assert not os.path.exists(table_path) or not [f for f in os.listdir(table_path) if f != "_delta_log"]
+
+
+def test_years_before_1000_are_zero_padded_in_stats_and_partition_values(table_path):
+    deltalake = pytest.importorskip("deltalake")
+    utc = dt.timezone.utc
+    data = pa.table({
+        "p": pa.array([dt.datetime(1, 1, 1, tzinfo=utc), dt.datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)], pa.timestamp("us", "UTC")),
+        "ts": pa.array([dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)], pa.timestamp("us")),
+    })
+    lakelog.write_table(table_path, data, partition_by=["p"])
+    adds = sorted(lakelog.Table(table_path).snapshot.files.values(), key=lambda a: a.partition_values["p"])
+    assert [a.partition_values["p"] for a in adds] == ["0001-01-01T00:00:00.000000Z", "0999-12-31T23:59:59.999999Z"]
+    assert orjson.loads(adds[0].stats)["minValues"]["ts"] == "0001-01-01T00:00:00.000000"
+    assert lakelog.read_table(table_path).sort_by("ts").to_pylist() == data.to_pylist()
+    assert deltalake.DeltaTable(table_path).to_pyarrow_table().num_rows == 2

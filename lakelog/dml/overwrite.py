@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from ..actions import AddFile, Metadata
 from ..errors import PredicateViolationError
-from ..schema import cast_batch, schema_to_string, to_arrow_stream
+from ..conform import cast_batch
+from ..schema import schema_to_string, to_arrow_stream
 from ..sql import Engine
 from ..storage import Storage
 from ..write import WritePlan, _plan_protocol, plan_write

@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
 from ..scan import _data_file_error, files_dataset
-from ..schema import cast_batch, parse_partition_value
+from ..conform import cast_batch
+from ..schema import parse_partition_value
 from ..snapshot import Snapshot
 from ..sql import Engine, column_refs, filters_to_sql, prune_expression
 from ..storage import Storage
@@ -269,8 +270,7 @@ class RowLevelOperation:
     def new_writer(self, like: AddFile | None = None) -> DataWriter:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
-        conf = self.snapshot.configuration
-        w = DataWriter(self.storage, self.schema, self.partition_columns, int(conf.get("delta.dataSkippingNumIndexedCols", 32)))
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols)
         if like is not None:
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default

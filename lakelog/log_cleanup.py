@@ -1,0 +1,126 @@
+"""Log cleanup: the protocol's Metadata Cleanup, on request (``cleanup_log``) and after checkpoints.
+
+Commits call ``cleanup_expired_logs`` after writing a checkpoint, so this module sits below the
+transaction; ``lakelog.maintenance`` re-exports it with the other maintenance operations.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .checkpoint import read_checkpoint
+from .errors import CorruptLogError
+from .actions import now_ms
+from .log import DeltaLog
+from .snapshot import Snapshot
+from .storage import Storage
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+_LOG_FILE_RE = re.compile(
+    r"^(?P<v>\d{20})\.(?:json|crc|checkpoint\.parquet|checkpoint\.\d{10}\.\d{10}\.parquet|checkpoint\.[^.]+\.(?:json|parquet))$"
+)
+_COMPACTED_RE = re.compile(r"^(?P<v>\d{20})\.(\d{20})\.compacted\.json$")
+_TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")  # lakelog's put-if-absent temp files
+
+
+def log_retention_ms(snapshot: Snapshot) -> int:
+    """``delta.logRetentionDuration`` in milliseconds (default 30 days)."""
+    return snapshot.properties.log_retention_ms
+
+
+def _usable_checkpoint(storage: Storage, version: int) -> bool:
+    try:
+        actions = read_checkpoint(storage, version)
+    except (CorruptLogError, FileNotFoundError):
+        return False
+    kinds = {type(a).__name__ for a in actions}
+    return "Protocol" in kinds and "Metadata" in kinds
+
+
+def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None = None) -> list[str]:
+    """Names in ``_delta_log`` that the protocol's Metadata Cleanup may delete for ``cutoff_ms``.
+
+    The cutoff commit is the newest commit not newer than the cutoff (and not above ``max_version``); the
+    cutoff checkpoint is the newest usable checkpoint not newer than that commit. Everything from that
+    checkpoint on is kept (its JSON commit included); commits, checkpoints and CRC files of older versions,
+    compacted log files starting at or below it, and lakelog temp files older than the cutoff are expired.
+    Oldest first.
+    """
+    log = DeltaLog(storage)
+    listing = log.list()
+    times = listing.commit_timestamps()
+    candidates = [v for v, t in times.items() if t <= cutoff_ms and (max_version is None or v <= max_version)]
+    if not candidates:
+        return []
+    cutoff_commit = max(candidates)
+    checkpoint = next(
+        (v for v in sorted((c for c in listing.checkpoints if c <= cutoff_commit), reverse=True) if _usable_checkpoint(storage, v)),
+        None,
+    )
+    if checkpoint is None:
+        return []
+    expired: list[tuple[int, str]] = []
+    for info in storage.list_log():
+        m = _LOG_FILE_RE.match(info.name)
+        if m and int(m.group("v")) < checkpoint:
+            expired.append((int(m.group("v")), info.name))
+            continue
+        m = _COMPACTED_RE.match(info.name)
+        if m and int(m.group("v")) <= checkpoint:
+            expired.append((int(m.group("v")), info.name))
+            continue
+        if _TEMP_RE.match(info.name) and 0 < info.mtime_ms < cutoff_ms:
+            expired.append((-1, info.name))
+    expired.sort(key=lambda e: (e[0], not e[1].endswith(".json"), e[1]))  # a version's commit before its checkpoint
+    return [name for _, name in expired]
+
+
+def _delete_log_files(storage: Storage, names: list[str]) -> list[str]:
+    deleted = []
+    for name in names:
+        try:
+            storage.delete(storage.log_file(name))
+        except FileNotFoundError:
+            pass  # a concurrent cleanup got there first
+        deleted.append(name)
+    return deleted
+
+
+def cleanup_log(storage: Storage, *, retention_hours: float | None = None, dry_run: bool = False) -> list[str]:
+    """Delete log files older than the log retention, keeping the table readable; return their names.
+
+    Delta's Metadata Cleanup: the cutoff is now minus ``delta.logRetentionDuration`` (default 30 days)
+    truncated to midnight UTC, as Delta does; an explicit ``retention_hours`` is used exactly (no
+    truncation). See ``expired_log_files`` for what is kept. Time travel to a version whose commits were
+    removed then raises ``VersionNotFoundError``.
+    """
+    snapshot = Snapshot.load(storage)
+    snapshot.properties.check_writable()  # it deletes log files: only with properties it can trust
+    if retention_hours is None:
+        cutoff = now_ms() - log_retention_ms(snapshot)
+        cutoff -= cutoff % DAY_MS
+    else:
+        hours = float(retention_hours)
+        if hours < 0 or hours != hours:
+            raise ValueError(f"retention_hours must be zero or positive, not {retention_hours!r}")
+        cutoff = now_ms() - int(hours * HOUR_MS)
+    names = expired_log_files(storage, cutoff, snapshot.version)
+    if dry_run:
+        return names
+    return _delete_log_files(storage, names)
+
+
+def cleanup_expired_logs(storage: Storage, snapshot: Snapshot) -> list[str]:
+    """Automatic log cleanup after a checkpoint, when ``delta.enableExpiredLogCleanup`` is true (the default).
+
+    Meant to be called right after ``write_checkpoint(snapshot)``: it keeps the newest usable checkpoint not
+    newer than the cutoff commit (at most ``snapshot.version``) and everything after it. Returns the
+    deleted names; does nothing when the property is false.
+    """
+    if not snapshot.properties.expired_log_cleanup:
+        return []
+    cutoff = now_ms() - log_retention_ms(snapshot)
+    cutoff -= cutoff % DAY_MS
+    return _delete_log_files(storage, expired_log_files(storage, cutoff, snapshot.version))
