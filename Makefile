@@ -6,11 +6,16 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: venv test demo bench clean
 
+# pip -qq: errors only (an index configured on the machine but missing a package is a warning per
+# package). Editable "compat" mode puts the checkout on sys.path, where Spark's data source lookup
+# finds pyspark_lakelog.py; setuptools warns in 15 lines that the mode is transitional: silenced.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,s3]' --config-settings editable_mode=compat
-	touch $(STAMP)
+	@echo "make: installing lakelog and its test and Spark dependencies into $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -qq --upgrade pip
+	@PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
+		$(BIN)/python -m pip install -qq -e '.[dev,spark,s3]' --config-settings editable_mode=compat
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
@@ -18,7 +23,7 @@ test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: venv
-	$(BIN)/python -m spark_ext.demo
+	@$(BIN)/python -m spark_ext.demo
 
 # The whole benchmark suite (Spark included); writes benchmarks/results/latest.json.
 bench: venv

@@ -27,7 +27,9 @@ def encode_path(relative: str) -> str:
 
 
 def decode_path(logged: str) -> str:
-    """Decode an ``add.path``/``remove.path`` and refuse paths that leave the table root."""
+    """Decode an ``add.path``/``remove.path`` and refuse paths that do not name one file inside the table
+    root: absolute paths, URLs, ``..``, and (as delta-rs's object_store does) empty paths and empty or
+    ``.`` segments, which would name a directory or give one file two names."""
     if "://" in logged or logged.startswith(("/", "\\")) or (len(logged) > 1 and logged[1] == ":"):
         raise InvalidPathError(
             f"log names the absolute path {logged!r}; lakelog only reads files inside the table root. "
@@ -40,20 +42,41 @@ def decode_path(logged: str) -> str:
     parts = rel.replace("\\", "/").split("/")
     if any(p == ".." for p in parts) or rel.startswith("/"):
         raise InvalidPathError(f"log path {logged!r} escapes the table root; refusing to read it")
+    if any(p in ("", ".") for p in rel.split("/")) or "\x00" in rel:
+        what = "is empty" if not rel else "has an empty or '.' segment, or a NUL character"
+        raise InvalidPathError(f"log path {logged!r} {what}, so it does not name one data file; the log is damaged")
     return rel
 
 
+# Paths that may need decoding or be unsafe: everything else is taken as is, without Python per path.
+_SLOW_PATH_RE = r"^$|^[/\\]|%|:|\.\.|//|/$|(^|/)\.(/|$)|\x00"
+
+
 def decode_paths(logged: pa.Array) -> list[str]:
-    """``decode_path`` for a whole column: only paths that could need decoding or be unsafe (``%``,
-    ``:``, ``..``, a leading slash or backslash) go through Python."""
+    """``decode_path`` for a whole column: only paths that could need decoding or be unsafe go through Python."""
     out = logged.to_pylist()
-    slow = pc.match_substring(logged, "%")
-    for test in (pc.match_substring(logged, ":"), pc.match_substring(logged, ".."), pc.starts_with(logged, "/"), pc.starts_with(logged, "\\")):
-        slow = pc.or_(slow, test)
+    slow = pc.match_substring_regex(logged, _SLOW_PATH_RE)
     if slow.true_count:
         for i in pc.indices_nonzero(slow).to_pylist():
             out[i] = decode_path(out[i])
     return out
+
+
+def stats_dict(stats: str | None) -> dict | None:
+    """An ``add.stats`` JSON string as a dict; None when absent or malformed (stats are optional, so a
+    reader that cannot use them reads without them)."""
+    if not stats:
+        return None
+    try:
+        d = orjson.loads(stats)
+    except orjson.JSONDecodeError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def stats_count(v: Any) -> int | None:
+    """A ``numRecords`` or ``nullCount`` value: a non-negative integer, else None (unknown)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def refuse_deletion_vector(path: str) -> None:
@@ -61,6 +84,72 @@ def refuse_deletion_vector(path: str) -> None:
         f"file {path!r} has a deletion vector; lakelog does not read deletion vectors. "
         "Purge them with the writing engine (e.g. REORG TABLE ... APPLY (PURGE)) first."
     )
+
+
+def string_map(value: Any, what: str, *, required: bool = False) -> dict[str, str | None] | None:
+    """A protocol ``Map[String, String]`` from JSON (``partitionValues``, ``tags``, ``configuration``).
+
+    A JSON number or boolean value is read as its JSON text (``5`` -> ``"5"``, ``true`` -> ``"true"``),
+    as delta-rs reads it; a nested value, or a map that is not a JSON object, is a ``TypeError`` (the
+    caller turns it into ``CorruptLogError``).
+    """
+    if value is None:
+        if required:
+            raise TypeError(f"{what} is required")
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} must be a JSON object of strings, got {type(value).__name__}")
+    out: dict[str, str | None] = {}
+    for k, v in value.items():
+        if v is None or isinstance(v, str):
+            out[k] = v
+        elif isinstance(v, bool):
+            out[k] = "true" if v else "false"
+        elif isinstance(v, (int, float)):
+            out[k] = orjson.dumps(v).decode()
+        else:
+            raise TypeError(f"{what}[{k!r}] must be a string, got {type(v).__name__}")
+    return out
+
+
+def _int(d: dict, key: str, default: int | None = None, *, required: bool = False) -> int | None:
+    v = d.get(key)
+    if v is None:
+        if required:
+            raise KeyError(key)
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{key} must be an integer, got {v!r}")
+    return v
+
+
+def _bool(d: dict, key: str, default: bool | None = None, *, required: bool = False) -> bool | None:
+    v = d.get(key)
+    if v is None:
+        if required:
+            raise KeyError(key)
+        return default
+    if not isinstance(v, bool):
+        raise TypeError(f"{key} must be true or false, got {v!r}")
+    return v
+
+
+def _str(d: dict, key: str, *, required: bool = True) -> str | None:
+    v = d.get(key)
+    if v is None and not required:
+        return None
+    if not isinstance(v, str):
+        raise TypeError(f"{key} must be a string, got {v!r}")
+    return v
+
+
+def _strings(d: dict, key: str) -> list[str] | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TypeError(f"{key} must be a list of strings, got {v!r}")
+    return list(v)
 
 
 @dataclass(slots=True)
@@ -80,7 +169,12 @@ class Protocol:
 
     @classmethod
     def from_json(cls, d: dict) -> "Protocol":
-        return cls(int(d["minReaderVersion"]), int(d["minWriterVersion"]), d.get("readerFeatures"), d.get("writerFeatures"))
+        return cls(
+            _int(d, "minReaderVersion", required=True),
+            _int(d, "minWriterVersion", required=True),
+            _strings(d, "readerFeatures"),
+            _strings(d, "writerFeatures"),
+        )
 
 
 @dataclass(slots=True)
@@ -111,16 +205,19 @@ class Metadata:
     @classmethod
     def from_json(cls, d: dict) -> "Metadata":
         fmt = d.get("format") or {}
+        if not isinstance(fmt, dict):
+            raise TypeError(f"format must be a JSON object, got {fmt!r}")
+        configuration = string_map(d.get("configuration"), "configuration") or {}
         return cls(
-            id=d["id"],
-            schema_string=d["schemaString"],
-            partition_columns=list(d.get("partitionColumns") or []),
-            configuration=configuration_from_log(d.get("configuration")),
-            created_time=d.get("createdTime"),
-            name=d.get("name"),
-            description=d.get("description"),
-            format_provider=fmt.get("provider", "parquet"),
-            format_options=dict(fmt.get("options") or {}),
+            id=_str(d, "id"),
+            schema_string=_str(d, "schemaString"),
+            partition_columns=_strings(d, "partitionColumns") or [],
+            configuration=configuration_from_log(configuration),
+            created_time=_int(d, "createdTime"),
+            name=_str(d, "name", required=False),
+            description=_str(d, "description", required=False),
+            format_provider=_str(fmt, "provider", required=False) or "parquet",
+            format_options=string_map(fmt.get("options"), "format.options") or {},
         )
 
 
@@ -139,13 +236,8 @@ class AddFile:
         return decode_path(self.path)
 
     def num_records(self) -> int | None:
-        if not self.stats:
-            return None
-        try:
-            n = orjson.loads(self.stats).get("numRecords")
-        except orjson.JSONDecodeError:
-            return None
-        return int(n) if n is not None else None
+        stats = stats_dict(self.stats)
+        return None if stats is None else stats_count(stats.get("numRecords"))
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {
@@ -163,16 +255,18 @@ class AddFile:
 
     @classmethod
     def from_json(cls, d: dict) -> "AddFile":
+        """An ``add`` from JSON: ``path``, ``partitionValues``, ``size``, ``modificationTime`` and
+        ``dataChange`` are required, as the protocol says; a wrong type is a ``TypeError``."""
         if d.get("deletionVector"):
             refuse_deletion_vector(d.get("path"))
         return cls(
-            path=d["path"],
-            partition_values=dict(d.get("partitionValues") or {}),
-            size=int(d.get("size") or 0),
-            modification_time=int(d.get("modificationTime") or 0),
-            data_change=bool(d.get("dataChange", True)),
-            stats=d.get("stats"),
-            tags=d.get("tags"),
+            path=_str(d, "path"),
+            partition_values=string_map(d.get("partitionValues"), "partitionValues", required=True),
+            size=_int(d, "size", required=True),
+            modification_time=_int(d, "modificationTime", required=True),
+            data_change=_bool(d, "dataChange", required=True),
+            stats=_str(d, "stats", required=False),
+            tags=string_map(d.get("tags"), "tags"),
         )
 
     def remove(self, deletion_timestamp: int | None = None, data_change: bool = True) -> "RemoveFile":
@@ -208,12 +302,12 @@ class RemoveFile:
     @classmethod
     def from_json(cls, d: dict) -> "RemoveFile":
         return cls(
-            path=d["path"],
-            deletion_timestamp=d.get("deletionTimestamp"),
-            data_change=bool(d.get("dataChange", True)),
-            extended_file_metadata=d.get("extendedFileMetadata"),
-            partition_values=d.get("partitionValues"),
-            size=d.get("size"),
+            path=_str(d, "path"),
+            deletion_timestamp=_int(d, "deletionTimestamp"),
+            data_change=_bool(d, "dataChange", True),
+            extended_file_metadata=_bool(d, "extendedFileMetadata"),
+            partition_values=string_map(d.get("partitionValues"), "partitionValues"),
+            size=_int(d, "size"),
         )
 
 
@@ -231,7 +325,7 @@ class Txn:
 
     @classmethod
     def from_json(cls, d: dict) -> "Txn":
-        return cls(d["appId"], int(d["version"]), d.get("lastUpdated"))
+        return cls(_str(d, "appId"), _int(d, "version", required=True), _int(d, "lastUpdated"))
 
 
 _MAX_LONG = 2**63 - 1
@@ -315,10 +409,7 @@ def parse_actions(data: bytes, name: str) -> list[Action]:
             try:
                 if not isinstance(value, dict):
                     raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-                action = parser(value)
-                if isinstance(action, (AddFile, RemoveFile)) and not isinstance(action.path, str):
-                    raise TypeError(f"path must be a string, got {action.path!r}")
-                out.append(action)
+                out.append(parser(value))
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
     return out

@@ -17,7 +17,16 @@
   - ``unreadable_version``: the checked version (default: the latest) cannot be opened; the message is
     the error a reader gets;
   - ``missing_file`` / ``size_mismatch``: a data file the checked version references is absent, or its
-    size differs from the size in the log.
+    size differs from the size in the log;
+  - ``invalid_partition_values``: a file's ``partitionValues`` lack a partition column or hold a value
+    that is not of the column's type (reads fail on it);
+  - ``corrupt_file``: a referenced data file whose footer is not readable Parquet;
+  - ``nanosecond_timestamps``: a data file storing Parquet ``TIMESTAMP(NANOS)`` columns, which Delta
+    timestamps (microseconds) cannot hold: Spark refuses the file, delta-rs truncates it;
+  - ``incompatible_file``: a data file storing a column as a type the table's type cannot hold without
+    loss (reads fail or coerce).
+
+  Every data file of the checked version has its footer read (in parallel); no data is read.
 
 * warnings (do not affect ``ok``): a ``_last_checkpoint`` hint that is unparseable or names a checkpoint
   that does not exist (readers only use it as a hint), and temp files in ``_delta_log`` left by writers
@@ -42,8 +51,9 @@ from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, parse_a
 from .checkpoint import read_checkpoint
 from .errors import CorruptLogError, InvalidPathError, LakelogError, VersionNotFoundError
 from .log import LAST_CHECKPOINT, DeltaLog, checkpoint_name, commit_name
-from .schema import hive_escape
-from .snapshot import Snapshot, _Replay
+from .data_files import inspect_files
+from .schema import hive_escape, partition_scalars
+from .snapshot import Snapshot, _Replay, as_version, describe_ranges, missing_ranges
 from .storage import Storage
 
 _TEMP_RE = re.compile(r"^\..+\.tmp$")  # lakelog's temp files: .<final name>.<uuid>.tmp
@@ -135,7 +145,7 @@ def check_table(
     log = DeltaLog(storage)
     listing = log.list()  # TableNotFoundError: nothing to check
     latest = listing.latest_version
-    target = latest if version is None else int(version)
+    target = latest if version is None else as_version(version)
     if not 0 <= target <= latest:
         raise VersionNotFoundError(f"version {target} does not exist; the table's versions are up to {latest}")
     report = CheckReport(str(path), target)
@@ -151,6 +161,14 @@ def check_table(
             commits[v] = parse_actions(data, commit_name(v))
         except LakelogError as e:
             problems.append(Problem("corrupt_commit", str(e), v, commit_name(v)))
+            continue
+        try:
+            _Replay().apply(commits[v], v)  # what one commit alone must satisfy (no file named twice)
+        except InvalidPathError:
+            pass  # reported with every other path below
+        except LakelogError as e:
+            problems.append(Problem("corrupt_commit", str(e), v, commit_name(v)))
+            del commits[v]
 
     referenced: set[str] = set()
     partition_columns: set[str] = set()
@@ -172,16 +190,20 @@ def check_table(
         note_paths(commits[v], v, commit_name(v))
 
     # ---------------------------------------------------------------- checkpoints and continuity
-    cp_versions = sorted(listing.checkpoints)
-    first = min([*listing.commits, *cp_versions])
+    # Only versions that have a file are visited: a stray far-future commit name must not cost time.
+    versions = sorted(set(listing.commits) | set(listing.checkpoints))
     state: _Replay | None = None
     covered: list[int] = []
     verified = 0
-    for v in range(first, latest + 1):
+    prev = None
+    for v in versions:
+        if prev is not None and v != prev + 1:
+            state = None  # chain broken: a gap in the version numbers
+        prev = v
         if v in commits and (state is not None or v == 0):
             state = state or _Replay()
             try:
-                state.apply(commits[v])
+                state.apply(commits[v], v)
             except LakelogError:
                 state = None  # reported above (invalid path)
         else:
@@ -207,16 +229,15 @@ def check_table(
         if state is not None:
             covered.append(v)
 
-    covered_set = set(covered)
     earliest = covered[0] if covered else None
     if earliest is not None:
-        gaps = _ranges([v for v in range(earliest, latest + 1) if v not in covered_set])
-        for lo, hi in gaps:
-            absent = [v for v in range(lo, hi + 1) if v not in listing.commits]
-            broken = [v for v in range(lo, hi + 1) if v in listing.commits and v not in commits]
+        commit_versions = sorted(listing.commits)
+        for lo, hi in missing_ranges(earliest, latest, covered):
+            absent = missing_ranges(lo, hi, commit_versions)
+            broken = [v for v in commit_versions if lo <= v <= hi and v not in commits]
             why = []
             if absent:
-                why.append(f"commit file(s) for version(s) {absent[:5]}{' ...' if len(absent) > 5 else ''} are missing")
+                why.append(f"commit file(s) for version(s) {describe_ranges(absent)} are missing")
             if broken:
                 why.append(f"commit(s) {broken[:5]} are unreadable")
             if not why:
@@ -262,15 +283,26 @@ def check_table(
     if snapshot is not None:
         partition_columns.update(snapshot.partition_columns)
         n_files, n_bytes = len(snapshot.files), 0
+        present = []
         for rel, add in sorted(snapshot.files.items()):
             n_bytes += add.size
+            try:
+                partition_scalars(add.partition_values, snapshot.schema, snapshot.partition_columns, add.path)
+            except CorruptLogError as e:
+                problems.append(Problem("invalid_partition_values", str(e), target, rel))
             info = files.get(rel)
             if info is None:
                 problems.append(Problem("missing_file", f"data file {rel!r} named by version {target} is missing", target, rel))
-            elif info.size != add.size:
+                continue
+            present.append(rel)
+            if info.size != add.size:
                 problems.append(
                     Problem("size_mismatch", f"data file {rel!r} is {info.size} bytes but version {target} logged {add.size} bytes", target, rel)
                 )
+        # Footers: files that are not Parquet, nanosecond timestamps, columns the schema cannot hold.
+        for file_report in inspect_files(storage, present, snapshot.schema, snapshot.partition_columns):
+            for kind, message in file_report.problems:
+                problems.append(Problem(kind, message, target, file_report.path))
 
     # ---------------------------------------------------------------- orphans
     nested = {rel.split("/_delta_log/", 1)[0] + "/" for rel in files if "/_delta_log/" in rel}
@@ -342,11 +374,15 @@ def _read_checkpoint_state(storage: Storage, v: int, problems: list[Problem], no
     return state
 
 
-def _protocol_key(p) -> tuple:
+def _protocol_key(p) -> tuple | None:
+    if p is None:  # JSON commits without a protocol action (reported as a reader would see them)
+        return None
     return (p.min_reader_version, p.min_writer_version, sorted(p.reader_features or []), sorted(p.writer_features or []))
 
 
-def _metadata_key(m) -> tuple:
+def _metadata_key(m) -> tuple | None:
+    if m is None:
+        return None
     try:
         schema: Any = orjson.loads(m.schema_string)
     except (orjson.JSONDecodeError, TypeError):
@@ -378,16 +414,6 @@ def _differences(replay: _Replay, checkpoint: _Replay) -> list[str]:
     txns_cp = {k: t.version for k, t in checkpoint.txns.items()}
     if txns_log != txns_cp:
         out.append("the txn (idempotent writer) versions differ")
-    return out
-
-
-def _ranges(versions: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for v in versions:
-        if out and out[-1][1] == v - 1:
-            out[-1] = (out[-1][0], v)
-        else:
-            out.append((v, v))
     return out
 
 

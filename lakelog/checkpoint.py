@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_paths, now_ms, refuse_deletion_vector
+from .actions import Action, AddFile, Metadata, Protocol, RemoveFile, Txn, decode_path, decode_paths, now_ms, refuse_deletion_vector
 from .errors import CorruptLogError
 from .log import LAST_CHECKPOINT, checkpoint_name
 from .properties import TableProperties
@@ -246,11 +246,6 @@ class CheckpointState:
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
 
-    def without(self, paths) -> "CheckpointState":
-        """This state minus the add rows of the given (decoded) paths."""
-        keep = [i for i, p in enumerate(self.paths) if p not in paths]
-        return CheckpointState(self.version, self.actions, self.adds.take(pa.array(keep, pa.int64())), [self.paths[i] for i in keep])
-
 
 def _child(adds: pa.StructArray, name: str, n: int) -> list:
     if adds.type.get_field_index(name) < 0:
@@ -270,6 +265,22 @@ def adds_from_arrow(adds: pa.StructArray) -> list[AddFile]:
         AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg))
         for p, pv, sz, mt, dc, st, tg in zip(paths, pvs, sizes, mtimes, changes, stats, tags)
     ]
+
+
+def _typed_adds(adds: pa.StructArray) -> pa.StructArray:
+    """Checkpoint add rows with the fields lakelog reads cast to the classic checkpoint types (another
+    engine may write, say, int32 sizes or large strings); a field that does not cast (a size that is
+    not a number) raises ``pa.ArrowException``: the checkpoint is malformed. Other fields stay as read."""
+    target = CHECKPOINT_SCHEMA.field("add").type
+    children, fields, changed = [], [], False
+    for i in range(adds.type.num_fields):
+        f, child = adds.type.field(i), adds.field(i)
+        j = target.get_field_index(f.name)
+        if j >= 0 and f.name != "dataChange" and child.type != target.field(j).type:
+            child, changed = child.cast(target.field(j).type), True
+        children.append(child)
+        fields.append(pa.field(f.name, child.type, f.nullable))
+    return pa.StructArray.from_arrays(children, fields=fields) if changed else adds
 
 
 def read_checkpoint_state(storage, version: int) -> CheckpointState:
@@ -313,7 +324,10 @@ def read_checkpoint_state(storage, version: int) -> CheckpointState:
                 actions.append(RemoveFile.from_json(d))
         if "add" in table.column_names:
             adds = valid("add")
-            if not isinstance(adds, pa.StructArray) or not pa.types.is_string(adds.type.field("path").type):
+            if not isinstance(adds, pa.StructArray) or adds.type.get_field_index("path") < 0:
+                raise TypeError(f"add column has type {adds.type}, expected a struct with a path")
+            adds = _typed_adds(adds)
+            if not pa.types.is_string(adds.type.field("path").type):
                 raise TypeError(f"add column has type {adds.type}, expected a struct with a string path")
             if adds.field("path").null_count:
                 raise TypeError("add path must be a string, got None")
@@ -326,9 +340,17 @@ def read_checkpoint_state(storage, version: int) -> CheckpointState:
         if dv.null_count < len(dv):
             refuse_deletion_vector(adds.field("path")[pc.index(pc.is_valid(dv), True).as_py()].as_py())
     paths = decode_paths(adds.field("path"))
-    if len(set(paths)) != len(paths):  # a path named twice: the last row wins, as in log replay
-        last = sorted({p: i for i, p in enumerate(paths)}.values())
-        adds, paths = adds.take(pa.array(last, pa.int64())), [paths[i] for i in last]
+    # A checkpoint names each live file once and never as both live and removed (the protocol's
+    # primary-key rule). Engines disagree about such a checkpoint (delta-rs keeps both rows, or the
+    # file), so it is malformed: readers fall back to an older checkpoint or the JSON commits.
+    if len(set(paths)) != len(paths):
+        seen: set[str] = set()
+        dup = next(p for p in paths if p in seen or seen.add(p))
+        raise CorruptLogError(f"checkpoint {name} names {dup!r} in two add rows; a checkpoint lists each file once")
+    removed = {decode_path(a.path) for a in actions if type(a) is RemoveFile}
+    both = removed.intersection(paths)
+    if both:
+        raise CorruptLogError(f"checkpoint {name} names {sorted(both)[0]!r} in both an add and a remove row; a file is live or removed, not both")
     return CheckpointState(version, actions, adds, paths)
 
 

@@ -14,9 +14,11 @@ import datetime as dt
 import decimal
 import os
 import re
+import shlex
 import sys
 import textwrap
 import traceback
+import warnings
 from typing import Any, Callable
 
 import orjson
@@ -88,6 +90,21 @@ def _nonneg(kind: type, what: str) -> Callable[[str], Any]:
         return n
 
     return parse
+
+
+def _timestamp(text: str) -> str:
+    """An argparse type: a time lakelog can travel to (kept as text; naive means UTC)."""
+    from .errors import InvalidTimestampError
+    from .snapshot import to_epoch_ms
+
+    try:
+        to_epoch_ms(text)
+    except InvalidTimestampError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO-8601 time such as 2026-11-22, 2026-11-22T10:00:00Z or '2026-11-22 10:00:00+01:00' "
+            f"(no offset means UTC), got {text!r}"
+        ) from None
+    return text
 
 
 _nonneg_int = _nonneg(int, "a whole number")
@@ -317,14 +334,14 @@ def cmd_history(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = []
     for e in entries:
-        params = e.get("parameters") or {}
+        params = e.get("operationParameters") or {}
         rows.append([
             e["version"],
             e["timestamp"].isoformat(timespec="seconds").replace("+00:00", "Z"),
             e.get("operation") or "",
             " ".join(f"{k}={v}" for k, v in params.items()),
         ])
-    _print_table(["version", "timestamp", "operation", "parameters"], rows, width=72)
+    _print_table(["version", "timestamp", "operation", "operationParameters"], rows, width=72)
     return EXIT_OK
 
 
@@ -679,7 +696,7 @@ def build_parser() -> argparse.ArgumentParser:
     def time_travel(p: argparse.ArgumentParser) -> None:
         m = p.add_mutually_exclusive_group()
         m.add_argument("--version", type=_nonneg_int, metavar="N", help="read version N")
-        m.add_argument("--timestamp", metavar="T", help="read the latest version at or before T (ISO-8601; naive means UTC)")
+        m.add_argument("--timestamp", type=_timestamp, metavar="T", help="read the latest version at or before T (ISO-8601; naive means UTC)")
 
     p = add("show", cmd_show, "print rows of the table")
     time_travel(p)
@@ -720,7 +737,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("restore", cmd_restore, "commit a new version with the data of an older version")
     p.add_argument("restore_version", nargs="?", type=_nonneg_int, metavar="VERSION", help="version to restore")
-    p.add_argument("--timestamp", metavar="T", help="restore the latest version at or before T instead")
+    p.add_argument("--timestamp", type=_timestamp, metavar="T", help="restore the latest version at or before T instead")
 
     p = add(
         "cleanup-log", cmd_cleanup_log, "delete expired commits and checkpoints from _delta_log",
@@ -769,10 +786,11 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- entry point
 
 def _exit_code(e: BaseException) -> int:
-    from .errors import SchemaMismatchError, TableNotFoundError, VersionNotFoundError
+    from .errors import ConvertError, SchemaMismatchError, TableNotFoundError, VersionNotFoundError
 
-    # Bad input: the command could not start on what it was given (RetentionDurationError is a ValueError).
-    if isinstance(e, (UsageError, TableNotFoundError, VersionNotFoundError, SchemaMismatchError, ValueError)):
+    # Bad input: the command could not start on what it was given (RetentionDurationError, InvalidArgumentError
+    # and its subclasses are ValueErrors; ConvertError: a source convert cannot adopt as it is).
+    if isinstance(e, (UsageError, TableNotFoundError, VersionNotFoundError, SchemaMismatchError, ConvertError, ValueError)):
         return EXIT_USAGE
     return EXIT_FAILED
 
@@ -780,6 +798,42 @@ def _exit_code(e: BaseException) -> int:
 def _one_line(e: BaseException) -> str:
     msg = " ".join(str(e).split()) or type(e).__name__
     return msg
+
+
+# Library messages suggest Python arguments; on the command line the matching flag is the advice.
+_CLI_SPELLINGS: list[tuple[re.Pattern, Any]] = [
+    (re.compile(r"schema_mode='(merge|overwrite)'"), r"--schema-mode \1"),
+    (re.compile(r"\bmode='(\w+)' or '(\w+)'"), r"--mode \1 or --mode \2"),
+    (re.compile(r"\bmode='(\w+)'"), r"--mode \1"),
+    (re.compile(r"storage_options=\{'([\w.]+)': '(\w+)'\}"), r"--storage-option \1=\2"),
+    (re.compile(r"enforce_retention_duration=False \(CLI: --no-enforce-retention\)"), "--no-enforce-retention"),
+    (re.compile(r"enforce_retention_duration=False"), "--no-enforce-retention"),
+    (re.compile(r"partition_by=\[([^\]]*)\]"), lambda m: "--partition-by " + " ".join(x.strip(" '\"") for x in m.group(1).split(",")) if m.group(1).strip() else "--partition-by with no value"),
+    (re.compile(r"\bomit partition_by\b"), "omit --partition-by"),
+    (re.compile(r"\bretention_hours\b"), "--retain-hours"),
+    (re.compile(r"lakelog\.write_table\(\)"), "lakelog write"),
+    (re.compile(r"read it with lakelog\.Table"), "read it with lakelog show"),
+]
+
+
+def cli_message(text: str, path: str | None = None) -> str:
+    """An error message with its Python advice (``schema_mode='merge'``, ``lakelog.write_table()``, ...)
+    replaced by the command-line flags and commands that do the same."""
+    for pattern, repl in _CLI_SPELLINGS:
+        text = pattern.sub(repl, text)
+    return text.replace("lakelog.convert()", "lakelog convert " + (shlex.quote(path) if path else "PATH"))
+
+
+def _show_warning(command: str):
+    """``warnings.showwarning`` for the CLI: one line on stderr, without the source line of the warning."""
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001 - the warnings API
+        text = " ".join(str(message).split())
+        for prefix in (f"lakelog {command}: ", "lakelog: "):
+            text = text.removeprefix(prefix)
+        print(f"lakelog {command}: warning: {cli_message(text)}", file=sys.stderr)
+
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -792,7 +846,9 @@ def main(argv: list[str] | None = None) -> int:
     args.debug = getattr(args, "debug", False)
     args.storage_options = dict(getattr(args, "storage_option", None) or []) or None
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning(args.command)
+            return args.func(args)
     except KeyboardInterrupt:
         print("lakelog: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -818,7 +874,7 @@ def main(argv: list[str] | None = None) -> int:
             detail = f"{type(e).__name__}: {_one_line(e)}"
         else:
             detail = f"unexpected {type(e).__name__}: {_one_line(e)}" + ("" if args.debug else " (run with --debug for the traceback)")
-        print(f"lakelog {args.command}: error: {detail}", file=sys.stderr)
+        print(f"lakelog {args.command}: error: {cli_message(detail, getattr(args, 'path', None))}", file=sys.stderr)
         return code
 
 

@@ -41,11 +41,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .actions import AddFile, Metadata, encode_path, now_ms
+from .data_files import nanosecond_columns
 from .errors import (
+    ConvertError,
     CorruptLogError,
     InvalidPathError,
-    LakelogError,
     MissingDataFileError,
+    NanosecondTimestampError,
     SchemaMismatchError,
     TableExistsError,
     UnsupportedFeatureError,
@@ -67,6 +69,7 @@ from .write import _plan_protocol, stats_from_parquet_metadata
 __all__ = [
     "convert",
     "ConvertError",
+    "NanosecondTimestampError",
     "SparkMetadataLogError",
     "SparkMetadataVersionError",
     "infer_partition_type",
@@ -83,10 +86,6 @@ _INT_RE = re.compile(r"^-?[0-9]+$")
 _DATE_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _FLOAT_RE = re.compile(r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _TYPE_ALIASES = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte", "bool": "boolean"}
-
-
-class ConvertError(LakelogError):
-    """The source cannot be converted as it is (layout, unreadable Parquet file, nothing to convert)."""
 
 
 class SparkMetadataLogError(CorruptLogError):
@@ -147,6 +146,7 @@ def convert(
 
     dirs = _partition_dirs(files)
     footers = _read_footers(storage, files)
+    _refuse_nanosecond_timestamps(footers)
     data_schema = _unify_schemas(footers)
     schema, parts, values = _plan_partitions(data_schema, dirs, requested)
     check_column_names(schema)
@@ -777,6 +777,25 @@ def _read_footers(storage: Storage, files: list[_SourceFile]) -> dict[str, _Foot
     with ThreadPoolExecutor(max_workers=min(FOOTER_THREADS, len(files))) as pool:
         results = list(pool.map(lambda f: _read_footer(storage, f.rel), files))
     return {f.rel: r for f, r in zip(files, results)}
+
+
+def _refuse_nanosecond_timestamps(footers: dict[str, "_Footer"]) -> None:
+    """Parquet ``TIMESTAMP(NANOS)`` columns (pandas' default unit) have no Delta type: adopting them in
+    place would make a table Spark cannot read and delta-rs reads truncated."""
+    nanos = {rel: cols for rel in sorted(footers) if (cols := nanosecond_columns(footers[rel].metadata))}
+    if not nanos:
+        return
+    rel, cols = next(iter(nanos.items()))
+    more = f" (and {len(nanos) - 1} more file(s), e.g. {list(nanos)[1:4]})" if len(nanos) > 1 else ""
+    raise NanosecondTimestampError(
+        f"{rel!r} stores column(s) {cols} as nanosecond timestamps (Parquet TIMESTAMP(NANOS), pandas' default unit){more}. "
+        "Delta timestamps are microseconds: Spark refuses such files and delta-rs truncates them, so convert does not "
+        "adopt them in place. Rewrite the files with microsecond timestamps (pandas: df.to_parquet(path, "
+        "coerce_timestamps='us'); pyarrow: pq.write_table(table, path, coerce_timestamps='us')) and convert again, or "
+        "load the data with lakelog.write_table(), which stores microseconds.",
+        rel,
+        cols,
+    )
 
 
 def _unify_schemas(footers: dict[str, _Footer]) -> pa.Schema:

@@ -73,6 +73,38 @@ class CorruptDataFileError(DataFileError):
     """A data file named by the log exists but is not readable Parquet (truncated or overwritten)."""
 
 
+class IncompatibleDataFileError(DataFileError):
+    """A data file named by the log holds a column that cannot be read as the table's type without
+    losing data (another type, or nanosecond timestamps the table's microseconds cannot represent)."""
+
+
+class InvalidArgumentError(LakelogError, ValueError):
+    """An argument lakelog cannot use (a malformed table URL, an unusable option value)."""
+
+
+class InvalidVersionError(InvalidArgumentError, TypeError):
+    """A table version that is not an integer (``1.9``, ``"3"``, ``True``)."""
+
+
+class InvalidTimestampError(InvalidArgumentError):
+    """A time-travel timestamp lakelog cannot read; the message lists the accepted forms."""
+
+
+class ConvertError(LakelogError):
+    """``convert``: the source cannot be converted as it is (layout, unreadable or unsupported Parquet
+    files, nothing to convert)."""
+
+
+class NanosecondTimestampError(ConvertError):
+    """``convert``: a Parquet file stores nanosecond timestamps (Parquet ``TIMESTAMP(NANOS)``, pandas'
+    default), which Delta tables cannot hold; ``path`` and ``columns`` name them."""
+
+    def __init__(self, message: str, path: str | None = None, columns: list[str] | None = None):
+        super().__init__(message)
+        self.path = path
+        self.columns = list(columns or [])
+
+
 class RetentionDurationError(LakelogError, ValueError):
     """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration`` was refused."""
 

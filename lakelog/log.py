@@ -67,11 +67,43 @@ class DeltaLog:
             elif info.name == LAST_CHECKPOINT:
                 listing.last_checkpoint = info
         if not listing.commits and not listing.checkpoints:
-            raise TableNotFoundError(
-                f"no table at {self.storage.uri!r}: {self.storage.log_dir} has no commits. "
-                "Check the path, or create the table with lakelog.write_table()."
-            )
+            raise TableNotFoundError(f"no table at {self.storage.uri!r}: {self._what_is_there()}")
         return listing
+
+    def _what_is_there(self) -> str:
+        """Why there is no table at the root: what the path is instead, and what to do about it.
+        Only called when there is no table, so the few extra listings cost nothing on the happy path."""
+        fs, root = self.storage.fs, self.storage.root
+        create = "Check the path, or create a table there with lakelog.write_table()."
+        try:
+            fs.invalidate_cache()
+            if not fs.exists(root):
+                return f"the path does not exist. {create}"
+            if fs.isfile(root):
+                return (
+                    "it is a file, not a table directory (a table is a directory holding _delta_log/). "
+                    "To make a table from Parquet files, put them in a directory and convert it with lakelog.convert()."
+                )
+            if fs.isdir(self.storage.log_dir):
+                return f"{self.storage.log_dir} has no commits. {create}"
+            if self._holds_parquet(root, depth=4):
+                return (
+                    "it is a plain Parquet directory (no _delta_log), not a table. Make it a table in place, "
+                    "without copying data, with lakelog.convert()."
+                )
+            return f"the directory has no _delta_log. {create}"
+        except Exception:  # noqa: BLE001 - the diagnosis is a courtesy; never hide the real error behind it
+            return f"{self.storage.log_dir} has no commits. {create}"
+
+    def _holds_parquet(self, directory: str, depth: int) -> bool:
+        """Whether ``directory`` has a ``*.parquet`` file at its top or down ``k=v`` partition directories
+        (one per level, so a huge tree costs a few listings), or a Spark ``_spark_metadata`` log."""
+        entries = self.storage.fs.ls(directory, detail=True)
+        names = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e for e in entries}
+        if any(n.endswith(".parquet") and e.get("type") != "directory" for n, e in names.items()) or "_spark_metadata" in names:
+            return True
+        sub = next((e["name"] for n, e in sorted(names.items()) if e.get("type") == "directory" and "=" in n), None)
+        return depth > 1 and sub is not None and self._holds_parquet(sub.rstrip("/"), depth - 1)
 
     def read_commits(self, versions: list[int]) -> dict[int, list[Action]]:
         """Read and parse several commits with one bulk fetch."""

@@ -227,7 +227,10 @@ def vacuum(
     With ``dry_run`` (the default) nothing is deleted or committed: the list says what would be.
     """
     snapshot = Snapshot.load(storage)
-    snapshot.check_writable()  # also honours vacuumProtocolCheck: refuse tables with unknown features
+    # Delta's vacuumProtocolCheck: the reader and writer protocol must be fully understood (an unknown
+    # feature may reference files vacuum would delete). Vacuum writes no data, so constraints, generated
+    # columns, change data feed and the like need no enforcing.
+    snapshot.check_writer_protocol()
     retention_ms, default_ms = _retention_ms(snapshot, retention_hours, enforce_retention_duration)
     cutoff = now_ms() - retention_ms
     keep = _files_in_retention(snapshot, cutoff)

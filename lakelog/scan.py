@@ -12,15 +12,15 @@ from __future__ import annotations
 import decimal
 from typing import Any, Iterable, Iterator
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .actions import AddFile
-from .errors import CorruptDataFileError, CorruptLogError, MissingDataFileError, PartitionValueError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .actions import AddFile, stats_count, stats_dict
+from .data_files import inspect_files
+from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .predicates import CompiledFilter, compile_filter
-from .schema import parse_date, parse_partition_value, timestamp_micros
+from .schema import parse_date, partition_scalars, timestamp_micros
 from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
@@ -35,13 +35,8 @@ def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
 
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
     expr = None
-    for c in partition_columns:
-        t = schema.field(c).type
-        try:
-            v = parse_partition_value(add.partition_values.get(c), t)
-        except PartitionValueError as e:
-            raise PartitionValueError(f"add {add.path!r}: column {c!r}: {e}; the log is damaged or was written by a faulty writer") from None
-        e = pc.field(c).is_null() if v is None else (pc.field(c) == pa.scalar(v, type=t))
+    for c, v in partition_scalars(add.partition_values, schema, partition_columns, add.path).items():
+        e = pc.field(c).is_null() if not v.is_valid else (pc.field(c) == v)
         expr = e if expr is None else expr & e
     return expr
 
@@ -74,25 +69,17 @@ def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
 
 
 def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
-    if not add.stats:
+    stats = stats_dict(add.stats)
+    if stats is None:
         return None
-    try:
-        stats = orjson.loads(add.stats)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(stats, dict):
-        return None
-    n = stats.get("numRecords")
-    mins, maxs, nulls = (stats.get(k) for k in ("minValues", "maxValues", "nullCount"))
-    mins, maxs, nulls = (d if isinstance(d, dict) else {} for d in (mins, maxs, nulls))
-    n = n if isinstance(n, int) and not isinstance(n, bool) else None
+    n = stats_count(stats.get("numRecords"))
+    mins, maxs, nulls = (m if isinstance(m := stats.get(k), dict) else {} for k in ("minValues", "maxValues", "nullCount"))
     expr = None
     for f in schema:
         if f.name in partition_columns:
             continue
-        nc = nulls.get(f.name)
+        nc = stats_count(nulls.get(f.name))
         field = pc.field(f.name)
-        nc = nc if isinstance(nc, int) and not isinstance(nc, bool) else None
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
         else:
@@ -198,7 +185,7 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
             batches.append(b)
             n += b.num_rows
         return pa.Table.from_batches(batches, schema=out_schema)
-    except (OSError, pa.ArrowInvalid) as e:
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         err = _data_file_error(snapshot, e)
         if err is None:
             raise
@@ -207,7 +194,8 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
 
 def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | None:
     """The typed error, naming the file(s), for a failure to read the snapshot's data files (None: not a
-    data-file problem). Only called on the error path: it may list the table to find missing files."""
+    data-file problem). Only called on the error path: it may list the table to find missing files, or
+    read footers to find files the table's schema cannot read."""
     storage, text = snapshot.storage, str(e)
     named = [rel for rel in snapshot.files if storage.join(rel) in text]
     if named:
@@ -216,7 +204,7 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
         present = {f.name for f in storage.list_files(storage.root)}
         missing = [rel for rel in snapshot.files if rel not in present]
     else:
-        return None
+        missing = []
     where = f"named by the log at version {snapshot.version}"
     if missing:
         return MissingDataFileError(
@@ -225,10 +213,22 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
             "missing file)",
             missing,
         )
+    dirs = [rel for rel in named if storage.fs.isdir(storage.join(rel))]
+    if dirs:
+        return CorruptDataFileError(f"the log at version {snapshot.version} names {dirs[:5]} as data files, but they are directories", dirs)
     if named and isinstance(e, pa.ArrowInvalid):
         return CorruptDataFileError(
             f"data file(s) {named[:5]} {where} cannot be read as Parquet ({e}); the file was truncated or overwritten. "
             "Restore it from a backup, or read a version that does not reference it",
             named,
         )
+    if isinstance(e, pa.ArrowException):
+        reports = inspect_files(storage, named or snapshot.file_paths(), snapshot.schema, snapshot.partition_columns)
+        bad = [(r.path, msg) for r in reports for kind, msg in r.problems if kind in ("incompatible_file", "nanosecond_timestamps")]
+        corrupt = [r.path for r in reports if any(kind == "corrupt_file" for kind, _ in r.problems)]
+        if corrupt:
+            return CorruptDataFileError(f"data file(s) {corrupt[:5]} {where} cannot be read as Parquet ({e})", corrupt)
+        if bad:
+            paths = sorted({p for p, _ in bad})
+            return IncompatibleDataFileError(f"{bad[0][1]}; reading failed with: {e}", paths)
     return None

@@ -36,40 +36,84 @@ _BAD_NAME_CHARS = set(" ,;{}()\n\t=")
 # ---------------------------------------------------------------- Delta -> Arrow
 
 def delta_type_to_arrow(t: Any) -> pa.DataType:
+    """The Arrow type of a Delta type (a type name or a struct/array/map object from a schema string).
+
+    ``UnsupportedFeatureError`` for a well-formed type lakelog does not read (``variant``, ...);
+    ``ValueError`` for a malformed one (``decimal(5,9)``, ``decimal(40,2)``, an array without
+    ``elementType``, ...).
+    """
     if isinstance(t, str):
         if t in _PRIMITIVE_TO_ARROW:
             return _PRIMITIVE_TO_ARROW[t]
         m = _DECIMAL_RE.match(t)
         if m:
-            return pa.decimal128(int(m.group(1)), int(m.group(2)))
+            precision, scale = int(m.group(1)), int(m.group(2))
+            if not 1 <= precision <= 38 or scale > precision:
+                raise ValueError(f"{t!r} is not a valid Delta type: a decimal's precision is 1 to 38 and its scale at most the precision")
+            return pa.decimal128(precision, scale)
         if t == "decimal":
             return pa.decimal128(10, 0)
         raise UnsupportedFeatureError(f"column type {t!r} is not supported by lakelog (see specs/PROTOCOL.md for the supported types)")
+    if not isinstance(t, dict):
+        raise ValueError(f"{t!r} is not a Delta type")
     kind = t.get("type")
     if kind == "struct":
-        return pa.struct([delta_field_to_arrow(f) for f in t["fields"]])
+        fields = t.get("fields")
+        if not isinstance(fields, list):
+            raise ValueError(f"a struct type needs a list of fields, got {fields!r}")
+        return pa.struct(_delta_fields(fields))
     if kind == "array":
-        return pa.list_(pa.field("element", delta_type_to_arrow(t["elementType"]), t.get("containsNull", True)))
+        return pa.list_(pa.field("element", delta_type_to_arrow(_required(t, "elementType")), _flag(t, "containsNull")))
     if kind == "map":
         return pa.map_(
-            delta_type_to_arrow(t["keyType"]),
-            pa.field("value", delta_type_to_arrow(t["valueType"]), t.get("valueContainsNull", True)),
+            delta_type_to_arrow(_required(t, "keyType")),
+            pa.field("value", delta_type_to_arrow(_required(t, "valueType")), _flag(t, "valueContainsNull")),
         )
+    if not isinstance(kind, str):
+        raise ValueError(f"{t!r} is not a Delta type")
     raise UnsupportedFeatureError(f"column type {kind!r} is not supported by lakelog")
 
 
-def delta_field_to_arrow(f: dict) -> pa.Field:
-    return pa.field(f["name"], delta_type_to_arrow(f["type"]), bool(f.get("nullable", True)))
+def _required(t: dict, key: str) -> Any:
+    if key not in t:
+        raise ValueError(f"a {t.get('type')} type needs {key!r}")
+    return t[key]
+
+
+def _flag(d: dict, key: str) -> bool:
+    v = d.get(key, True)
+    if not isinstance(v, bool):
+        raise ValueError(f"{key!r} must be true or false, got {v!r}")
+    return v
+
+
+def delta_field_to_arrow(f: Any) -> pa.Field:
+    if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
+        raise ValueError(f"{f!r} is not a Delta struct field (an object with a non-empty string 'name')")
+    return pa.field(f["name"], delta_type_to_arrow(_required(f, "type")), _flag(f, "nullable"))
+
+
+def _delta_fields(fields: list) -> list[pa.Field]:
+    out = [delta_field_to_arrow(f) for f in fields]
+    seen: set[str] = set()
+    for f in out:
+        if f.name.lower() in seen:
+            raise ValueError(f"the field name {f.name!r} appears twice (Delta names are case-insensitive)")
+        seen.add(f.name.lower())
+    return out
 
 
 def schema_from_string(schema_string: str) -> pa.Schema:
-    """Parse a ``metaData.schemaString`` into an Arrow schema (column order preserved)."""
+    """Parse a ``metaData.schemaString`` into an Arrow schema (column order preserved).
+
+    ``CorruptLogError`` when it is not a valid Delta schema, ``UnsupportedFeatureError`` when it uses a
+    type lakelog does not read."""
     try:
         d = orjson.loads(schema_string)
-        if not isinstance(d, dict) or d.get("type") != "struct":
-            raise CorruptLogError("metaData.schemaString is not a struct type")
-        return pa.schema([delta_field_to_arrow(f) for f in d["fields"]])
-    except (orjson.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
+        if not isinstance(d, dict) or d.get("type") != "struct" or not isinstance(d.get("fields"), list):
+            raise ValueError("it is not a struct type with a list of fields")
+        return pa.schema(_delta_fields(d["fields"]))
+    except (orjson.JSONDecodeError, ValueError, TypeError, KeyError, AttributeError, pa.ArrowException) as e:
         raise CorruptLogError(f"metaData.schemaString is not a valid Delta schema ({e}); the table metadata is damaged") from None
 
 
@@ -402,6 +446,31 @@ def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
     except (ValueError, OverflowError, decimal.InvalidOperation, UnicodeEncodeError, pa.ArrowException) as e:
         raise PartitionValueError(f"partition value {s!r} is not a valid {arrow_type_to_delta(t)} ({e})") from None
     raise UnsupportedFeatureError(f"partition column of type {t} is not supported")
+
+
+def partition_scalars(values: dict[str, str | None], schema: pa.Schema, partition_columns: list[str], path: str) -> dict[str, pa.Scalar]:
+    """The typed partition values of the data file ``path`` (its ``partitionValues``), one Arrow scalar per
+    partition column (a null scalar for null). ``CorruptLogError`` naming the file when a partition column
+    has no entry or its value is not of the column's type: reading it would give wrong or no rows."""
+    out: dict[str, pa.Scalar] = {}
+    for c in partition_columns:
+        t = schema.field(c).type
+        if c not in values:
+            raise CorruptLogError(
+                f"data file {path!r} has no partition value for column {c!r} (its partitionValues are {values!r}); "
+                "the log is damaged. Restore the commit that added it from a backup."
+            )
+        raw = values[c]
+        try:
+            if pa.types.is_boolean(t) and raw not in (None, "") and raw.lower() not in ("true", "false"):
+                raise ValueError("not true or false")
+            out[c] = pa.scalar(parse_partition_value(raw, t), type=t)
+        except (ValueError, TypeError, ArithmeticError, OverflowError, pa.ArrowException) as e:
+            raise PartitionValueError(
+                f"data file {path!r} has the partition value {raw!r} for column {c!r}, which is not a valid {t} ({e}); "
+                "the log is damaged. Restore the commit that added it from a backup."
+            ) from None
+    return out
 
 
 _HIVE_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0, 32)}

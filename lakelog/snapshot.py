@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import operator
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +12,7 @@ import pyarrow as pa
 
 from .actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path
 from .checkpoint import CheckpointState, read_checkpoint_state
-from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
+from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
 from .log import DeltaLog, LogListing, checkpoint_name
 from .properties import TableProperties
 from .schema import schema_from_string
@@ -33,17 +34,68 @@ SUPPORTED_WRITER_FEATURES = {
 }
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MS = dt.timedelta(milliseconds=1)
+TIMESTAMP_FORMS = (
+    "a datetime (naive means UTC), a date, or an ISO-8601 string such as '2026-11-22', "
+    "'2026-11-22T10:00:00Z', '2026-11-22 10:00:00.5' or '2026-11-22T10:00:00+01:00' (no offset means UTC)"
+)
+
+
 def to_epoch_ms(ts: Any) -> int:
-    """datetime / ISO string / pandas Timestamp -> ms since epoch (naive means UTC)."""
-    if isinstance(ts, str):
-        ts = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    if isinstance(ts, dt.datetime):
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=dt.timezone.utc)
-        return int(ts.timestamp() * 1000)
-    if isinstance(ts, dt.date):
-        return int(dt.datetime(ts.year, ts.month, ts.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
-    raise TypeError(f"timestamp must be a datetime or an ISO-8601 string, not {type(ts).__name__}")
+    """datetime / date / ISO-8601 string / pandas Timestamp / numpy datetime64 -> ms since epoch (naive
+    means UTC); anything else is ``InvalidTimestampError`` listing the accepted forms."""
+    value = ts
+    if type(value).__name__ == "datetime64":  # numpy, without importing it
+        value = value.astype("datetime64[us]").item()
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            value = None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return (value - _EPOCH) // _MS  # exact (floats round microseconds up near year 9999)
+    raise InvalidTimestampError(f"cannot read {ts!r} ({type(ts).__name__}) as a timestamp; pass {TIMESTAMP_FORMS}")
+
+
+def as_version(version: Any) -> int:
+    """``version`` as a table version: an integer (numpy integers included); ``InvalidVersionError`` for
+    anything else (``1.9`` would otherwise silently become 1, ``True`` 1)."""
+    if isinstance(version, bool):
+        raise InvalidVersionError(f"a table version must be an integer, not the boolean {version!r}")
+    try:
+        return operator.index(version)
+    except TypeError:
+        raise InvalidVersionError(f"a table version must be an integer, not {version!r} ({type(version).__name__})") from None
+
+
+def missing_ranges(lo: int, hi: int, present: list[int]) -> list[tuple[int, int]]:
+    """The ranges of versions in ``lo..hi`` that are not in ``present`` (sorted), in order; computed from
+    ``present`` alone, so a huge ``hi`` (a stray ``99999999999999999999.json``) costs nothing."""
+    out: list[tuple[int, int]] = []
+    nxt = lo
+    for v in present:
+        if v < lo:
+            continue
+        if v > hi:
+            break
+        if v > nxt:
+            out.append((nxt, v - 1))
+        nxt = v + 1
+    if nxt <= hi:
+        out.append((nxt, hi))
+    return out
+
+
+def describe_ranges(ranges: list[tuple[int, int]], limit: int = 3) -> str:
+    """'3, 5..9 and 2 more ranges' for [(3, 3), (5, 9), ...]."""
+    parts = [str(a) if a == b else f"{a}..{b}" for a, b in ranges[:limit]]
+    more = f" and {len(ranges) - limit} more range(s)" if len(ranges) > limit else ""
+    return ", ".join(parts) + more
 
 
 @dataclass
@@ -109,11 +161,20 @@ class Snapshot:
         mode = self.properties.column_mapping_mode
         if mode != "none":
             raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
-        self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
+        schema = self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
+        parts = self.metadata.partition_columns
+        unknown = [c for c in parts if c not in schema.names]
+        if unknown or len(set(parts)) != len(parts):
+            what = f"column(s) {unknown} that are not in the schema {schema.names}" if unknown else f"a column twice ({parts})"
+            raise CorruptLogError(f"metaData.partitionColumns names {what}; the table metadata is damaged")
+        nested = [c for c in parts if pa.types.is_nested(schema.field(c).type)]
+        if nested:
+            raise CorruptLogError(f"metaData.partitionColumns names nested column(s) {nested}; partition columns must be primitive")
 
-    def check_writable(self, configuration: dict[str, str] | None = None) -> None:
-        """Raise unless lakelog can write this table: its protocol, and its properties (``configuration``
-        when given: the properties the commit being made leaves the table with) must be ones it honours."""
+    def check_writer_protocol(self) -> None:
+        """Refuse tables whose reader or writer protocol lakelog does not implement. This is what every
+        operation that changes the table needs, VACUUM and log cleanup included (Delta's
+        ``vacuumProtocolCheck``: an old client must not delete files a newer feature still uses)."""
         self.check_readable()
         p = self.protocol
         if p.min_writer_version > 7:
@@ -122,6 +183,13 @@ class Snapshot:
             unknown = sorted(set(p.writer_features or []) - SUPPORTED_WRITER_FEATURES)
             if unknown:
                 raise UnsupportedFeatureError(f"table uses writer feature(s) {unknown} that lakelog cannot honour; write it with an engine that supports them")
+
+    def check_writable(self, configuration: dict[str, str] | None = None) -> None:
+        """``check_writer_protocol`` plus what writing data needs: properties lakelog honours
+        (``configuration`` when given: the properties the commit being made leaves the table with), and no
+        constraint, generated or identity column, invariant or change data feed that lakelog would have to
+        enforce or produce."""
+        self.check_writer_protocol()
         props = self.properties if configuration is None else TableProperties(configuration)
         props.check_writable()
         in_use = props.features_in_use()
@@ -154,7 +222,7 @@ class Snapshot:
             if version is not None:
                 raise ValueError("pass version or timestamp, not both")
             version = version_at_timestamp(listing, timestamp)
-        target = latest if version is None else int(version)
+        target = latest if version is None else as_version(version)
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"version {target} does not exist; the table's versions are up to {latest}")
 
@@ -174,32 +242,35 @@ class Snapshot:
             state, start = probe, cp
             break
 
-        needed = list(range(start + 1, target + 1))
-        missing = [v for v in needed if v not in listing.commits]
-        if missing:
-            covering = [(cp, e) for cp, e in skipped if cp >= missing[-1]]
+        # Only the commit files that exist are enumerated: a stray far-future name must not cost time.
+        needed = sorted(v for v in listing.commits if start < v <= target)
+        if len(needed) != target - start:
+            gaps = missing_ranges(start + 1, target, needed)
+            last_missing = gaps[-1][1]
+            covering = [(cp, e) for cp, e in skipped if cp >= last_missing]
             if covering:
                 # Only an unusable checkpoint covered the missing commits: no fallback exists.
                 cp, err = covering[0]
                 error_type = type(err) if isinstance(err, CorruptLogError) else CorruptLogError
                 raise error_type(
                     f"version {target} cannot be reconstructed: checkpoint {checkpoint_name(cp)} is unusable ({err}) "
-                    f"and commit file(s) for version(s) {missing[:5]} it covers are gone, so there is nothing to fall "
-                    "back to. Restore the checkpoint or those commits from a backup."
+                    f"and commit file(s) for version(s) {describe_ranges(gaps)} it covers are gone, so there is nothing to "
+                    "fall back to. Restore the checkpoint or those commits from a backup."
                 )
             earliest = min(listing.commits) if listing.commits else None
-            if start == -1 and missing[0] == 0 and (earliest is None or all(v < earliest for v in missing)):
+            if start == -1 and len(gaps) == 1 and gaps[0][0] == 0 and (earliest is None or gaps[0][1] < earliest):
                 raise VersionNotFoundError(
                     f"version {target} cannot be reconstructed: commits before version {earliest} were removed and no "
                     "checkpoint at or before it is usable. Read a later version."
                 )
             raise CorruptLogError(
-                f"the log has a gap: commit file(s) for version(s) {missing[:5]} are missing between "
-                f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup."
+                f"the log has a gap: commit file(s) for version(s) {describe_ranges(gaps)} are missing between "
+                f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup "
+                "(or remove a commit file that does not belong to this table)."
             )
         commits = log.read_commits(needed)
         for v in needed:
-            state.apply(commits[v])
+            state.apply(commits[v], v)
 
         if state.protocol is None:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
@@ -216,8 +287,8 @@ class Snapshot:
         if latest == self.version:
             self.listing = listing
             return self
-        newer = list(range(self.version + 1, latest + 1))
-        if latest < self.version or not all(v in listing.commits for v in newer):
+        newer = sorted(v for v in listing.commits if v > self.version)
+        if latest < self.version or len(newer) != latest - self.version:
             return Snapshot.load(self.storage, listing=listing)
         snap = self.advance(self.log.read_commits(newer))
         snap.listing = listing
@@ -232,7 +303,7 @@ class Snapshot:
         for v in sorted(new_actions):
             if v != version + 1:
                 raise CorruptLogError(f"cannot advance snapshot {self.version} by non-contiguous version {v}")
-            state.apply(new_actions[v])
+            state.apply(new_actions[v], v)
             version = v
         snap = Snapshot(self.storage, self.log, version, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, None)
         snap.check_readable()
@@ -319,10 +390,9 @@ class _Replay:
     @classmethod
     def from_checkpoint(cls, cp: CheckpointState) -> "_Replay":
         """The state a checkpoint describes. Its removes go to the tombstones only, so the file set's
-        changes stay empty (they would otherwise name every tombstone)."""
+        changes stay empty (they would otherwise name every tombstone); reading the checkpoint made sure
+        no file is both live and removed."""
         tombstones = {decode_path(a.path): a for a in cp.actions if type(a) is RemoveFile}
-        if tombstones and not tombstones.keys().isdisjoint(cp.paths):
-            cp = cp.without(tombstones)  # a path both added and removed: the remove wins, as in replay
         state = cls(FileSet(cp))
         state.apply([a for a in cp.actions if type(a) is not RemoveFile])
         state.tombstones = tombstones
@@ -332,16 +402,31 @@ class _Replay:
     def files(self) -> dict[str, AddFile]:
         return self.file_set.as_dict()
 
-    def apply(self, actions: list) -> None:
+    def apply(self, actions: list, version: int | None = None) -> None:
+        """Apply the actions of one commit (``version``, for messages). A commit that names a file in two
+        adds, two removes, or an add and a remove is a ``CorruptLogError``: the protocol forbids it, and
+        engines disagree about which action wins."""
         file_set, tombstones = self.file_set, self.tombstones
+        added: set[str] = set()
+        removed: dict[str, Any] = {}  # path -> logical file key of its remove
         for a in actions:
             t = type(a)
             if t is AddFile:
                 key = decode_path(a.path)
+                if key in added:
+                    raise _conflicting_actions(version, a.path, "adds it twice")
+                if removed.get(key, _NO_KEY) == logical_file_key(key, a):
+                    raise _conflicting_actions(version, a.path, "both adds and removes it")
+                added.add(key)
                 file_set.add(key, a)
                 tombstones.pop(key, None)
             elif t is RemoveFile:
                 key = decode_path(a.path)
+                if key in removed:
+                    raise _conflicting_actions(version, a.path, "removes it twice")
+                if key in added and logical_file_key(key, file_set.changes.get(key)) == logical_file_key(key, a):
+                    raise _conflicting_actions(version, a.path, "both adds and removes it")
+                removed[key] = logical_file_key(key, a)
                 file_set.remove(key)
                 tombstones[key] = a
             elif t is Metadata:
@@ -352,6 +437,24 @@ class _Replay:
                 self.txns[a.app_id] = a
             elif t is CommitInfo:
                 pass
+
+
+_NO_KEY = object()
+
+
+def logical_file_key(path: str, action: Any) -> tuple[str, str | None]:
+    """The protocol's key of a logical file: (path, deletion vector id). lakelog refuses files with a
+    deletion vector, so the id is always None; a reader of deletion vectors returns
+    ``deletionVector.uniqueId`` here, which makes an add and a remove of one path with different DVs legal."""
+    return (path, None)
+
+
+def _conflicting_actions(version: int | None, path: str, what: str) -> CorruptLogError:
+    where = f"commit {version}" if version is not None else "a commit"
+    return CorruptLogError(
+        f"{where} {what}: {path!r}. A valid commit names each file at most once per action type and never adds "
+        "and removes the same file; the log was written by a broken writer or edited. Restore the commit from a backup."
+    )
 
 
 def version_at_timestamp(listing: LogListing, timestamp: Any) -> int:

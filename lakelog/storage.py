@@ -29,15 +29,17 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
+import re
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import fsspec
 import pyarrow.fs as pafs
 
-from .errors import StorageError
+from .errors import InvalidArgumentError, StorageError
 
 # Protocols whose put-if-absent is atomic (two writers cannot both create the same name).
 _ATOMIC_CREATE = {"file", "local", "s3", "s3a", "memory"}
@@ -109,6 +111,48 @@ def _mtime_ms(entry: dict) -> int:
     return 0
 
 
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(.*)$", re.DOTALL)
+
+
+def resolve_location(uri: str) -> str:
+    """The location fsspec opens for the table ``uri``, naming the same place delta-rs does.
+
+    A URL's path is percent-decoded once, as delta-rs (object_store) decodes it: ``file:///tmp/my%20table``
+    is the directory ``/tmp/my table`` and ``s3://bucket/my%20table`` the prefix ``my table``.
+    ``file:/abs`` and ``file://localhost/abs`` are local paths too. A plain path is taken literally
+    (``~`` expands, a relative path is relative to the working directory). Refused, with
+    ``InvalidArgumentError``: a ``file:`` URL with another host or a relative path, a query or fragment
+    (percent-encode ``?`` and ``#`` in names), and escapes that are not UTF-8.
+    """
+    m = _SCHEME_RE.match(uri)
+    if not m or "::" in uri:
+        return uri  # a plain path (a Windows drive letter is one character), or an fsspec chained URL
+    scheme = m.group(1).lower()
+    parts = urlsplit(uri)
+    if parts.query or parts.fragment or uri.endswith(("?", "#")):
+        raise InvalidArgumentError(
+            f"table location {uri!r} has a query or fragment ('?' or '#'), which table locations do not take; "
+            "percent-encode '?' as %3F and '#' as %23 if they are part of a name"
+        )
+    try:
+        path = unquote(parts.path, errors="strict")
+        host = unquote(parts.netloc, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"table location {uri!r} has percent-escapes that are not UTF-8") from None
+    if scheme in ("file", "local"):
+        if parts.netloc not in ("", "localhost"):
+            raise InvalidArgumentError(
+                f"table location {uri!r} names the host {parts.netloc!r}; file URLs name local paths: "
+                "file:///absolute/path (three slashes), or a plain path"
+            )
+        if not path.startswith("/"):
+            raise InvalidArgumentError(f"table location {uri!r} is a relative file URL; use file:///absolute/path or a plain path")
+        return path
+    if not uri[len(m.group(1)) + 1 :].startswith("//"):
+        return uri  # not a URL with an authority (e.g. a local file name with a colon)
+    return f"{scheme}://{host}{path}"
+
+
 class Storage:
     """A table root on some fsspec filesystem.
 
@@ -136,14 +180,15 @@ class Storage:
         if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
             raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
+        location = resolve_location(uri)
         # No listings cache: lakelog always needs the store's current answer. With s3fs's cache, a listing
         # of a directory (vacuum, check) made later reads treat files created since then as missing.
         opts.setdefault("use_listings_cache", False)
         try:
-            self.fs, root = fsspec.core.url_to_fs(uri, **opts)
+            self.fs, root = fsspec.core.url_to_fs(location, **opts)
         except TypeError:  # a filesystem class that does not take the option
             opts.pop("use_listings_cache")
-            self.fs, root = fsspec.core.url_to_fs(uri, **opts)
+            self.fs, root = fsspec.core.url_to_fs(location, **opts)
         protos = self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
         self.protocol = protos[0]
         self.is_local = "file" in protos or "local" in protos

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import pyarrow.dataset as ds
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
+from .errors import InvalidArgumentError
 from .log import DeltaLog
 from .snapshot import Snapshot
 from .storage import Storage
@@ -73,22 +75,33 @@ class Table:
         return scan.dataset(self._snapshot, filters)
 
     def history(self, limit: int | None = None) -> list[dict]:
-        """Commit history, newest first: version, timestamp, operation, parameters and the rest of commitInfo."""
+        """Commit history, newest first: one dict per version with Delta's names, as Spark's
+        ``DESCRIBE HISTORY`` shows them.
+
+        ``version``; ``timestamp``: the commit's time as time travel uses it (a UTC ``datetime``: the
+        commit file's modification time, made strictly increasing), which replaces the writer's
+        ``commitInfo.timestamp``; ``operation`` and ``operationParameters`` (``{}`` when the commit has
+        none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
+        ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
+        """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
+            raise InvalidArgumentError(f"history(limit=...) takes a number of commits (an integer >= 0) or None, not {limit!r}")
         listing = self._snapshot.listing or DeltaLog(self.storage).list()
         times = listing.commit_timestamps()
         versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
         if limit is not None:
-            versions = versions[:limit]
+            versions = versions[: int(limit)]
         commits = self._snapshot.log.read_commits(versions)
         out = []
         for v in versions:
             info = next((a.info for a in commits[v] if isinstance(a, CommitInfo)), {})
-            entry = dict(info)
-            entry["version"] = v
-            entry["timestamp"] = dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc)
-            entry["commit_timestamp"] = info.get("timestamp")
-            entry["operation"] = info.get("operation")
-            entry["parameters"] = info.get("operationParameters", {})
+            entry = {
+                "version": v,
+                "timestamp": dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc),
+                "operation": info.get("operation"),
+                "operationParameters": params if isinstance(params := info.get("operationParameters"), dict) else {},
+            }
+            entry.update((k, val) for k, val in info.items() if k not in entry)
             out.append(entry)
         return out
 

@@ -155,8 +155,11 @@ class Transaction:
         if self.snapshot is None and new_metadata is not None:
             TableProperties(new_metadata.configuration).check_writable()
         if self.snapshot is not None:
-            self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
-            if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
+            if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
+                self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
+            else:  # commitInfo/txn only (VACUUM START/END): writes no data, so nothing to enforce
+                self.snapshot.check_writer_protocol()
+            if self.snapshot.append_only and any(isinstance(a, RemoveFile) and a.data_change for a in actions):
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         payload = [self._commit_info(actions), *actions]
         version = self.read_version + 1

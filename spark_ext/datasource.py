@@ -49,6 +49,7 @@ from .options import boolean as _bool
 from .options import partition_by as _partition_by
 from .options import storage_options as _storage_options
 from .options import table_path as _path
+from .options import version as _version
 from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
 
@@ -69,12 +70,10 @@ class LakelogDataSource(DataSource):
         return "lakelog"
 
     def _table(self) -> lakelog.Table:
-        version = self.options.get("versionAsOf")
-        ts = self.options.get("timestampAsOf")
         return lakelog.Table(
             _path(self.options),
-            version=int(version) if version is not None else None,
-            timestamp=ts,
+            version=_version(self.options, "versionAsOf"),
+            timestamp=self.options.get("timestampAsOf"),
             storage_options=_storage_options(self.options),
         )
 

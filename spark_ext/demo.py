@@ -27,9 +27,11 @@ def _spark():
 
     import spark_ext
 
+    log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")  # errors only
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("lakelog-demo")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -134,7 +136,7 @@ def main() -> int:
     check("a day filter prunes to that day's partition directory", bool(day1) and all(f.startswith("day=2026-11-01/") for f in day1))
     print("\n   history of orders (newest first):")
     for h in hist:
-        print(f"   v{h['version']}  {h['timestamp']:%H:%M:%S}  {h['operation']:<17} {h['parameters']}")
+        print(f"   v{h['version']}  {h['timestamp']:%H:%M:%S}  {h['operation']:<17} {h['operationParameters']}")
 
     spark.stop()
     print(f"\n{sum(checks)} of {len(checks)} checks passed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from lakelog.errors import LakelogError
+from lakelog.errors import InvalidVersionError, LakelogError
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
@@ -25,6 +25,17 @@ def storage_options(options) -> dict[str, str] | None:
 def boolean(options, key: str, default: bool = False) -> bool:
     v = options.get(key)
     return default if v is None else str(v).strip().lower() in ("1", "true", "yes")
+
+
+def version(options, key: str) -> int | None:
+    """A version option: a whole number >= 0, else InvalidVersionError; None when absent."""
+    v = options.get(key)
+    if v is None:
+        return None
+    text = str(v).strip()
+    if not text.isdigit():
+        raise InvalidVersionError(f"option {key} must be a table version (a whole number >= 0), not {v!r}")
+    return int(text)
 
 
 def partition_by(options) -> list[str] | None:

@@ -74,6 +74,8 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.storage_options = opt.storage_options(options)
         self.output_schema = to_arrow_schema(schema, timezone="UTC")
         self.starting_version = options.get("startingVersion")
+        if self.starting_version is not None and str(self.starting_version).strip().lower() != "latest":
+            self.starting_version = opt.version(options, "startingVersion")
         self.starting_timestamp = options.get("startingTimestamp")
         if self.starting_version is not None and self.starting_timestamp is not None:
             raise LakelogError("set either option startingVersion or startingTimestamp, not both")
@@ -99,15 +101,9 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return Position(self._version_at_or_after(self.starting_timestamp)).to_offset()
         if self.starting_version is None:
             return Position(self._latest(), 0, True).to_offset()
-        if str(self.starting_version).strip().lower() == "latest":
+        if isinstance(self.starting_version, str):  # "latest": only what is committed from now on
             return Position(self._latest() + 1).to_offset()
-        try:
-            version = int(self.starting_version)
-        except ValueError:
-            version = -1
-        if version < 0:
-            raise LakelogError(f"option startingVersion={self.starting_version!r} must be a version number >= 0 or 'latest'")
-        return Position(version).to_offset()
+        return Position(self.starting_version).to_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxFiles(self.max_files) if self.max_files is not None else ReadMaxBytes(self.max_bytes)

@@ -45,7 +45,16 @@ class FailAfterLastBatchWriter(LakelogWriter):
                 f.write("\n".join(opened))
             raise RuntimeError("injected failure after the last batch of the first attempt")
 
-        return super().write(batches_then_failure())
+        # The writer buffers rows in memory until a row group fills; with no buffer allowance every batch
+        # goes to its file at once, so the attempt's file is on disk when the failure comes.
+        import lakelog.write
+
+        saved = lakelog.write.MAX_BUFFERED_BYTES
+        lakelog.write.MAX_BUFFERED_BYTES = 1
+        try:
+            return super().write(batches_then_failure())
+        finally:
+            lakelog.write.MAX_BUFFERED_BYTES = saved
 
 
 class FailFirstAttemptLakelog(LakelogDataSource):

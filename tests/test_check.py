@@ -3,6 +3,7 @@ logged sizes, checkpoints agree with the JSON replay, orphans are listed (and ar
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import os
@@ -113,7 +114,10 @@ def test_missing_file_and_size_mismatch(any_table_path):
     files = sorted(lakelog.Table(path).files())
     fs, root = _fs(path)
     fs.rm_file(f"{root}/{files[0]}")
-    fs.pipe_file(f"{root}/{files[1]}", fs.cat_file(f"{root}/{files[1]}") + b"extra")
+    # The same rows rewritten uncompressed: still valid Parquet, another size.
+    rewritten = io.BytesIO()
+    pq.write_table(pq.read_table(io.BytesIO(fs.cat_file(f"{root}/{files[1]}"))), rewritten, compression="none")
+    fs.pipe_file(f"{root}/{files[1]}", rewritten.getvalue())
     report = check_table(path)
     assert not report.ok
     assert _kinds(report) == ["missing_file", "size_mismatch"]
@@ -149,7 +153,7 @@ def test_gap_covered_by_a_later_checkpoint(any_table_path):
     report = check_table(path)
     assert _kinds(report) == ["version_gap"], report.format()
     gap = report.problems[0]
-    assert gap.version == 3 and "version 3 cannot be reconstructed" in gap.message and "[3]" in gap.message
+    assert gap.version == 3 and "version 3 cannot be reconstructed" in gap.message and "version(s) 3 are missing" in gap.message
     assert report.counts["files"] == 3  # the latest version reads fine from checkpoint 4
 
 
@@ -303,3 +307,59 @@ def test_reads_after_a_check_see_files_written_by_other_processes(s3_endpoint):
     t = lakelog.read_table(path)
     assert sorted(zip(*[t.column(c).to_pylist() for c in ("batch", "row", "part", "payload")])) == expected_rows([0, 1])
     assert check_table(path).ok
+
+
+def test_nanosecond_timestamp_files_already_in_a_table_are_flagged(tmp_path):
+    """A table that adopted pandas' nanosecond files (convert did, before it refused them): check flags
+    them, and a read that would truncate a value is a typed error naming the file."""
+    from lakelog.errors import IncompatibleDataFileError
+
+    src = tmp_path / "t"
+    src.mkdir()
+    micros = pa.table({"id": pa.array([1, 2], pa.int64()), "ts": pa.array([0, 1000], pa.timestamp("us"))})
+    pq.write_table(micros, src / "a.parquet")
+    assert lakelog.convert(str(src)) == 0
+    assert check_table(str(src)).ok
+
+    def replace_with_nanos(values):
+        pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "ts": pa.array(values, pa.timestamp("ns"))}), src / "a.parquet")
+        commit = src / "_delta_log" / f"{0:020d}.json"
+        lines = [json.loads(line) for line in commit.read_text().splitlines()]
+        for a in lines:
+            if "add" in a:
+                a["add"]["size"] = os.path.getsize(src / "a.parquet")
+        commit.write_text("".join(json.dumps(a) + "\n" for a in lines))
+
+    replace_with_nanos([0, 1_000_000])  # whole microseconds: reads correctly, but Spark cannot read the file
+    report = check_table(str(src))
+    assert _kinds(report) == ["nanosecond_timestamps"], report.format()
+    assert report.problems[0].path == "a.parquet" and "'ts'" in report.problems[0].message
+    assert sorted(r["ts"] for r in lakelog.read_table(str(src)).to_pylist())[1] == dt.datetime(1970, 1, 1, 0, 0, 0, 1000)
+
+    replace_with_nanos([0, 1])  # one nanosecond: microseconds cannot hold it
+    with pytest.raises(IncompatibleDataFileError, match="a.parquet") as e:
+        lakelog.read_table(str(src))
+    assert e.value.paths == ["a.parquet"]
+    assert _kinds(check_table(str(src))) == ["nanosecond_timestamps"]
+
+
+def test_data_file_whose_column_type_differs_from_the_schema(table_path):
+    """A data file storing a column as another type than the schema (a file swapped in, or a schema
+    edited without rewriting): check reports it, and a read that cannot cast it names the file."""
+    from lakelog.errors import IncompatibleDataFileError
+
+    lakelog.write_table(table_path, pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}))
+    rel = lakelog.Table(table_path).files()[0]
+    pq.write_table(pa.table({"id": pa.array(["x", "y"]), "s": ["a", "b"]}), os.path.join(table_path, rel))
+    commit = os.path.join(table_path, "_delta_log", f"{0:020d}.json")
+    lines = [json.loads(line) for line in open(commit).read().splitlines()]
+    for a in lines:
+        if "add" in a:
+            a["add"]["size"] = os.path.getsize(os.path.join(table_path, rel))
+    with open(commit, "w") as f:
+        f.write("".join(json.dumps(a) + "\n" for a in lines))
+    report = check_table(table_path)
+    assert _kinds(report) == ["incompatible_file"] and "'id'" in report.problems[0].message
+    with pytest.raises(IncompatibleDataFileError) as e:
+        lakelog.read_table(table_path)
+    assert e.value.paths == [rel]

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
-from lakelog.errors import VersionNotFoundError
+from lakelog.errors import CorruptLogError, VersionNotFoundError
 
 
 def _rows(i, n=3):
@@ -129,7 +129,10 @@ def test_checkpoint_rows_and_later_commits_reconcile(table_path):
     assert dl.to_pyarrow_table().num_rows == again.to_pyarrow().num_rows
 
 
-def test_checkpoint_naming_a_path_twice_keeps_the_last_row(table_path):
+@pytest.mark.filterwarnings("ignore:lakelog. skipping unusable checkpoint")
+def test_checkpoint_naming_a_path_twice_is_malformed(table_path):
+    """Two add rows for one file: delta-rs reads the file twice, lakelog used to keep the last row. The
+    checkpoint is malformed: readers fall back to the JSON commits, or fail when they are gone."""
     lakelog.write_table(table_path, _rows(0))
     lakelog.write_table(table_path, _rows(1))
     lakelog.Table(table_path).checkpoint()
@@ -138,11 +141,18 @@ def test_checkpoint_naming_a_path_twice_keeps_the_last_row(table_path):
     adds = cp.filter(pa.compute.is_valid(cp.column("add")))
     dup = adds.slice(0, 1)
     pq.write_table(pa.concat_tables([cp, dup]), cp_path)
-    t = lakelog.Table(table_path)
-    assert len(t.files()) == 2 and len(t.snapshot.files) == 2 and len(t.snapshot.file_set) == 2
-    assert t.to_pyarrow().num_rows == 6
+    with pytest.warns(UserWarning, match="two add rows"):
+        t = lakelog.Table(table_path)
+    assert t.snapshot.file_set.base is None  # replayed from the JSON commits
+    assert len(t.files()) == 2 and t.to_pyarrow().num_rows == 6
+    assert [p.kind for p in t.check().problems] == ["unreadable_checkpoint"]
+    for v in (0, 1):
+        os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    with pytest.raises(CorruptLogError, match="two add rows"):
+        lakelog.Table(table_path)
 
 
+@pytest.mark.filterwarnings("ignore:lakelog. skipping unusable checkpoint")
 def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
     data = pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]})
     lakelog.write_table(table_path, data, partition_by=["p"])
@@ -151,7 +161,8 @@ def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
     t = lakelog.Table(table_path)
     assert len(t.snapshot.tombstones) == 3 and t.snapshot.file_set.changes == {}
     assert len(t.files()) == 1 and t.snapshot.num_files == 1
-    # A checkpoint that names a path in both an add and a remove row: the remove wins, as in replay.
+    # A checkpoint that names a path in both an add and a remove row is malformed (delta-rs keeps the
+    # file, lakelog used to drop it): without JSON commits to fall back to, it is a typed error.
     cp_path = os.path.join(_log(table_path), f"{1:020d}.checkpoint.parquet")
     cp = pq.read_table(cp_path)
     live = t.snapshot.files[t.files()[0]]
@@ -160,6 +171,5 @@ def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
     pq.write_table(pa.concat_tables([cp, extra]), cp_path)
     for v in (0, 1):
         os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
-    again = lakelog.Table(table_path)
-    assert again.files() == [] and again.snapshot.files == {} and again.to_pyarrow().num_rows == 0
-    assert len(again.snapshot.tombstones) == 4
+    with pytest.raises(CorruptLogError, match="both an add and a remove row"):
+        lakelog.Table(table_path)

@@ -269,3 +269,99 @@ def test_show_names_a_missing_data_file(table_path):
     for extra in ([], ["--limit", "0"], ["--columns", "id"]):
         line = one_line_error(run("show", table_path, *extra), 1)
         assert gone in line and "missing" in line
+
+
+# ---------------------------------------------------------------- messages for people at a shell
+
+
+def _main(capsys, *argv) -> tuple[int, str, str]:
+    from lakelog.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+PYTHON_SPELLINGS = ("schema_mode=", "mode='", "write_table(", "lakelog.convert(", "storage_options=", "partition_by=", "lakelog.Table")
+
+
+def _one_cli_line(err: str) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert not any(s in err for s in PYTHON_SPELLINGS), err
+    return err.strip()
+
+
+def test_errors_suggest_cli_flags_not_python_arguments(tmp_path, table_path, inputs, capsys):
+    code, _, err = _main(capsys, "write", table_path, inputs[0])
+    assert code == 0, err
+    extra = tmp_path / "extra.csv"
+    extra.write_text("id,name,day,more\n9,x,mon,y\n")
+    code, _, err = _main(capsys, "write", table_path, extra)
+    assert code == 2 and "--schema-mode merge" in _one_cli_line(err)
+    assert _main(capsys, "write", table_path, extra, "--schema-mode", "merge")[0] == 0  # the advice works
+    code, _, err = _main(capsys, "write", table_path, inputs[0], "--mode", "error")
+    assert code == 1 and "--mode append or --mode overwrite" in _one_cli_line(err)
+    code, _, err = _main(capsys, "write", table_path, inputs[0], "--partition-by", "day")
+    assert code == 2 and "omit --partition-by" in _one_cli_line(err) and "--schema-mode overwrite" in err
+    code, _, err = _main(capsys, "show", tmp_path / "nope")
+    assert code == 2 and "does not exist" in _one_cli_line(err) and "lakelog write" in err
+
+
+def test_show_says_what_a_path_that_is_no_table_is(tmp_path, capsys):
+    """show on a Parquet directory, a missing path and a file all said '_delta_log has no commits'."""
+    parquet_dir = tmp_path / "raw data"
+    (parquet_dir / "day=1").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1]}), parquet_dir / "day=1" / "part-0.parquet")
+    a_file = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": [1]}), a_file)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "nolog" / "_delta_log").mkdir(parents=True)
+    cases = {
+        parquet_dir: ["plain Parquet directory", f"lakelog convert '{parquet_dir}'"],
+        tmp_path / "missing": ["does not exist", "lakelog write"],
+        a_file: ["is a file, not a table directory"],
+        tmp_path / "empty": ["has no _delta_log", "lakelog write"],
+        tmp_path / "nolog": ["_delta_log has no commits"],
+    }
+    for path, expected in cases.items():
+        code, _, err = _main(capsys, "show", path)
+        line = _one_cli_line(err)
+        assert code == 2 and all(e in line for e in expected), line
+    # The suggested command works.
+    code, out, err = _main(capsys, "convert", parquet_dir)
+    assert code == 0, err
+    assert _main(capsys, "show", parquet_dir)[0] == 0
+
+
+def test_convert_warnings_are_one_line_and_a_bad_layout_is_bad_input(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(pa.table({"id": [1]}), src / "a.parquet")
+    (src / "notes.txt").write_text("not data")
+    code, out, err = _main(capsys, "convert", src)
+    assert code == 0 and "converted" in out
+    assert err.startswith("lakelog convert: warning: 1 file(s) not named *.parquet") and err.count("\n") == 1, err
+    assert "UserWarning" not in err and "warnings.warn" not in err and ".py:" not in err
+
+    bad = tmp_path / "bad"
+    (bad / "not-a-partition").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1]}), bad / "not-a-partition" / "a.parquet")
+    code, _, err = _main(capsys, "convert", bad)
+    assert code == 2 and "partition directory" in _one_cli_line(err)
+
+    nanos = tmp_path / "nanos"
+    nanos.mkdir()
+    pq.write_table(pa.table({"t": pa.array([1], pa.timestamp("ns"))}), nanos / "a.parquet")
+    code, _, err = _main(capsys, "convert", nanos)
+    assert code == 2 and "TIMESTAMP(NANOS)" in err and "a.parquet" in err
+
+
+def test_unreadable_timestamp_or_version_flags_are_usage_errors(table_path, capsys):
+    lakelog.write_table(table_path, pa.table({"id": [1]}))
+    for argv in (["show", table_path, "--timestamp", "notatime"], ["restore", table_path, "--timestamp", "yesterday"]):
+        code, _, err = _main(capsys, *argv)
+        assert code == 2 and "ISO-8601" in err and "2026-11-22T10:00:00Z" in err, err
+    code, _, err = _main(capsys, "show", table_path, "--version", "1.9")
+    assert code == 2 and "whole number" in err
+    code, out, err = _main(capsys, "show", table_path, "--timestamp", "2999-01-01 00:00:00+01:00")
+    assert code == 0 and "version 0" in out, err

@@ -195,10 +195,10 @@ def test_spark_file_sink_converts_exactly_the_committed_batches(spark, tmp_path,
         assert any(a.partition_values["p"] is None for a in t.snapshot.files.values())
     h = _history(str(out))
     assert h["operation"] == "CONVERT"
-    assert h["parameters"]["source"] == "spark-file-sink"
-    assert h["parameters"]["numFiles"] == str(len(t.files()))
-    assert h["parameters"]["sparkMetadataBatchId"] == "4"
-    assert json.loads(h["parameters"]["partitionedBy"]) == (partition_by or [])
+    assert h["operationParameters"]["source"] == "spark-file-sink"
+    assert h["operationParameters"]["numFiles"] == str(len(t.files()))
+    assert h["operationParameters"]["sparkMetadataBatchId"] == "4"
+    assert json.loads(h["operationParameters"]["partitionedBy"]) == (partition_by or [])
 
     assert _lakelog_rows(str(out), cols) == expected
     assert _delta_rows(str(out), cols) == expected
@@ -250,7 +250,7 @@ def test_spark_partitioned_parquet_directory(spark, tmp_path):
     assert t.schema.field("n").type == pa.int32()
     assert t.schema.field("s").type == pa.string()
     assert t.schema.field("amount").type == pa.decimal128(12, 2)
-    assert _history(src)["parameters"]["source"] == "parquet"
+    assert _history(src)["operationParameters"]["source"] == "parquet"
 
     assert _lakelog_rows(src, cols) == expected
     assert _delta_rows(src, cols) == expected
@@ -478,7 +478,7 @@ def test_log_semantics_compact_delete_and_later_batches(tmp_path):
     assert _lakelog_rows(str(root), ["id"]) == [(0,), (2,), (3,), (4,)]
     assert _delta_rows(str(root), ["id"]) == [(0,), (2,), (3,), (4,)]
     h = _history(str(root))
-    assert h["parameters"]["numFiles"] == "4" and h["parameters"]["sparkMetadataBatchId"] == "5"
+    assert h["operationParameters"]["numFiles"] == "4" and h["operationParameters"]["sparkMetadataBatchId"] == "5"
 
 
 def test_log_without_compaction_and_with_empty_log(tmp_path):
@@ -691,3 +691,63 @@ def test_partition_column_stored_in_files_must_match_its_directory(tmp_path):
     with pytest.raises(ConvertError, match="values other than its directory's"):
         lakelog.convert(str(bad))
     assert _no_table(bad)
+
+
+# ---------------------------------------------------------------- nanosecond timestamps
+
+
+def test_pandas_nanosecond_timestamps_are_refused_by_name(tmp_path):
+    """pandas writes TIMESTAMP(NANOS) by default; convert used to adopt such files into a table Spark
+    cannot read (PARQUET_TYPE_ILLEGAL) and delta-rs truncates, while check said OK."""
+    import pandas as pd
+
+    from lakelog.errors import NanosecondTimestampError
+
+    src = tmp_path / "src"
+    (src / "day=1").mkdir(parents=True)
+    df = pd.DataFrame({"id": [1, 2], "ts": pd.to_datetime(["2026-01-01 00:00:00.000000001", "2026-01-02"], format="ISO8601")})
+    df.to_parquet(src / "day=1" / "a.parquet")
+    pd.DataFrame({"id": [3]}).to_parquet(src / "day=1" / "b.parquet")
+    with pytest.raises(NanosecondTimestampError, match="TIMESTAMP\\(NANOS\\)") as e:
+        lakelog.convert(str(src))
+    assert isinstance(e.value, ConvertError)
+    assert e.value.path == "day=1/a.parquet" and e.value.columns == ["ts"]
+    assert "day=1/a.parquet" in str(e.value) and "'ts'" in str(e.value) and "coerce_timestamps='us'" in str(e.value)
+    assert not (src / "_delta_log").exists()
+
+    # Rewritten as the message says, the files convert and both engines read the same instants.
+    df.iloc[1:].to_parquet(src / "day=1" / "a.parquet", coerce_timestamps="us")
+    assert lakelog.convert(str(src)) == 0
+    want = [(2, dt.datetime(2026, 1, 2)), (3, None)]
+    assert _lakelog_rows(str(src), ["id", "ts"]) == want
+    assert _delta_rows(str(src), ["id", "ts"]) == want
+    assert lakelog.Table(str(src)).check().ok
+
+
+def test_nested_and_zoned_nanosecond_timestamps_are_refused(tmp_path):
+    from lakelog.errors import NanosecondTimestampError
+
+    ns = pa.array([1], pa.timestamp("ns", tz="UTC"))
+    for name, table in [
+        ("zoned", pa.table({"t": ns})),
+        ("nested", pa.table({"s": pa.StructArray.from_arrays([ns], ["t"])})),
+    ]:
+        src = tmp_path / name
+        src.mkdir()
+        pq.write_table(table, src / "x.parquet")
+        with pytest.raises(NanosecondTimestampError, match="x.parquet") as e:
+            lakelog.convert(str(src))
+        assert e.value.columns == (["t"] if name == "zoned" else ["s.t"])
+
+
+def test_int96_and_millisecond_timestamps_still_convert(tmp_path):
+    """INT96 (Spark's legacy encoding) and TIMESTAMP(MILLIS) are not nanoseconds: they convert."""
+    src = tmp_path / "src"
+    src.mkdir()
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, 678000)
+    pq.write_table(pa.table({"a": pa.array([when], pa.timestamp("ns"))}), src / "int96.parquet", use_deprecated_int96_timestamps=True)
+    pq.write_table(pa.table({"b": pa.array([when], pa.timestamp("ms"))}), src / "millis.parquet")
+    assert lakelog.convert(str(src)) == 0
+    rows = lakelog.read_table(str(src)).to_pylist()
+    assert {r["a"] for r in rows} - {None} == {when.replace(tzinfo=dt.timezone.utc)}
+    assert {r["b"] for r in rows} - {None} == {when}

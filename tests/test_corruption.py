@@ -333,6 +333,18 @@ def test_damaged_data_file_is_named(any_table_path, damage):
     assert victim in str(info.value) and info.value.paths == [victim]
 
 
+def test_add_path_naming_a_directory_is_named(any_table_path):
+    """An add whose path is a partition directory (not a file) used to fail with an untyped OSError."""
+    path = any_table_path
+    lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]}), partition_by=["p"])
+    add = {"path": "p=a", "partitionValues": {"p": "a"}, "size": 1, "modificationTime": 1, "dataChange": True}
+    _fs(path)[0].pipe_file(_log(path, _commit(1)), json.dumps({"add": add}).encode() + b"\n")
+    with pytest.raises(CorruptDataFileError, match="directories") as info:
+        lakelog.read_table(path)
+    assert info.value.paths == ["p=a"]
+    assert lakelog.read_table(path, version=0).column("id").to_pylist() == [1]
+
+
 # ---------------------------------------------------------------- more negative protocol cases
 
 

@@ -728,3 +728,233 @@ def test_stray_files_in_delta_log_are_ignored(any_table_path):
     # The next real commit takes version 1 despite the look-alike names.
     assert lakelog.write_table(path, _batch([2])) == 1
     assert sorted(lakelog.read_table(path).column("id").to_pylist()) == [1, 2]
+
+
+# ---------------------------------------------------------------- hostile logs: a typed error (or a correct read), and check agrees
+
+
+def _check_problems(path: str, version: int | None = None) -> list[str]:
+    """The kinds of problems ``lakelog check`` reports (it must never raise on a damaged log)."""
+    from lakelog.check import check_table
+
+    return sorted({p.kind for p in check_table(path, version=version).problems})
+
+
+PARTITIONED_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "integer", "nullable": True, "metadata": {}},
+            {"name": "flag", "type": "boolean", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def _partitioned(path: str, partition_values, schema_string: str = PARTITIONED_SCHEMA, partition_columns=("p", "flag")) -> None:
+    """Version 0 written by hand: one data file (column id) whose add carries ``partition_values``
+    (``...`` leaves the field out)."""
+    size = _write_parquet(path, "part-0.parquet", pa.table({"id": pa.array([1, 2], pa.int64())}))
+    add = {"path": "part-0.parquet", "size": size, "modificationTime": 1_700_000_000_000, "dataChange": True}
+    if partition_values is not ...:
+        add["partitionValues"] = partition_values
+    meta = _metadata()
+    meta["metaData"].update(schemaString=schema_string, partitionColumns=list(partition_columns))
+    _write_commit(path, 0, [_commit_info("CREATE TABLE"), _protocol(), meta, {"add": add}])
+
+
+@pytest.mark.parametrize("values,expected", [({"p": 5, "flag": True}, (5, True)), ({"p": "5", "flag": "true"}, (5, True)), ({"p": None, "flag": False}, (None, False))])
+def test_partition_values_as_json_numbers_and_booleans_read_as_their_text(any_table_path, values, expected):
+    """{"p": 5} is read as "5", as delta-rs reads it; check agrees that the table is fine."""
+    path = any_table_path
+    _partitioned(path, values)
+    rows = lakelog.read_table(path).to_pylist()
+    assert sorted((r["id"], r["p"], r["flag"]) for r in rows) == [(1, *expected), (2, *expected)]
+    assert lakelog.Table(path).files(filters=[("p", "=", 5)]) == (["part-0.parquet"] if expected[0] == 5 else [])
+    assert _check_problems(path) == []
+    if "://" not in path:  # the peer agrees (local tables; delta-rs has no fsspec memory store)
+        from deltalake import DeltaTable
+
+        peer = DeltaTable(path).to_pyarrow_table()
+        assert sorted((r["id"], r["p"], r["flag"]) for r in peer.to_pylist()) == [(1, *expected), (2, *expected)]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"p": "abc", "flag": "true"}, {"p": "1", "flag": "yes"}, {"p": "99999999999", "flag": "true"}, {"p": "1.5", "flag": "true"}, {"p": "1"}, {}],
+    ids=["int-not-a-number", "bool-not-true-false", "int-out-of-range", "int-with-fraction", "missing-column", "empty"],
+)
+def test_partition_values_that_do_not_fit_their_column_are_corrupt(any_table_path, values):
+    path = any_table_path
+    _partitioned(path, values)
+    t = lakelog.Table(path)  # opening reads no partition value
+    with pytest.raises(CorruptLogError, match="part-0.parquet"):
+        t.to_pyarrow()
+    with pytest.raises(CorruptLogError, match="part-0.parquet"):
+        t.files(filters=[("id", ">", 0)])
+    assert _check_problems(path) == ["invalid_partition_values"]
+
+
+@pytest.mark.parametrize("values", [..., None, {"p": {"nested": 1}, "flag": "true"}, {"p": [1], "flag": "true"}, "p=1"], ids=["absent", "null", "object", "list", "string"])
+def test_add_without_a_partition_values_map_is_corrupt(any_table_path, values):
+    """partitionValues is required: an add without it used to read as null partition values."""
+    path = any_table_path
+    _partitioned(path, values)
+    with pytest.raises(CorruptLogError, match="partitionValues"):
+        lakelog.Table(path)
+    assert _check_problems(path) == ["corrupt_commit", "unreadable_version", "version_gap"]
+
+
+@pytest.mark.parametrize("columns", [["nope"], ["p", "p"], ["s"]], ids=["not-in-schema", "twice", "nested"])
+def test_partition_columns_must_be_primitive_schema_columns(any_table_path, columns):
+    path = any_table_path
+    schema = json.loads(PARTITIONED_SCHEMA)
+    schema["fields"].append({"name": "s", "type": {"type": "struct", "fields": [{"name": "x", "type": "long", "nullable": True, "metadata": {}}]}, "nullable": True, "metadata": {}})
+    _partitioned(path, {c: "1" for c in columns}, json.dumps(schema), columns)
+    with pytest.raises(CorruptLogError, match="partitionColumns"):
+        lakelog.Table(path)
+    assert _check_problems(path) == ["unreadable_version"]
+
+
+@pytest.mark.parametrize(
+    "column_type",
+    [
+        "decimal(5,9)",
+        "decimal(40,2)",
+        "decimal(0,0)",
+        {"type": "array", "containsNull": True},
+        {"type": "map", "keyType": "string"},
+        {"type": "struct", "fields": "id"},
+        {"type": 5},
+        7,
+        None,
+    ],
+    ids=["scale-above-precision", "precision-above-38", "precision-0", "array-without-element", "map-without-value", "struct-fields-not-a-list", "type-not-a-name", "a-number", "null"],
+)
+def test_invalid_column_types_in_the_schema_are_corrupt(any_table_path, column_type):
+    path = any_table_path
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}, {"name": "x", "type": column_type, "nullable": True, "metadata": {}}]}
+    meta = _metadata()
+    meta["metaData"]["schemaString"] = json.dumps(schema)
+    _write_commit(path, 0, [_commit_info("CREATE TABLE"), _protocol(), meta])
+    with pytest.raises(CorruptLogError, match="schemaString"):
+        lakelog.Table(path)
+    assert _check_problems(path) == ["unreadable_version"]  # and check did not raise
+
+
+@pytest.mark.parametrize(
+    "schema_fields",
+    [
+        [{"name": "id", "type": "long", "nullable": True}, {"name": "ID", "type": "long", "nullable": True}],
+        [{"name": "id", "type": "long", "nullable": "yes"}],
+        [{"name": "", "type": "long", "nullable": True}],
+        [{"type": "long", "nullable": True}],
+        ["id"],
+    ],
+    ids=["duplicate-name", "nullable-not-a-bool", "empty-name", "no-name", "field-not-an-object"],
+)
+def test_invalid_fields_in_the_schema_are_corrupt(any_table_path, schema_fields):
+    path = any_table_path
+    meta = _metadata()
+    meta["metaData"]["schemaString"] = json.dumps({"type": "struct", "fields": schema_fields})
+    _write_commit(path, 0, [_commit_info("CREATE TABLE"), _protocol(), meta])
+    with pytest.raises(CorruptLogError, match="schemaString"):
+        lakelog.Table(path)
+    assert _check_problems(path) == ["unreadable_version"]
+
+
+@pytest.mark.parametrize("bad", ["", ".", "./part-00000-hand.parquet", "sub//part.parquet", "sub/", "sub/./part.parquet", "part%00.parquet"])
+def test_add_path_that_names_no_single_file_is_refused(any_table_path, bad):
+    """An empty path named the table directory itself (an untyped OSError 'is a directory')."""
+    path = any_table_path
+    _hand_written_table(path)
+    _write_commit(path, 1, [_commit_info(), _add(bad)])
+    with pytest.raises(InvalidPathError):
+        lakelog.Table(path)
+    assert lakelog.Table(path, version=0).to_pyarrow().num_rows == 2
+    assert "invalid_path" in _check_problems(path)
+
+
+def _remove(rel_path: str) -> dict:
+    return {"remove": {"path": rel_path, "deletionTimestamp": 1_700_000_000_001, "dataChange": True}}
+
+
+@pytest.mark.parametrize(
+    "actions",
+    [
+        [_add("part-00000-hand.parquet"), _remove("part-00000-hand.parquet")],
+        [_remove("part-00000-hand.parquet"), _add("part-00000-hand.parquet")],
+        [_add("new.parquet"), _add("new.parquet", 200)],
+        [_remove("part-00000-hand.parquet"), _remove("part-00000-hand.parquet")],
+        [_add("part-00000-hand.parquet"), _remove("part-00000%2Dhand.parquet")],
+    ],
+    ids=["add-then-remove", "remove-then-add", "added-twice", "removed-twice", "same-file-two-spellings"],
+)
+def test_commit_naming_a_file_twice_is_corrupt(any_table_path, actions):
+    """The protocol allows one add and one remove per path in a commit, never both for one file; readers
+    disagree about which wins (lakelog used to take the last line, delta-rs the first)."""
+    path = any_table_path
+    data = _hand_written_table(path)
+    _write_commit(path, 1, [_commit_info(), *actions])
+    with pytest.raises(CorruptLogError, match="commit 1"):
+        lakelog.Table(path)
+    assert _sorted_rows(lakelog.read_table(path, version=0)) == _sorted_rows(data)
+    assert "corrupt_commit" in _check_problems(path)
+
+
+def test_stray_far_future_commit_is_a_gap_not_a_hang(any_table_path):
+    """A stray 99999999999999999999.json: reads raised OverflowError and check never finished."""
+    import time
+
+    path = any_table_path
+    data = _hand_written_table(path)
+    t = lakelog.Table(path)
+    _write_log_bytes(path, 99999999999999999999, _read_log_bytes(path, 0))
+    started = time.monotonic()
+    with pytest.raises(CorruptLogError, match=r"1\.\.99999999999999999998"):
+        lakelog.Table(path)
+    with pytest.raises(CorruptLogError, match="gap"):
+        t.refresh()
+    assert _sorted_rows(lakelog.read_table(path, version=0)) == _sorted_rows(data)
+    assert _sorted_rows(t.to_pyarrow()) == _sorted_rows(data)
+    assert t.history()[0]["version"] == 0
+    from lakelog.check import check_table
+
+    report = check_table(path)
+    assert sorted({p.kind for p in report.problems}) == ["unreadable_version", "version_gap"]
+    assert check_table(path, version=0).version == 0
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    "stats",
+    ["1", "[1]", "null", '{"numRecords": "x"}', '{"numRecords": 2, "minValues": [1]}', '{"numRecords": 2, "maxValues": "x", "nullCount": 3}', '{"numRecords": true, "nullCount": {"id": 1}}', "{not json"],
+)
+def test_malformed_stats_are_ignored_not_trusted(any_table_path, stats):
+    """Stats are optional: a reader that cannot use them reads without them. Non-object stats crashed
+    filtered reads (AttributeError), and a boolean numRecords pruned a file as all-null."""
+    path = any_table_path
+    data = _hand_written_table(path)
+    lines = [json.loads(line) for line in _read_log_bytes(path, 0).splitlines()]
+    for a in lines:
+        if "add" in a:
+            a["add"]["stats"] = stats
+    _write_commit(path, 0, lines)
+    t = lakelog.Table(path)
+    assert t.files(filters=[("id", ">=", 1)]) == ["part-00000-hand.parquet"]
+    assert _sorted_rows(lakelog.read_table(path, filters=[("id", ">=", 1)])) == _sorted_rows(data)
+    assert [a.num_records() for a in t.snapshot.files.values()] == [2 if '"numRecords": 2' in stats else None]
+    assert _check_problems(path) == []
+
+
+@pytest.mark.parametrize("filters", [[("name", ">", 3)], [("id", "=", "x")], [("id", ">", dt.date(2026, 1, 1))]], ids=repr)
+def test_filter_value_of_another_type_is_schema_mismatch(any_table_path, filters):
+    """A filter comparing a column with a value of another type raised pyarrow's untyped
+    ArrowNotImplementedError (no kernel for string >= int8) from files() and reads."""
+    path = any_table_path
+    _hand_written_table(path)
+    t = lakelog.Table(path)
+    for read in (lambda: t.files(filters=filters), lambda: t.to_pyarrow(filters=filters), lambda: t.to_pyarrow(filters=pq.filters_to_expression(filters))):
+        with pytest.raises(SchemaMismatchError, match="does not fit the table's columns"):
+            read()

@@ -530,3 +530,40 @@ def test_vacuum_matches_escaped_partition_paths(table_path):
     deleted = lakelog.Table(table_path).vacuum(0, dry_run=False, enforce_retention_duration=False)
     assert len(deleted) == 2 * len(values)
     assert _lakelog_rows(table_path) == expected == _delta_rows(table_path)
+
+
+def test_vacuum_needs_only_the_writer_protocol_not_data_enforcement(table_path):
+    """vacuum used to refuse a table with CHECK constraints (or change data feed) although it writes no
+    data: only the protocol check of vacuumProtocolCheck applies to it."""
+    from deltalake import write_deltalake
+
+    write_deltalake(table_path, _rows(0), configuration={"delta.enableChangeDataFeed": "true"})
+    DeltaTable(table_path).alter.add_constraint({"id_not_negative": "id >= 0"})
+    write_deltalake(table_path, _rows(1), mode="overwrite")
+    with pytest.raises(lakelog.UnsupportedFeatureError, match="CHECK constraints"):
+        lakelog.write_table(table_path, _rows(2))  # writing data would have to enforce the constraint
+    removed = sorted(_data_files(table_path) - set(lakelog.Table(table_path).files()))
+    assert removed
+    for rel in removed:
+        _age(os.path.join(table_path, rel), 10 * DAY)
+    t = lakelog.Table(table_path)
+    assert t.vacuum() == []  # the tombstones are younger than the 7-day retention
+    deleted = t.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    assert sorted(deleted) == removed and not (set(removed) & _data_files(table_path))
+    assert [_commit_info(table_path, v)["operation"] for v in (t.version - 1, t.version)] == ["VACUUM START", "VACUUM END"]
+    assert _lakelog_rows(table_path) == _delta_rows(table_path) == _sorted(_rows(1))
+
+
+def test_vacuum_refuses_unknown_writer_features(table_path):
+    """The other half of vacuumProtocolCheck: a writer feature lakelog does not know may reference files
+    that look unreferenced to it, so vacuum (and every write) refuses the table."""
+    lakelog.write_table(table_path, _rows(0))
+    with open(os.path.join(table_path, "_delta_log", f"{1:020d}.json"), "wb") as f:
+        f.write(orjson.dumps({"commitInfo": {"operation": "UPGRADE PROTOCOL"}}) + b"\n")
+        f.write(orjson.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["vacuumProtocolCheck"], "writerFeatures": ["vacuumProtocolCheck", "featureFromTheFuture"]}}) + b"\n")
+    t = lakelog.Table(table_path)  # readable: the unknown feature is a writer feature
+    assert _sorted(t.to_pyarrow()) == _sorted(_rows(0))
+    with pytest.raises(lakelog.UnsupportedFeatureError, match="featureFromTheFuture"):
+        t.vacuum()
+    with pytest.raises(lakelog.UnsupportedFeatureError, match="featureFromTheFuture"):
+        lakelog.write_table(table_path, _rows(1))

@@ -54,7 +54,7 @@ def test_batch_append_overwrite_partitioned_round_trip(spark, table_path):
     assert spark.read.format("lakelog").load(table_path).count() == 10
     assert spark.read.format("lakelog").option("versionAsOf", 1).load(table_path).count() == 250
     hist = lakelog.Table(table_path).history()
-    assert hist[0]["parameters"]["mode"] == "Overwrite" and len(hist) == 3
+    assert hist[0]["operationParameters"]["mode"] == "Overwrite" and len(hist) == 3
 
 
 def test_merge_schema_and_mismatch(spark, table_path):
@@ -95,6 +95,11 @@ def test_time_travel_options(spark, table_path):
     assert read(timestampAsOf="2026-03-01 12:02:00") == [0, 1, 2]
     with pytest.raises(Exception, match="before the earliest"):
         read(timestampAsOf="2026-03-01T11:00:00Z")
+    # Unreadable options are lakelog's typed errors, not a Python ValueError from int("1.9").
+    with pytest.raises(Exception, match="InvalidVersionError.*versionAsOf must be a table version"):
+        read(versionAsOf="1.9")
+    with pytest.raises(Exception, match="InvalidTimestampError.*ISO-8601"):
+        read(timestampAsOf="yesterday")
 
 
 FILTERS = [
@@ -249,7 +254,7 @@ def test_streaming_sink_exactly_once_across_replay(spark, tmp_path):
     assert sorted(ids) == list(range(100)), "every input row exactly once"
     assert os.path.exists(os.path.join(ck, "commits", "2"))  # the batch was really replayed
     assert t.version == 4  # the replayed batch committed nothing
-    assert [h["parameters"].get("epochId") for h in t.history()][:2] == ["4", "3"]
+    assert [h["operationParameters"].get("epochId") for h in t.history()][:2] == ["4", "3"]
 
 
 
@@ -340,7 +345,7 @@ def test_streaming_source_emits_new_versions(spark, tmp_path):
     from lakelog.transaction import Transaction
 
     adds = list(t.snapshot.files.values())
-    Transaction(t.storage, t.snapshot, "OPTIMIZE").commit([a.remove(data_change=False) for a in adds[:1]] + [_readd(adds[0])])
+    Transaction(t.storage, t.snapshot, "OPTIMIZE").commit([adds[0].remove(data_change=False), _rewritten(src_table, adds[0])])
     run()
     assert sorted(lakelog.read_table(out_table).column("id").to_pylist()) == [1, 2, 3, 4, 5]
     # startingVersion reads changes from that version on
@@ -349,10 +354,15 @@ def test_streaming_source_emits_new_versions(spark, tmp_path):
     assert sorted(r.id for r in spark.sql("select id from from_v2").collect()) == [4, 5]
 
 
-def _readd(add):
+def _rewritten(table_path, add):
+    """The add of a copy of ``add``'s file under a new name, dataChange=false: what a compaction commits
+    (a commit may not remove and add the same path)."""
+    import shutil
     from dataclasses import replace
 
-    return replace(add, data_change=False)
+    new = "rewritten-" + add.relative_path
+    shutil.copyfile(os.path.join(table_path, add.relative_path), os.path.join(table_path, new))
+    return replace(add, path=new, data_change=False)
 
 
 def test_streaming_source_rate_limit_exactly_once_across_restart(spark, tmp_path):

@@ -94,6 +94,14 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
 
 # ---------------------------------------------------------------- the seam: delete rows of a file
 
+
+def _table_rows(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` cast to the table's ``schema``, without the internal columns (row positions) it carries."""
+    keep = [n for n in batch.schema.names if n in schema.names]
+    if len(keep) != batch.num_columns:
+        batch = batch.select(keep)
+    return cast_batch(batch, schema)
+
 class CopyOnWrite:
     """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
 
@@ -146,7 +154,7 @@ class CopyOnWrite:
         try:
             for t in parts:
                 for batch in t.to_batches():
-                    writer.write(cast_batch(batch, self.op.schema))
+                    writer.write(_table_rows(batch, self.op.schema))
             return writer.finish(), kept.num_rows if kept is not None else 0
         except BaseException:
             writer.abort()
@@ -404,7 +412,7 @@ class RowLevelOperation:
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""
         for batch in table.to_batches():
-            self.writer.write(cast_batch(batch, self.schema))
+            self.writer.write(_table_rows(batch, self.schema))
 
     @property
     def copied_rows(self) -> int:

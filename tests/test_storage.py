@@ -1,0 +1,95 @@
+"""Table locations: every spelling of a location names the directory (or S3 prefix) delta-rs opens for it."""
+
+from __future__ import annotations
+
+import os
+
+import fsspec
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+import lakelog
+from lakelog.errors import InvalidArgumentError
+from lakelog.storage import resolve_location
+
+
+def _rows(path, **kwargs) -> list[int]:
+    return sorted(lakelog.read_table(path, **kwargs).column("id").to_pylist())
+
+
+def _peer_rows(uri, **kwargs) -> list[int]:
+    return sorted(DeltaTable(uri, **kwargs).to_pyarrow_table().column("id").to_pylist())
+
+
+def _local_spellings(directory: str) -> list[str]:
+    """Ways to name the absolute local directory ``directory`` (which holds a space and a '%')."""
+    encoded = directory.replace("%", "%25").replace(" ", "%20")
+    return [directory, f"file://{encoded}", f"file:{encoded}", f"file://localhost{encoded}"]
+
+
+@pytest.mark.parametrize("spelling", range(4), ids=["plain", "file-url", "file-colon", "file-localhost"])
+def test_file_urls_are_percent_decoded_as_delta_rs_decodes_them(tmp_path, spelling):
+    """file:///.../my%20table used to write into a literal 'my%20table' directory, which delta-rs does not open."""
+    directory = str(tmp_path / "my table 50%")
+    uri = _local_spellings(directory)[spelling]
+    assert lakelog.write_table(uri, pa.table({"id": [1, 2]})) == 0
+    assert sorted(os.listdir(tmp_path)) == ["my table 50%"]
+    write_deltalake(uri, pa.table({"id": [3]}), mode="append")
+    assert sorted(os.listdir(tmp_path)) == ["my table 50%"]
+    for other in _local_spellings(directory):
+        assert _rows(other) == [1, 2, 3]
+        assert _peer_rows(other) == [1, 2, 3]
+    assert lakelog.Table(uri).version == 1
+
+
+def test_relative_and_home_paths_name_what_delta_rs_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    os.makedirs(tmp_path / "home")
+    lakelog.write_table("rel/t", pa.table({"id": [1]}))
+    lakelog.write_table("~/t", pa.table({"id": [2]}))
+    assert os.path.isdir(tmp_path / "rel" / "t" / "_delta_log") and os.path.isdir(tmp_path / "home" / "t" / "_delta_log")
+    assert _peer_rows("rel/t") == [1] and _peer_rows("~/t") == [2]
+    assert _rows(str(tmp_path / "rel" / "t")) == [1] and _rows(str(tmp_path / "home" / "t")) == [2]
+    # A plain path is literal: '%20' in it is three characters, as delta-rs writes it.
+    lakelog.write_table("a%20b", pa.table({"id": [3]}))
+    assert os.path.isdir(tmp_path / "a%20b" / "_delta_log")
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["file://otherhost/tmp/t", "file:relative/t", "file:///tmp/t?version=1", "file:///tmp/run#1", "file:///tmp/%FF", "s3://bucket/t?x=1"],
+    ids=["remote-host", "relative-file-url", "query", "fragment", "not-utf8", "s3-query"],
+)
+def test_ambiguous_locations_are_refused(uri):
+    """delta-rs drops a query or fragment and refuses other hosts; lakelog refuses them all, by name,
+    rather than open another table than the peer would."""
+    with pytest.raises(InvalidArgumentError, match="table location"):
+        lakelog.Table(uri)
+    assert isinstance(InvalidArgumentError("x"), ValueError)
+
+
+def test_resolve_location_forms():
+    assert resolve_location("s3://bucket/my%20table") == "s3://bucket/my table"
+    assert resolve_location("s3://bucket/my table") == "s3://bucket/my table"
+    assert resolve_location("s3://bucket/a%2Fb") == "s3://bucket/a/b"  # as object_store decodes it
+    assert resolve_location("s3://bucket/100%") == "s3://bucket/100%"  # not an escape: kept
+    assert resolve_location("memory://t%20x/y") == "memory://t x/y"
+    assert resolve_location("/tmp/my%20table") == "/tmp/my%20table"
+    assert resolve_location("C:/data/t") == "C:/data/t"
+    assert resolve_location("file:///tmp/e%25f") == "/tmp/e%f"
+
+
+def test_s3_keys_with_spaces(s3_endpoint):
+    """s3://bucket/prefix/my%20table and s3://bucket/prefix/my table are one prefix, 'my table', as in delta-rs."""
+    base = s3_endpoint.new_table_uri().rsplit("/", 1)[0]
+    encoded, plain = f"{base}/my%20table", f"{base}/my table"
+    lakelog.write_table(encoded, pa.table({"id": [1]}))
+    write_deltalake(encoded, pa.table({"id": [2]}), mode="append", storage_options=s3_endpoint.deltalake_options)
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    assert [p.rsplit("/", 1)[-1] for p in fs.ls(base.removeprefix("s3://"))] == ["my table"]
+    for uri in (encoded, plain):
+        assert _rows(uri) == [1, 2]
+        assert _peer_rows(uri, storage_options=s3_endpoint.deltalake_options) == [1, 2]
