@@ -97,7 +97,7 @@ def cleanup_log(storage: Storage, *, retention_hours: float | None = None, dry_r
     removed then raises ``VersionNotFoundError``.
     """
     snapshot = Snapshot.load(storage)
-    snapshot.properties.check_writable()  # it deletes log files: only with properties it can trust
+    snapshot.check_writer_protocol()  # it deletes log files: only on a protocol and properties it can trust
     if retention_hours is None:
         cutoff = now_ms() - log_retention_ms(snapshot)
         cutoff -= cutoff % DAY_MS

@@ -171,10 +171,12 @@ class Snapshot:
         if nested:
             raise CorruptLogError(f"metaData.partitionColumns names nested column(s) {nested}; partition columns must be primitive")
 
-    def check_writer_protocol(self) -> None:
-        """Refuse tables whose reader or writer protocol lakelog does not implement. This is what every
-        operation that changes the table needs, VACUUM and log cleanup included (Delta's
-        ``vacuumProtocolCheck``: an old client must not delete files a newer feature still uses)."""
+    def check_writer_protocol(self, configuration: dict[str, str] | None = None) -> TableProperties:
+        """Refuse tables whose reader or writer protocol lakelog does not implement, or whose properties
+        that writers use do not parse (``configuration`` when given: the properties the commit being made
+        leaves the table with). This is what every operation that changes the table needs, VACUUM and log
+        cleanup included (Delta's ``vacuumProtocolCheck``: an old client must not delete files a newer
+        feature still uses). Returns the properties checked."""
         self.check_readable()
         p = self.protocol
         if p.min_writer_version > 7:
@@ -183,15 +185,16 @@ class Snapshot:
             unknown = sorted(set(p.writer_features or []) - SUPPORTED_WRITER_FEATURES)
             if unknown:
                 raise UnsupportedFeatureError(f"table uses writer feature(s) {unknown} that lakelog cannot honour; write it with an engine that supports them")
+        props = self.properties if configuration is None else TableProperties(configuration)
+        props.check_writable()
+        return props
 
     def check_writable(self, configuration: dict[str, str] | None = None) -> None:
         """``check_writer_protocol`` plus what writing data needs: properties lakelog honours
         (``configuration`` when given: the properties the commit being made leaves the table with), and no
         constraint, generated or identity column, invariant or change data feed that lakelog would have to
         enforce or produce."""
-        self.check_writer_protocol()
-        props = self.properties if configuration is None else TableProperties(configuration)
-        props.check_writable()
+        props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
         if '"delta.generationExpression"' in self.metadata.schema_string:
             in_use.append("generated columns")

@@ -159,7 +159,8 @@ class Transaction:
                 self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
             else:  # commitInfo/txn only (VACUUM START/END): writes no data, so nothing to enforce
                 self.snapshot.check_writer_protocol()
-            if self.snapshot.append_only and any(isinstance(a, RemoveFile) and a.data_change for a in actions):
+            # removes first: a commit repairing an unparseable delta.appendOnly must not trip over it
+            if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         payload = [self._commit_info(actions), *actions]
         version = self.read_version + 1
