@@ -46,7 +46,7 @@ from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log
 from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
 from .conform import cast_batch
 from .schema import hive_escape, parse_partition_value
-from .snapshot import Snapshot
+from .snapshot import Snapshot, commit_times
 from .storage import Storage
 from .transaction import Transaction
 from .write import DataWriter
@@ -527,6 +527,5 @@ def _metadata_differs(a: Metadata, b: Metadata) -> bool:
 
 
 def commit_time(snapshot: Snapshot, version: int) -> dt.datetime | None:
-    listing = snapshot.listing or snapshot.log.list()
-    ms = listing.commit_timestamps().get(version)
+    ms = commit_times(snapshot).of([version]).get(version)
     return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)

@@ -14,7 +14,7 @@ from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
 from .errors import InvalidArgumentError
 from .log import DeltaLog
-from .snapshot import Snapshot
+from .snapshot import Snapshot, commit_times
 from .storage import Storage
 
 
@@ -79,7 +79,8 @@ class Table:
         ``DESCRIBE HISTORY`` shows them.
 
         ``version``; ``timestamp``: the commit's time as time travel uses it (a UTC ``datetime``: the
-        commit file's modification time, made strictly increasing), which replaces the writer's
+        commit's in-commit timestamp on tables that have them, else the commit file's modification time,
+        made strictly increasing), which replaces the writer's
         ``commitInfo.timestamp``; ``operation`` and ``operationParameters`` (``{}`` when the commit has
         none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
         ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
@@ -87,11 +88,11 @@ class Table:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
             raise InvalidArgumentError(f"history(limit=...) takes a number of commits (an integer >= 0) or None, not {limit!r}")
         listing = self._snapshot.listing or DeltaLog(self.storage).list()
-        times = listing.commit_timestamps()
         versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
         if limit is not None:
             versions = versions[: int(limit)]
         commits = self._snapshot.log.read_commits(versions)
+        times = commit_times(self._snapshot, listing).of(versions, commits)
         out = []
         for v in versions:
             info = next((a.info for a in commits[v] if isinstance(a, CommitInfo)), {})

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from . import __version__
 from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
+from .commit_times import ict_enabled, stamp
 from .errors import CommitConflictError, CorruptLogError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
@@ -166,9 +167,12 @@ class Transaction:
         version = self.read_version + 1
         attempts = losses = transient = 0
         round_s = 0.0
+        ict = self._ict_state(actions)
         while True:
             attempts += 1
             started = time.perf_counter()
+            if ict is not None:
+                payload = stamp([self._commit_info(actions), *actions], version, self._previous_time(version), *ict)
             try:
                 self.log.write_commit(version, payload)
                 break
@@ -209,8 +213,35 @@ class Transaction:
             delay = backoff_delay(losses, round_s)
             if delay:
                 time.sleep(delay)
-        self._maybe_checkpoint(version, actions)
+        self._maybe_checkpoint(version, payload)
         return CommitResult(version, attempts)
+
+    def _ict_state(self, actions: list[Action]) -> tuple[bool, Protocol, Metadata] | None:
+        """(enabled before this commit, protocol and metadata after it) when the table has in-commit
+        timestamps after this commit; None when it does not (nothing to stamp)."""
+        snap = self.snapshot
+        protocol = next((a for a in actions if isinstance(a, Protocol)), None) or (snap.protocol if snap else None)
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (snap.metadata if snap else None)
+        if not ict_enabled(protocol, metadata):
+            return None
+        return (snap is not None and ict_enabled(snap.protocol, snap.metadata), protocol, metadata)
+
+    def _previous_time(self, version: int) -> tuple[int, bool] | None:
+        """The time of commit ``version - 1`` for in-commit timestamps: its own in-commit timestamp, or,
+        before the feature was on, its file's modification time. None for version 0."""
+        if version == 0:
+            return None
+        prev = version - 1
+        try:
+            actions = self.log.read_commit(prev)
+        except CorruptLogError:
+            actions = []  # unreadable or gone (log cleanup): its file time, if any, is all there is
+        info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+        ts = info.info.get("inCommitTimestamp") if info is not None else None
+        if isinstance(ts, int) and not isinstance(ts, bool):
+            return ts, True
+        mtime = self.log.list().commit_timestamps().get(prev)
+        return (mtime, False) if mtime is not None else None
 
     def _winners_from(self, version: int) -> dict[int, list[Action]]:
         """Every commit from ``version`` up to the latest one (one listing, one bulk read); {} if none.

@@ -34,7 +34,7 @@ import lakelog
 from lakelog.actions import AddFile, RemoveFile
 from lakelog.errors import LakelogError, VersionNotFoundError
 from lakelog.log import DeltaLog
-from lakelog.snapshot import to_epoch_ms
+from lakelog.snapshot import commit_times, to_epoch_ms
 from lakelog.storage import Storage
 
 from . import options as opt
@@ -177,16 +177,17 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ts = to_epoch_ms(timestamp)
         except (TypeError, ValueError):
             raise LakelogError(f"option startingTimestamp={timestamp!r} is not a date or timestamp (ISO-8601, e.g. '2026-01-31T12:00:00Z')") from None
-        times = self.log.list().commit_timestamps()
-        later = [v for v, t in times.items() if t >= ts]
-        if not later:
-            latest = max(times)
-            when = dt.datetime.fromtimestamp(times[latest] / 1000, dt.timezone.utc).isoformat()
+        # in-commit timestamps where the table has them, commit file times elsewhere
+        times = commit_times(lakelog.Table(self.path, storage_options=self.storage_options).snapshot)
+        first = times.first_at_or_after(ts)
+        if first is None:
+            latest = times.versions[-1]
+            when = dt.datetime.fromtimestamp(times.time(latest) / 1000, dt.timezone.utc).isoformat()
             raise VersionNotFoundError(
                 f"startingTimestamp {timestamp!r} is after the latest commit of {self.path} (version {latest} at {when}); "
                 "use a timestamp at or before it, or startingVersion='latest' to read only new data"
             )
-        return min(later)
+        return first
 
     def _snapshot(self, version: int) -> list[AddFile]:
         if self._snapshot_files is None or self._snapshot_files[0] != version:
