@@ -73,8 +73,8 @@ REGISTRY: dict[str, Feature] = {
         _f("materializePartitionColumns", False, True, False, "partition values come from the log (copies in data files ignored)",
            "refused: partition columns are not written into data files"),
         _f("checkpointProtection", False, True, False, _NOTHING, "refused: log cleanup does not honour delta.requireCheckpointProtectionBeforeVersion"),
-        _f("collations", False, True, False, "strings compared by code point", "refused: collated statistics not written"),
-        _f("collations-preview", False, True, False, "strings compared by code point", "refused, as collations"),
+        _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
+        _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
         _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),
         _f("variantType-preview", True, False, False, "refused, as variantType", _REFUSED),
         _f("variantShredding", True, False, False, "refused: shredded variants are not read", _REFUSED),
@@ -116,7 +116,10 @@ def check_read(protocol: Protocol) -> None:
     ``delta.columnMapping.mode``."""
     p = protocol
     if p.min_reader_version > 3:
-        raise UnsupportedFeatureError(f"table needs reader version {p.min_reader_version}; lakelog reads versions 1 to 3")
+        listed = sorted(set(p.reader_features or []) | set(p.writer_features or []))
+        unknown = [n for n in listed if n not in REGISTRY]
+        also = f"; it also lists feature(s) unknown to lakelog: {unknown}" if unknown else ""
+        raise UnsupportedFeatureError(f"table needs reader version {p.min_reader_version}; lakelog reads versions 1 to 3{also}")
     if p.min_reader_version == 3:
         unknown = sorted(set(p.reader_features or []) - READABLE)
         if unknown:

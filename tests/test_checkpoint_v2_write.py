@@ -153,3 +153,22 @@ def test_log_cleanup_keeps_sidecars_a_retained_checkpoint_names(table_path, smal
     assert f"_sidecars/{orphan}" in deleted and orphan not in left
     assert any(d.startswith("_sidecars/") and d != f"_sidecars/{orphan}" for d in deleted)  # sidecars of older checkpoints
     assert _sorted(lakelog.read_table(table_path)) == expected == _peer_rows(table_path)
+
+
+def test_appending_to_a_spark_written_v2_table(tmp_path):
+    """v2-checkpoint-parquet (Spark, checkpointInterval 2, policy v2): lakelog's next checkpoint starts from
+    Spark's V2 checkpoint and sidecars and is V2 too; lakelog and deltalake read the same rows."""
+    path = str(tmp_path / "spark-v2")
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "data", "v2-checkpoint-parquet"), path)
+    before = sorted(lakelog.read_table(path).column("id").to_pylist())
+    for i in range(2):
+        lakelog.write_table(path, pa.table({"id": pa.array([1000 + i], pa.int64())}))
+    listing = DeltaLog(Storage(path)).list()
+    assert [cp.kind for cp in listing.checkpoints[4]] == ["uuid"]
+    t = lakelog.Table(path)
+    assert t.snapshot.file_set.base is not None and t.snapshot.file_set.base.v2
+    got = sorted(t.to_pyarrow().column("id").to_pylist())
+    assert got == sorted(before + [1000, 1001])
+    dt = deltalake.DeltaTable(path)
+    peer = pa.table(deltalake.QueryBuilder().register("t", dt).execute("select id from t").read_all())
+    assert sorted(peer.column("id").to_pylist()) == got
