@@ -230,3 +230,12 @@ def test_check_verifies_v2_and_multipart_checkpoints_against_the_commits():
         report = lakelog.Table(os.path.join(DATA, name)).check()
         assert report.counts["checkpoints_verified"] >= 1, name
         assert not [p for p in report.problems if "checkpoint" in p.kind], (name, report.problems)
+
+
+def test_spark_reads_every_checkpoint_kind(spark):
+    """format("lakelog") on the same tables: exactly the expected rows, and a filter."""
+    for name in CHECKPOINT_TABLES:
+        exp = expected(name)
+        df = spark.read.format("lakelog").load(os.path.join(DATA, name))
+        assert canonical_rows(df.toArrow()) == exp["rows"], name
+        assert df.filter("id >= 5").count() == len([r for r in exp["rows"] if r["id"] is not None and r["id"] >= 5]), name
