@@ -1,0 +1,116 @@
+"""SIGKILLed writers on a table with V2 checkpoints and in-commit timestamps (real subprocesses, see
+tests/crash_writer.py): kills land while sidecars are written, just before and after the UUID-named
+checkpoint file is created, before ``_last_checkpoint``, around commits, and at random moments. After
+every kill the table holds exactly the acknowledged-or-committed batches for lakelog and for deltalake's
+SQL engine, in-commit timestamps stay strictly increasing, and log cleanup removes the sidecars that
+killed writers left without a checkpoint while the table stays readable."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import warnings
+
+import pyarrow as pa
+import pytest
+
+import lakelog
+from lakelog.check import check_table
+from lakelog.log import DeltaLog
+from lakelog.storage import Storage
+
+from tests.crash_writer import CONFIGURATION, batch_table, expected_rows
+from tests.test_crash import SEED, _committed_batches, _rows, _WriterRun
+
+KILL_SPECS = [
+    "open_output@_sidecars",
+    "put_if_absent@.checkpoint.",
+    "put_if_absent:done@.checkpoint.",
+    "put@_last_checkpoint",
+    "put_if_absent@.json",
+    "put_if_absent:done@.json",
+]
+
+
+def _peer_rows(path: str) -> list[tuple]:
+    import deltalake
+
+    dt = deltalake.DeltaTable(path)
+    got = pa.table(deltalake.QueryBuilder().register("t", dt).execute('select "batch", "row", part, payload from t').read_all())
+    return _rows(got.cast(pa.schema([("batch", pa.int64()), ("row", pa.int64()), ("part", pa.int64()), ("payload", pa.string())])))
+
+
+def _verify(path: str, started: set[int], acked: set[int]) -> None:
+    committed = _committed_batches(path)
+    assert acked <= set(committed) <= started
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = lakelog.Table(path)
+        assert t.version == max(committed.values())
+        got = _rows(t.to_pyarrow())
+    assert got == expected_rows(committed)
+    assert _peer_rows(path) == got
+    icts = []
+    for v in range(t.version + 1):
+        with open(os.path.join(path, "_delta_log", f"{v:020d}.json")) as f:
+            icts.append(json.loads(f.readline())["commitInfo"]["inCommitTimestamp"])
+    assert icts == sorted(icts) and len(set(icts)) == len(icts), icts
+    report = check_table(path)
+    assert report.ok, report.format()
+
+
+def test_sigkill_during_v2_checkpoints_and_ict_commits(table_path):
+    rng = random.Random(SEED)
+    lakelog.write_table(
+        table_path, batch_table(0), partition_by=["part"], user_metadata="batch-0",
+        configuration={**CONFIGURATION, "delta.checkpointPolicy": "v2", "delta.enableInCommitTimestamps": "true"},
+    )
+    started, acked = {0}, {0}
+    next_batch, died = 1, set()
+    for i in range(2 * len(KILL_SPECS)):
+        spec = f"{KILL_SPECS[i // 2]}#{rng.randint(1, 2)}" if i % 2 == 0 else None
+        run = _WriterRun(table_path, next_batch, spec, max_batches=20)
+        assert run.ready.wait(60), run.error_output()
+        if spec is None:
+            import time
+
+            time.sleep(rng.uniform(0.05, 0.4))
+            run.proc.send_signal(signal.SIGKILL)
+        rc = run.finish(timeout=60)
+        assert rc == -signal.SIGKILL, f"writer exited with {rc} (spec {spec}):\n{run.error_output()}"
+        if spec is not None:
+            assert run.died_at is not None, (spec, run.lines[-3:])
+            died.add(spec.split("#")[0])
+        started |= run.batches("start")
+        acked |= run.batches("ack")
+        _verify(table_path, started, acked)
+        next_batch = max(started) + 1
+    assert died == set(KILL_SPECS)
+    storage = Storage(table_path)
+    listing = DeltaLog(storage).list()
+    assert all(cp.kind == "uuid" for cps in listing.checkpoints.values() for cp in cps)
+    # Sidecars of checkpoints that never got their file are orphans; cleanup deletes them (and the old
+    # checkpoints' sidecars), keeping every sidecar the remaining checkpoints name.
+    sidecars_before = {f.name for f in storage.list_dir(storage.log_file("_sidecars"))}
+    named = set()
+    for cps in listing.checkpoints.values():
+        for cp in cps:
+            named |= set(lakelog.checkpoint.read_checkpoint_state(storage, cp).sidecars)
+    assert sidecars_before - named, "no kill left an unreferenced sidecar"
+    lakelog.write_table(table_path, batch_table(next_batch), partition_by=["part"], user_metadata=f"batch-{next_batch}")
+    started.add(next_batch)
+    acked.add(next_batch)
+    _verify(table_path, started, acked)
+    committed = _committed_batches(table_path)
+    deleted = lakelog.Table(table_path).cleanup_log(retention_hours=0)
+    assert any(d.startswith("_sidecars/") for d in deleted)
+    # the commits before the newest checkpoint are gone too: the rows come from it and its sidecars
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = lakelog.Table(table_path)
+        assert t.snapshot.file_set.base is not None
+        assert _rows(t.to_pyarrow()) == expected_rows(committed) == _peer_rows(table_path)
+    left = {f.name for f in storage.list_dir(storage.log_file("_sidecars"))}
+    assert not (left - named), "unreferenced sidecars survived cleanup"
