@@ -19,6 +19,7 @@ import dataclasses
 import datetime as dt
 
 from .actions import Action, CommitInfo, Metadata, Protocol, now_ms
+from .checkpoint import read_checkpoint_state
 from .errors import CorruptLogError, VersionNotFoundError
 from .features import writer_features
 from .log import DeltaLog, LogListing
@@ -33,6 +34,41 @@ def ict_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
     if protocol is None or metadata is None:
         return False
     return "inCommitTimestamp" in writer_features(protocol) and TableProperties(metadata.configuration).in_commit_timestamps
+
+
+def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Protocol | None, Metadata | None]:
+    """The latest protocol and metadata, cheaply: the non-file actions of the newest usable checkpoint
+    (no add or remove rows, no sidecars) and the commits after it. (None, None) when the log cannot
+    tell (commits missing and no usable checkpoint): callers then use file times."""
+    latest = listing.latest_version
+    start, protocol, metadata = -1, None, None
+    for v in sorted(listing.checkpoints, reverse=True):
+        for cp in listing.checkpoints[v]:
+            try:
+                actions = read_checkpoint_state(log.storage, cp, file_actions=False).actions
+            except (CorruptLogError, FileNotFoundError):
+                continue
+            protocol = next((a for a in actions if type(a) is Protocol), None)
+            metadata = next((a for a in actions if type(a) is Metadata), None)
+            if protocol is not None and metadata is not None:
+                start = v
+                break
+        if start >= 0:
+            break
+    needed = [v for v in listing.commits if start < v <= latest]
+    if len(needed) != latest - start:
+        return None, None
+    try:
+        commits = log.read_commits(sorted(needed))
+    except CorruptLogError:
+        return None, None
+    for v in sorted(commits):
+        for a in commits[v]:
+            if type(a) is Protocol:
+                protocol = a
+            elif type(a) is Metadata:
+                metadata = a
+    return protocol, metadata
 
 
 def in_commit_timestamp(actions: list[Action], version: int) -> int:

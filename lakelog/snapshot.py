@@ -14,7 +14,7 @@ from .actions import AddFile, CommitInfo, DomainMetadata, Metadata, Protocol, Re
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
 from .features import check_read, check_write
-from .commit_times import CommitTimes
+from .commit_times import CommitTimes, latest_protocol_and_metadata
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
 from .schema import schema_from_string
@@ -189,7 +189,6 @@ class Snapshot:
         version: int | None = None,
         timestamp: Any = None,
         listing: LogListing | None = None,
-        _check: bool = True,
     ) -> "Snapshot":
         log = DeltaLog(storage)
         listing = listing or log.list()
@@ -197,7 +196,7 @@ class Snapshot:
         if timestamp is not None:
             if version is not None:
                 raise ValueError("pass version or timestamp, not both")
-            version = version_at_timestamp(listing, timestamp, _latest_for_times(storage, listing))
+            version = version_at_timestamp(listing, timestamp, log)
         target = latest if version is None else as_version(version)
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"version {target} does not exist; the table's versions are up to {latest}")
@@ -254,8 +253,7 @@ class Snapshot:
         if state.metadata is None:
             raise CorruptLogError(f"no metaData action found in the log up to version {target}; the table is incomplete")
         snap = cls(storage, log, target, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, listing, state.domains)
-        if _check:
-            snap.check_readable()
+        snap.check_readable()
         return snap
 
     def updated(self) -> "Snapshot":
@@ -438,26 +436,24 @@ def _conflicting_actions(version: int | None, path: str, what: str) -> CorruptLo
     )
 
 
-def _latest_for_times(storage: Storage, listing: LogListing) -> "Snapshot | None":
-    """The latest snapshot, whose metadata says whether commit times are in-commit timestamps (None, with
-    a warning, when it cannot be reconstructed: file times are then all there is)."""
-    try:
-        return Snapshot.load(storage, listing=listing, _check=False)
-    except (CorruptLogError, VersionNotFoundError) as e:
-        warnings.warn(f"lakelog: the latest version cannot be read ({e}); commit times are file modification times", stacklevel=3)
-        return None
+def _latest_for_times(storage: Storage, listing: LogListing) -> tuple[Protocol | None, Metadata | None]:
+    """The latest protocol and metadata, which say whether commit times are in-commit timestamps."""
+    return latest_protocol_and_metadata(DeltaLog(storage), listing)
 
 
 def commit_times(snapshot: Snapshot, listing: LogListing | None = None) -> CommitTimes:
     """The commit times of ``snapshot``'s table (in-commit timestamps as its latest version says)."""
     listing = listing or snapshot.listing or snapshot.log.list()
-    latest = snapshot if snapshot.version == listing.latest_version else _latest_for_times(snapshot.storage, listing)
-    return CommitTimes(snapshot.log, listing, latest and latest.protocol, latest and latest.metadata)
+    if snapshot.version == listing.latest_version:
+        protocol, metadata = snapshot.protocol, snapshot.metadata
+    else:
+        protocol, metadata = _latest_for_times(snapshot.storage, listing)
+    return CommitTimes(snapshot.log, listing, protocol, metadata)
 
 
-def version_at_timestamp(listing: LogListing, timestamp: Any, latest: "Snapshot | None" = None) -> int:
-    """The latest version committed at or before ``timestamp``: by in-commit timestamps where ``latest``
-    (the latest snapshot) enables them, by commit file times elsewhere (see ``lakelog.commit_times``)."""
+def version_at_timestamp(listing: LogListing, timestamp: Any, log: DeltaLog | None = None) -> int:
+    """The latest version committed at or before ``timestamp``: by in-commit timestamps where the latest
+    metadata enables them (``log`` given), by commit file times elsewhere (see ``lakelog.commit_times``)."""
     ts = to_epoch_ms(timestamp)
-    times = CommitTimes(DeltaLog(latest.storage) if latest else None, listing, latest and latest.protocol, latest and latest.metadata)
-    return times.latest_at_or_before(ts)
+    protocol, metadata = _latest_for_times(log.storage, listing) if log is not None else (None, None)
+    return CommitTimes(log, listing, protocol, metadata).latest_at_or_before(ts)
