@@ -14,6 +14,8 @@
     earlier checkpoint);
   - ``version_gap``: versions after the earliest reconstructable one that cannot be reconstructed
     (missing or unreadable commit files not covered by a usable checkpoint);
+  - ``in_commit_timestamp``: a commit from the in-commit timestamp enablement version on that has no
+    ``commitInfo.inCommitTimestamp`` (history and timestamp time travel fail on it);
   - ``unreadable_version``: the checked version (default: the latest) cannot be opened; the message is
     the error a reader gets;
   - ``missing_file`` / ``size_mismatch``: a data file the checked version references is absent, or its
@@ -30,7 +32,8 @@
 
 * warnings (do not affect ``ok``): a ``_last_checkpoint`` hint that is unparseable or names a checkpoint
   that does not exist (readers only use it as a hint), multi-part checkpoints missing parts
-  (``incomplete_checkpoint``: readers ignore them), and temp files in ``_delta_log`` left by writers
+  (``incomplete_checkpoint``: readers ignore them), in-commit timestamps that do not increase
+  (``in_commit_timestamp``), and temp files in ``_delta_log`` left by writers
   that crashed (readers ignore them; delete them when no writer runs).
 
 * orphans: files under the table root, outside ``_delta_log`` and hidden (``_``/``.``) paths, that no
@@ -51,6 +54,7 @@ import orjson
 from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, parse_actions
 from .checkpoint import read_checkpoint
 from .errors import CorruptLogError, InvalidPathError, LakelogError, VersionNotFoundError
+from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
@@ -278,6 +282,31 @@ def check_table(
                 cp.files[0].name,
             )
         )
+    # ---------------------------------------------------------------- in-commit timestamps
+    try:
+        ict_from = CommitTimes(log, listing, *latest_protocol_and_metadata(log, listing)).ict_from
+    except LakelogError:
+        ict_from = None  # the latest metadata is reported above if it is unreadable
+    if ict_from is not None:
+        prev: tuple[int, int] | None = None
+        for v in sorted(c for c in commits if c >= ict_from):
+            try:
+                ts = in_commit_timestamp(commits[v], v)
+            except CorruptLogError as e:
+                problems.append(Problem("in_commit_timestamp", f"{e}; history and timestamp time travel fail on it", v, commit_name(v)))
+                prev = None
+                continue
+            if prev is not None and prev[0] == v - 1 and ts <= prev[1]:
+                warns.append(
+                    Problem(
+                        "in_commit_timestamp",
+                        f"commit {v}'s inCommitTimestamp {ts} is not after commit {v - 1}'s ({prev[1]}); writers must keep them "
+                        "increasing, and timestamp time travel near these versions may pick either",
+                        v,
+                        commit_name(v),
+                    )
+                )
+            prev = (v, ts)
     temps = sorted(n for n in names if _TEMP_RE.match(n))
     for n in temps:
         warns.append(Problem("stale_temp_file", f"_delta_log/{n} was left by a writer that stopped mid-write; readers ignore it", None, f"_delta_log/{n}"))

@@ -210,3 +210,20 @@ def test_stream_source_starting_timestamp_uses_ict(table_path):
     assert start("2026-05-01T12:05:00Z") == Position(5).to_offset()
     with pytest.raises(VersionNotFoundError):
         start("2026-05-01T12:30:00Z")
+
+
+def test_check_reports_missing_and_decreasing_icts(table_path):
+    _enabled_at_3(table_path)
+    assert lakelog.Table(table_path).check().ok
+    _set_ict(table_path, 5, _ms(4))  # equal to version 4's
+    report = lakelog.Table(table_path).check()
+    assert report.ok and [(w.kind, w.version) for w in report.warnings if w.kind == "in_commit_timestamp"] == [("in_commit_timestamp", 5)]
+    lines = _lines(table_path, 4)
+    del lines[0]["commitInfo"]["inCommitTimestamp"]
+    with open(_commit_path(table_path, 4), "wb") as f:
+        f.write(b"\n".join(orjson.dumps(o) for o in lines) + b"\n")
+    report = lakelog.Table(table_path).check()
+    assert not report.ok and [(p.kind, p.version) for p in report.problems] == [("in_commit_timestamp", 4)]
+    # the Spark-written table with a deliberately older in-commit timestamp at version 1
+    report = lakelog.Table(os.path.join(DATA, "cdc_ict_table")).check()
+    assert report.ok and [w.version for w in report.warnings if w.kind == "in_commit_timestamp"] == [1]
