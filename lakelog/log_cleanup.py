@@ -65,8 +65,7 @@ def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None 
     )
     if checkpoint is None:
         return []
-    # Sidecars are kept while any checkpoint from the cutoff one on names them (or they are newer than the
-    # cutoff: a V2 checkpoint being written has its sidecars before its checkpoint file).
+    # Sidecars are kept while any checkpoint from the cutoff one on names them.
     referenced: set[str] = set()
     for v, cps in listing.checkpoints.items():
         if v >= checkpoint:
@@ -87,8 +86,12 @@ def expired_log_files(storage: Storage, cutoff_ms: int, max_version: int | None 
             continue
         if _TEMP_RE.match(info.name) and 0 < info.mtime_ms < cutoff_ms:
             expired.append((-1, info.name))
+    # The protocol keeps every sidecar less than a day old (as of midnight UTC), whatever the retention: a
+    # writer may be between writing sidecars and creating the checkpoint file that names them.
+    sidecar_cutoff = now_ms() - DAY_MS
+    sidecar_cutoff = min(cutoff_ms, sidecar_cutoff - sidecar_cutoff % DAY_MS)
     for info in storage.list_dir(storage.log_file(SIDECARS)):
-        if info.name not in referenced and 0 < info.mtime_ms < cutoff_ms:
+        if info.name not in referenced and 0 < info.mtime_ms < sidecar_cutoff:
             expired.append((checkpoint, f"{SIDECARS}/{info.name}"))  # after the checkpoints naming them
     expired.sort(key=lambda e: (e[0], not e[1].endswith(".json"), e[1]))  # a version's commit before its checkpoint
     return [name for _, name in expired]
