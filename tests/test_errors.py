@@ -338,7 +338,7 @@ def test_hand_written_complete_table_is_readable(any_table_path):
 # ---------------------------------------------------------------- protocol / features
 
 
-@pytest.mark.parametrize("feature", ["deletionVectors", "v2Checkpoint", "madeUpFeatureFromTheFuture"])
+@pytest.mark.parametrize("feature", ["deletionVectors", "catalogManaged", "madeUpFeatureFromTheFuture"])
 def test_unknown_reader_feature_is_refused(any_table_path, feature):
     path = any_table_path
     size = _write_parquet(path, "part-0.parquet", _batch([1]))
