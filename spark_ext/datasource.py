@@ -230,7 +230,7 @@ def _session_partition_overwrite_mode() -> str | None:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
-    return None if ctx is None else ctx.getLocalProperty(SESSION_PARTITION_OVERWRITE_MODE)
+    return None if ctx is None else (ctx.getLocalProperty(SESSION_PARTITION_OVERWRITE_MODE) or "static")
 
 
 class LakelogWriter(DataSourceArrowWriter):
@@ -291,6 +291,11 @@ class LakelogWriter(DataSourceArrowWriter):
         if self.partition_overwrite_mode is not None:
             return self.partition_overwrite_mode == "dynamic"
         seen = {m.partition_overwrite_mode for m in messages if m is not None and m.partition_overwrite_mode is not None}
+        if not seen:  # no task reported the session's setting: with no rows, static would empty the table
+            raise InvalidArgumentError(
+                f"cannot tell this overwrite's {SESSION_PARTITION_OVERWRITE_MODE} (no write task reported it); "
+                "set option partitionOverwriteMode to 'static' or 'dynamic'. Nothing was committed"
+            )
         return any(_partition_overwrite_mode(v, f"session setting {SESSION_PARTITION_OVERWRITE_MODE}") == "dynamic" for v in seen)
 
     def commit(self, messages) -> None:

@@ -140,6 +140,7 @@ def test_dynamic_overwrite_from_the_session_setting(spark, table):
         _write(_df(spark, [("d2", 20)]), table)
         assert _rows(table) == [("d1", 1), ("d1", 2), ("d2", 20)]
         _write(_df(spark, []), table)  # no rows: no partition replaced
+        _write(spark.createDataFrame(spark.sparkContext.emptyRDD(), SCHEMA), table)  # no input partitions either
         assert _rows(table) == [("d1", 1), ("d1", 2), ("d2", 20)]
         # replaceWhere wins over the session setting (as in Delta)
         _write(_df(spark, [("d1", 5)]), table, replaceWhere="day = 'd1'")
@@ -149,7 +150,7 @@ def test_dynamic_overwrite_from_the_session_setting(spark, table):
         assert _rows(table) == [("d9", 9)]
     finally:
         spark.conf.unset(SESSION_MODE)
-    assert spark.conf.get(SESSION_MODE).lower() == "static"  # the default: unset() below restores it
+    assert spark.conf.get(SESSION_MODE).lower() == "static"  # restored
     _write(_df(spark, [("d1", 1)]), table)  # static again: the whole table
     assert _rows(table) == [("d1", 1)]
 
