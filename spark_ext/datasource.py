@@ -47,6 +47,8 @@ from .files import read_files as _read_files
 from .files import split as _split
 from .options import boolean as _bool
 from .options import partition_by as _partition_by
+from .options import partition_overwrite_mode as _partition_overwrite_mode
+from .options import replace_where as _replace_where
 from .options import storage_options as _storage_options
 from .options import table_path as _path
 from .options import version as _version
@@ -198,8 +200,12 @@ class LakelogScanReader(LakelogReader):
 # ---------------------------------------------------------------- writing
 
 class LakelogCommitMessage(WriterCommitMessage):
-    def __init__(self, adds: list[dict]):
+    # partition_overwrite_mode: the session's spark.sql.sources.partitionOverwriteMode as the task saw it
+    partition_overwrite_mode: str | None = None
+
+    def __init__(self, adds: list[dict], partition_overwrite_mode: str | None = None):
         self.adds = adds
+        self.partition_overwrite_mode = partition_overwrite_mode
 
 
 def _collect(messages) -> list[AddFile]:
@@ -215,33 +221,107 @@ def _task_prefix() -> str:
     return f"part-{ctx.partitionId():05d}-a{ctx.attemptNumber()}"
 
 
+SESSION_PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+
+
+def _session_partition_overwrite_mode() -> str | None:
+    """The session's partitionOverwriteMode as a task sees it. A data source's Python workers have no
+    SparkSession; Spark hands a query's SQL settings (those set explicitly) to its tasks as local properties."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return None if ctx is None else (ctx.getLocalProperty(SESSION_PARTITION_OVERWRITE_MODE) or "static")
+
+
 class LakelogWriter(DataSourceArrowWriter):
-    """Batch write: plan on the driver, files from tasks, one commit on the driver."""
+    """Batch write: plan on the driver, files from tasks, one commit on the driver.
+
+    With mode overwrite, option ``replaceWhere`` replaces only the rows a predicate selects (tasks check
+    every row against it), and dynamic partition overwrite (option ``partitionOverwriteMode``, else the
+    session's ``spark.sql.sources.partitionOverwriteMode``) only the partitions the data holds; both
+    commit through ``lakelog.dml`` against the version the write was planned on, as Delta does.
+    """
 
     def __init__(self, options, schema: StructType, mode: str):
         self.options = options  # case-insensitive keys, as Spark passes them
         self.app_id, self.app_version = _txn_options(options)  # checked before any task writes
+        self.replace_where = _replace_where(options)
+        self.partition_overwrite_mode = _partition_overwrite_mode(options.get("partitionOverwriteMode"))
+        self.overwrite_schema = mode == "overwrite" and _bool(options, "overwriteSchema")
+        if self.replace_where is not None and mode != "overwrite":
+            raise InvalidArgumentError("option replaceWhere needs mode('overwrite'): it says which rows the written data replaces")
+        if self.replace_where is not None and self.overwrite_schema:
+            raise InvalidArgumentError("options replaceWhere and overwriteSchema cannot be combined: a partial overwrite keeps the table's schema (mergeSchema may add columns)")
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.plan = lakelog.plan_write(
             _path(options),
             arrow_schema,
             mode=mode,
             partition_by=_partition_by(options),
-            schema_mode="merge" if _bool(options, "mergeSchema") else ("overwrite" if mode == "overwrite" and _bool(options, "overwriteSchema") else None),
+            schema_mode="merge" if _bool(options, "mergeSchema") else ("overwrite" if self.overwrite_schema else None),
             storage_options=_storage_options(options),
         )
+        partitioned = bool(self.plan.partition_columns)
+        if self.replace_where is not None:
+            if partitioned and self.partition_overwrite_mode == "dynamic":
+                raise InvalidArgumentError(
+                    "options replaceWhere and partitionOverwriteMode=dynamic cannot be combined: both say which data to replace. "
+                    "Use one of them (a session-level spark.sql.sources.partitionOverwriteMode=dynamic is ignored under replaceWhere)"
+                )
+            from lakelog.dml import check_predicate
+
+            check_predicate(self.replace_where, self.plan.schema)  # a bad predicate fails before any task runs
+        elif partitioned and self.partition_overwrite_mode == "dynamic" and self.overwrite_schema:
+            raise InvalidArgumentError("options overwriteSchema and partitionOverwriteMode=dynamic cannot be combined: a dynamic partition overwrite keeps the table's schema")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakelogCommitMessage:
-        adds = self.plan.write(iterator, file_prefix=_task_prefix())
-        return LakelogCommitMessage([a.to_json()["add"] for a in adds])
+        batches: Iterator[pa.RecordBatch] = iterator
+        if self.replace_where is not None:
+            from lakelog.dml import checked_batches
+
+            batches = checked_batches(iterator, self.plan.schema, self.replace_where)
+        adds = self.plan.write(batches, file_prefix=_task_prefix())
+        return LakelogCommitMessage([a.to_json()["add"] for a in adds], _session_partition_overwrite_mode())
+
+    def _dynamic(self, messages) -> bool:
+        """Whether this overwrite replaces only the partitions the data holds: the option, else the
+        session setting (as Delta: an unpartitioned table, or replaceWhere, means a static overwrite)."""
+        if self.plan.mode != "overwrite" or self.replace_where is not None or not self.plan.partition_columns:
+            return False
+        if self.partition_overwrite_mode is not None:
+            return self.partition_overwrite_mode == "dynamic"
+        seen = {m.partition_overwrite_mode for m in messages if m is not None and m.partition_overwrite_mode is not None}
+        if not seen:  # no task reported the session's setting: with no rows, static would empty the table
+            raise InvalidArgumentError(
+                f"cannot tell this overwrite's {SESSION_PARTITION_OVERWRITE_MODE} (no write task reported it); "
+                "set option partitionOverwriteMode to 'static' or 'dynamic'. Nothing was committed"
+            )
+        return any(_partition_overwrite_mode(v, f"session setting {SESSION_PARTITION_OVERWRITE_MODE}") == "dynamic" for v in seen)
 
     def commit(self, messages) -> None:
-        self.plan.commit(
-            _collect(messages),
-            app_id=self.app_id,
-            app_version=self.app_version,
-            user_metadata=self.options.get("userMetadata"),
-        )
+        adds = _collect(messages)
+        kwargs = dict(app_id=self.app_id, app_version=self.app_version, user_metadata=self.options.get("userMetadata"))
+        if self.plan.mode == "overwrite" and self.replace_where is not None:
+            from lakelog.dml import commit_overwrite_where
+
+            commit_overwrite_where(self.plan, adds, self.replace_where, rows_checked=True, **kwargs)
+            return
+        try:
+            dynamic = self._dynamic(messages)
+            if dynamic and self.overwrite_schema:
+                raise InvalidArgumentError(
+                    f"option overwriteSchema cannot be combined with {SESSION_PARTITION_OVERWRITE_MODE}=dynamic: a dynamic partition "
+                    "overwrite keeps the table's schema. Set option partitionOverwriteMode to 'static' to replace the whole table"
+                )
+        except BaseException:
+            self.plan.abort(adds)
+            raise
+        if dynamic:
+            from lakelog.dml import commit_overwrite_partitions
+
+            commit_overwrite_partitions(self.plan, adds, **kwargs)
+            return
+        self.plan.commit(adds, **kwargs)
 
     def abort(self, messages) -> None:
         self.plan.abort(_collect(messages))

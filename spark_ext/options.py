@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from lakelog.errors import InvalidVersionError, LakelogError
+from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
@@ -69,3 +69,26 @@ def byte_size(options, key: str) -> int | None:
     if n <= 0:
         raise LakelogError(f"option {key}={v!r} must be a size greater than 0, e.g. '10485760', '512m' or '1g'")
     return n
+
+
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+
+
+def partition_overwrite_mode(value, source: str = "option partitionOverwriteMode") -> str | None:
+    """'static' or 'dynamic' (any case) as Spark spells them; None when unset."""
+    if value is None:
+        return None
+    mode = str(value).strip().lower()
+    if mode not in PARTITION_OVERWRITE_MODES:
+        raise InvalidArgumentError(f"{source}={value!r} is not valid: use 'static' (replace the whole table) or 'dynamic' (replace the partitions the data holds)")
+    return mode
+
+
+def replace_where(options) -> str | None:
+    """The replaceWhere predicate (SQL text), or None when the option is absent."""
+    v = options.get("replaceWhere")
+    if v is None:
+        return None
+    if not str(v).strip():
+        raise InvalidArgumentError("option replaceWhere is empty: give a SQL predicate, e.g. \"day = '2026-01-01'\", or leave the option out")
+    return str(v)

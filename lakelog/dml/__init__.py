@@ -8,7 +8,8 @@ whose read set is the files it read. SQL predicates and expressions are evaluate
 
 from .delete import delete
 from .merge import TableMerger, merge
-from .overwrite import overwrite_partitions, overwrite_where
+from .overwrite import check_predicate, checked_batches, commit_overwrite_partitions, commit_overwrite_where, overwrite_partitions, overwrite_where
 from .update import update
 
-__all__ = ["delete", "update", "merge", "TableMerger", "overwrite_where", "overwrite_partitions"]
+__all__ = ["delete", "update", "merge", "TableMerger", "overwrite_where", "overwrite_partitions",
+           "commit_overwrite_where", "commit_overwrite_partitions", "checked_batches", "check_predicate"]

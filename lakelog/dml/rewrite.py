@@ -259,6 +259,7 @@ class RowLevelOperation:
         self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
         self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
         self._adds: list[AddFile] | None = None
+        self._written: list[AddFile] = []  # files written elsewhere (e.g. by Spark tasks) that this commit adds
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
 
     # ------------------------------------------------------------ state
@@ -414,6 +415,12 @@ class RowLevelOperation:
         for batch in table.to_batches():
             self.writer.write(_table_rows(batch, self.schema))
 
+    def add_files(self, adds: list[AddFile]) -> None:
+        """Commit files already written with this operation's schema and partitioning (``WritePlan.write``)."""
+        if self._adds is not None:
+            raise RuntimeError("files must be added before finish()")
+        self._written.extend(adds)
+
     @property
     def copied_rows(self) -> int:
         return self.deleter.copied_rows
@@ -422,7 +429,7 @@ class RowLevelOperation:
     def finish(self) -> None:
         """Close the new files (``num_added_files`` is final from here on)."""
         if self._adds is None:
-            self._adds = (self._writer.finish() if self._writer is not None else []) + self.deleter.finish()
+            self._adds = list(self._written) + (self._writer.finish() if self._writer is not None else []) + self.deleter.finish()
 
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
