@@ -193,6 +193,7 @@ class LakelogReader(DataSourceReader):
         self.version = table.version
         self.table_schema = table.schema
         self.partition_columns = table.partition_columns
+        self.mapping = table.snapshot.column_mapping  # files name columns physically under column mapping
         self.output_schema = to_arrow_schema(schema, timezone="UTC")
         self.filter: pc.Expression | None = None
         self.pushdown = _bool(options, "filterPushdown")
@@ -226,15 +227,17 @@ class LakelogReader(DataSourceReader):
         return _split([snap.files[rel].to_json()["add"] for rel in paths], self.max_partition_bytes) or [FilesPartition([])]
 
     def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
-        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter)
+        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter, self.mapping)
 
 
-def _read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter) -> Iterator[pa.RecordBatch]:
-    """Read the given add actions (JSON form) as batches of exactly ``output_schema``."""
+def _read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter, mapping=None) -> Iterator[pa.RecordBatch]:
+    """Read the given add actions (JSON form, deletion vectors included) as batches of exactly
+    ``output_schema``; rows deletion vectors delete are dropped, ``mapping`` maps column names."""
     if not files:
         return
     storage = Storage(path, storage_options)
-    for batch in read_batches(storage, table_schema, partition_columns, [AddFile.from_json(d) for d in files], output_schema.names, filter):
+    adds = [AddFile.from_json(d) for d in files]
+    for batch in read_batches(storage, table_schema, partition_columns, adds, output_schema.names, filter, mapping):
         if batch.num_rows:
             yield _conform(batch, output_schema)
 
@@ -369,6 +372,7 @@ class LakelogStreamReader(DataSourceStreamReader):
         self.max_partition_bytes = int(options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
         table = self._table()
         self.table_schema, self.partition_columns = table.schema, table.partition_columns
+        self.mapping = table.snapshot.column_mapping
 
     def _table(self, version=None) -> lakelog.Table:
         return lakelog.Table(self.path, version=version, storage_options=self.storage_options)
@@ -409,7 +413,7 @@ class LakelogStreamReader(DataSourceStreamReader):
         return _split(files, self.max_partition_bytes) if files else []
 
     def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
-        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, None)
+        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, None, self.mapping)
 
     def commit(self, end: dict) -> None:
         pass  # nothing to release: the table's files stay until vacuum
