@@ -402,12 +402,14 @@ class RowLevelOperation:
         return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
     def num_rows(self, add: AddFile) -> int:
-        """Row count of a file: from its stats, else from its Parquet footer."""
-        n = add.num_records()
+        """Live row count of a file (its deletion vector's rows excluded): from its stats, else from its
+        Parquet footer."""
+        n = add.num_logical_records()
         if n is not None:
             return n
         with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
-            return pq.ParquetFile(f).metadata.num_rows
+            n = pq.ParquetFile(f).metadata.num_rows
+        return n if add.deletion_vector is None else max(0, n - add.deletion_vector.cardinality)
 
     # ------------------------------------------------------------ changes
     def remove(self, add: AddFile) -> None:
