@@ -300,15 +300,15 @@ def read_data_file(
         if "No such file" in str(e) or "not found" in str(e).lower():
             raise MissingDataFileError(f"data file {rel!r} is missing from {storage.uri!r} ({e})", [rel]) from None
         raise CorruptDataFileError(f"data file {rel!r} cannot be read as Parquet ({e}); restore it from a backup", [rel]) from None
-    converted = cols.convert(data, schema) if data is not None else [pa.chunked_array([pa.nulls(n, schema.field(c).type)]) for c in data_names]
-    by_name = dict(zip(data_names, converted))
     deleted = (dvs or DeletionVectors(storage)).rows(add) if add.deletion_vector is not None else None
     check_row_count(deleted, n, add, storage)
     mask = keep_mask(deleted, 0, n)
-    kept = n if mask is None else int(mask.sum())
-    if mask is not None:
-        keep = pa.array(mask)
-        by_name = {c: col.filter(keep) for c, col in by_name.items()}
+    live = None if mask is None else np.flatnonzero(mask)  # file row indexes of the live rows
+    kept = n if live is None else len(live)
+    if live is not None and data is not None:
+        data = data.take(pa.array(live))  # one take of the table: cheaper than filtering each column
+    converted = cols.convert(data, schema) if data is not None else [pa.chunked_array([pa.nulls(kept, schema.field(c).type)]) for c in data_names]
+    by_name = dict(zip(data_names, converted))
     parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path) if partition_columns else {}
     arrays, fields = [], []
     for c in names:
@@ -319,8 +319,7 @@ def read_data_file(
             arrays.append(by_name[c])
         fields.append(f)
     if row_index is not None:
-        idx = np.arange(n, dtype=np.int64)
-        arrays.append(pa.array(idx if mask is None else idx[mask]))
+        arrays.append(pa.array(np.arange(n, dtype=np.int64) if live is None else live.astype(np.int64)))
         fields.append(pa.field(row_index, pa.int64()))
     if not arrays:
         return pa.table({"_": pa.nulls(kept)}).drop_columns(["_"])
