@@ -284,12 +284,22 @@ def read_data_file(
     rel = add.relative_path
     data_names = [c for c in names if c not in partition_columns]
     m = _mapping(mapping, schema)
+    deleted = (dvs or DeletionVectors(storage)).rows(add) if add.deletion_vector is not None else None
+    live = None
     try:
         with storage.open_input(storage.join(rel)) as f:
             pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
             cols = m.file_columns(pf.schema_arrow, data_names, rel)
             n = pf.metadata.num_rows
-            data = pf.read(columns=cols.to_read, use_threads=False) if cols.to_read else None
+            check_row_count(deleted, n, add, storage)
+            mask = keep_mask(deleted, 0, n)
+            live = None if mask is None else np.flatnonzero(mask)  # file row indexes of the live rows
+            if not cols.to_read:
+                data = None
+            elif live is None:
+                data = pf.read(columns=cols.to_read, use_threads=True)
+            else:
+                data = _read_live(pf, cols.to_read, live)
     except FileNotFoundError:
         raise MissingDataFileError(
             f"data file {rel!r} is missing from {storage.uri!r}; restore it from a backup, or read a version that does not "
@@ -300,13 +310,7 @@ def read_data_file(
         if "No such file" in str(e) or "not found" in str(e).lower():
             raise MissingDataFileError(f"data file {rel!r} is missing from {storage.uri!r} ({e})", [rel]) from None
         raise CorruptDataFileError(f"data file {rel!r} cannot be read as Parquet ({e}); restore it from a backup", [rel]) from None
-    deleted = (dvs or DeletionVectors(storage)).rows(add) if add.deletion_vector is not None else None
-    check_row_count(deleted, n, add, storage)
-    mask = keep_mask(deleted, 0, n)
-    live = None if mask is None else np.flatnonzero(mask)  # file row indexes of the live rows
     kept = n if live is None else len(live)
-    if live is not None and data is not None:
-        data = data.take(pa.array(live))  # one take of the table: cheaper than filtering each column
     converted = cols.convert(data, schema) if data is not None else [pa.chunked_array([pa.nulls(kept, schema.field(c).type)]) for c in data_names]
     by_name = dict(zip(data_names, converted))
     parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path) if partition_columns else {}
@@ -324,6 +328,21 @@ def read_data_file(
     if not arrays:
         return pa.table({"_": pa.nulls(kept)}).drop_columns(["_"])
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+LIVE_BATCH_ROWS = 64 * 1024
+
+
+def _read_live(pf: pq.ParquetFile, columns: list[str], live: np.ndarray) -> pa.Table:
+    """The rows at file row indexes ``live`` (ascending) of ``columns``. Read in batches, each cut down
+    by one take as it is decoded: the deleted rows never pile up, and memory is reused batch to batch."""
+    out, start = [], 0
+    for batch in pf.iter_batches(batch_size=LIVE_BATCH_ROWS, columns=columns, use_threads=True):
+        lo, hi = np.searchsorted(live, [start, start + batch.num_rows])
+        if hi > lo:
+            out.append(pc.take(batch, pa.array(live[lo:hi] - start), boundscheck=False))
+        start += batch.num_rows
+    return pa.Table.from_batches(out) if out else pf.schema_arrow.empty_table().select(columns)
 
 
 def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
