@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
@@ -20,13 +19,11 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
-    DataSourceStreamReader,
     EqualNullSafe,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
     In,
-    InputPartition,
     IsNotNull,
     IsNull,
     LessThan,
@@ -41,15 +38,20 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 import lakelog
-from lakelog.actions import AddFile, RemoveFile, parse_app_version
-from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
-from lakelog.log import DeltaLog
+from lakelog.actions import AddFile, parse_app_version
+from lakelog.errors import InvalidArgumentError, LakelogError
 from lakelog.predicates import NEGATED_OP, term_expression
-from lakelog.scan import read_batches
-from lakelog.storage import Storage
 
-MAX_PARTITION_BYTES = 128 * 1024 * 1024  # as spark.sql.files.maxPartitionBytes
-OPEN_COST_BYTES = 4 * 1024 * 1024  # as spark.sql.files.openCostInBytes
+from .files import MAX_PARTITION_BYTES, FilesPartition
+from .files import read_files as _read_files
+from .files import split as _split
+from .options import boolean as _bool
+from .options import partition_by as _partition_by
+from .options import storage_options as _storage_options
+from .options import table_path as _path
+from .options import version as _version
+from .planner import in_read_planner
+from .stream_source import LakelogStreamReader
 
 
 def register(spark) -> None:
@@ -58,42 +60,6 @@ def register(spark) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
-
-
-def _path(options) -> str:
-    path = options.get("path")
-    if not path:
-        raise LakelogError("no table path: use .load(path) / .save(path) / .start(path) or .option('path', ...)")
-    return path
-
-
-def _storage_options(options) -> dict[str, str] | None:
-    opts = {k[len("storage."):]: v for k, v in options.items() if k.lower().startswith("storage.")}
-    return opts or None
-
-
-def _bool(options, key: str, default: bool = False) -> bool:
-    v = options.get(key)
-    return default if v is None else str(v).strip().lower() in ("1", "true", "yes")
-
-
-def _version(options, key: str) -> int | None:
-    """A version option (a string, as Spark passes options): a whole number, else InvalidVersionError."""
-    v = options.get(key)
-    if v is None:
-        return None
-    text = str(v).strip()
-    if not text.isdigit():
-        raise InvalidVersionError(f"option {key} must be a table version (a whole number >= 0), not {v!r}")
-    return int(text)
-
-
-def _partition_by(options) -> list[str] | None:
-    v = options.get("partitionBy")
-    if v is None:
-        return None
-    cols = [c.strip() for c in str(v).split(",") if c.strip()]
-    return cols
 
 
 class LakelogDataSource(DataSource):
@@ -115,7 +81,10 @@ class LakelogDataSource(DataSource):
         return from_arrow_schema(self._table().schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
-        return LakelogReader(self._table(), schema, self.options)
+        # PySpark's read planner never calls pushFilters, and refuses readers that define it when
+        # spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
+        cls = LakelogScanReader if in_read_planner() else LakelogReader
+        return cls(self._table(), schema, self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> "LakelogWriter":
         return LakelogWriter(self.options, schema, "overwrite" if overwrite else "append")
@@ -177,15 +146,6 @@ def _translate(f, schema: pa.Schema) -> tuple[pc.Expression, pc.Expression] | No
         return None  # a type or value lakelog cannot compare exactly: Spark applies the filter
 
 
-@dataclass
-class FilesPartition(InputPartition):
-    files: list[dict]  # add actions (JSON form) of the files this partition reads
-
-    def __init__(self, files: list[dict]):
-        super().__init__(files)
-        self.files = files
-
-
 class LakelogReader(DataSourceReader):
     def __init__(self, table: lakelog.Table, schema: StructType, options):
         self.path = table.path
@@ -230,21 +190,10 @@ class LakelogReader(DataSourceReader):
         return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter, self.mapping)
 
 
-def _read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter, mapping=None) -> Iterator[pa.RecordBatch]:
-    """Read the given add actions (JSON form, deletion vectors included) as batches of exactly
-    ``output_schema``; rows deletion vectors delete are dropped, ``mapping`` maps column names."""
-    if not files:
-        return
-    storage = Storage(path, storage_options)
-    adds = [AddFile.from_json(d) for d in files]
-    for batch in read_batches(storage, table_schema, partition_columns, adds, output_schema.names, filter, mapping):
-        if batch.num_rows:
-            yield _conform(batch, output_schema)
+class LakelogScanReader(LakelogReader):
+    """``LakelogReader`` without filter pushdown (Spark applies every filter)."""
 
-
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    cols = [batch.column(i) if batch.column(i).type == f.type else batch.column(i).cast(f.type) for i, f in enumerate(schema)]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+    pushFilters = DataSourceReader.pushFilters
 
 
 # ---------------------------------------------------------------- writing
@@ -350,90 +299,3 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages, batchId: int) -> None:
         self.plan.abort(_collect(messages))
-
-
-# ---------------------------------------------------------------- streaming source
-
-class LakelogStreamReader(DataSourceStreamReader):
-    """Emits the rows of files added by each new version. Offsets: {"version": last processed version}.
-
-    Without ``startingVersion`` the first batch is the snapshot at the latest version when the query
-    first starts; later batches are the data added by each later version. Versions that only
-    rearrange data (``dataChange=false``, e.g. compaction) emit nothing. A version that removes data
-    fails the query unless ``skipChangeCommits`` is true, as in Delta.
-    """
-
-    def __init__(self, options, schema: StructType):
-        self.path = _path(options)
-        self.storage_options = _storage_options(options)
-        self.output_schema = to_arrow_schema(schema, timezone="UTC")
-        self.starting_version = options.get("startingVersion")
-        self.skip_change_commits = _bool(options, "skipChangeCommits")
-        self.max_partition_bytes = int(options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
-        table = self._table()
-        self.table_schema, self.partition_columns = table.schema, table.partition_columns
-        self.mapping = table.snapshot.column_mapping
-
-    def _table(self, version=None) -> lakelog.Table:
-        return lakelog.Table(self.path, version=version, storage_options=self.storage_options)
-
-    def initialOffset(self) -> dict:
-        # "snapshot" >= 0: the first batch is the whole table at that version.
-        if self.starting_version is None:
-            return {"version": -1, "snapshot": self._table().version}
-        if str(self.starting_version).lower() == "latest":
-            return {"version": self._table().version, "snapshot": -1}
-        return {"version": _version({"startingVersion": self.starting_version}, "startingVersion") - 1, "snapshot": -1}
-
-    def latestOffset(self, start: dict, limit=None) -> dict:
-        latest = self._table().version
-        return {"version": max(latest, start["version"], start.get("snapshot", -1)), "snapshot": start.get("snapshot", -1)}
-
-    def partitions(self, start: dict, end: dict):
-        files: list[dict] = []
-        first = start["version"] + 1
-        snap = start.get("snapshot", -1)
-        if start["version"] < 0 and snap >= 0:
-            files.extend(a.to_json()["add"] for a in self._table(version=snap).snapshot.files.values())
-            first = snap + 1
-        if first <= end["version"]:
-            log = DeltaLog(Storage(self.path, self.storage_options))
-            commits = log.read_commits(list(range(first, end["version"] + 1)))
-            for v in sorted(commits):
-                actions = commits[v]
-                removes = [a for a in actions if isinstance(a, RemoveFile) and a.data_change]
-                if removes:
-                    if self.skip_change_commits:
-                        continue
-                    raise LakelogError(
-                        f"version {v} of {self.path} removes or rewrites data ({removes[0].path!r}); a streaming source "
-                        "only follows appends. Set option skipChangeCommits=true to skip such versions."
-                    )
-                files.extend(a.to_json()["add"] for a in actions if isinstance(a, AddFile) and a.data_change)
-        return _split(files, self.max_partition_bytes) if files else []
-
-    def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
-        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, None, self.mapping)
-
-    def commit(self, end: dict) -> None:
-        pass  # nothing to release: the table's files stay until vacuum
-
-
-def _split(files: list[dict], max_bytes: int = MAX_PARTITION_BYTES, parallelism: int | None = None) -> list[FilesPartition]:
-    """Pack add actions (JSON form) into input partitions as Spark's file sources do: each file costs
-    its size plus an open cost, and a partition holds at most
-    min(max_bytes, max(open cost, total cost / parallelism)), so small tables still use every core."""
-    parallelism = parallelism or os.cpu_count() or 1
-    total = sum(int(f.get("size") or 0) + OPEN_COST_BYTES for f in files)
-    max_bytes = min(max_bytes, max(OPEN_COST_BYTES, total // parallelism))
-    out, current, size = [], [], 0
-    for f in files:
-        cost = int(f.get("size") or 0) + OPEN_COST_BYTES
-        if current and size + cost > max_bytes:
-            out.append(FilesPartition(current))
-            current, size = [], 0
-        current.append(f)
-        size += cost
-    if current:
-        out.append(FilesPartition(current))
-    return out

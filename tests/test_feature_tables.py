@@ -1,7 +1,8 @@
 """Spark- and Databricks-written tables with deletion vectors, column mapping and type widening
 (tests/data, see its README) read with exactly their expected rows through every read path:
-read_table, Table.to_pyarrow/to_pandas, time travel, filters (stats and partition pruning included)
-and Spark's format("lakelog")."""
+read_table, Table.to_pyarrow/to_pandas/read_batches, time travel, filters (stats and partition pruning
+included), Spark's format("lakelog") and its streaming source; spark_ext.read (a plain Parquet scan)
+refuses them by name."""
 
 from __future__ import annotations
 
@@ -212,3 +213,17 @@ def test_spark_streaming_source_snapshot_drops_deleted_rows(spark, name):
                 raise q.exception()
     finally:
         q.stop()
+
+
+@pytest.mark.parametrize(
+    "name, feature",
+    [("with-short-dv", "deletionVectors"), ("dv-with-columnmapping", "columnMapping"), ("table_with_column_mapping", "columnMapping"), ("type-widening", "typeWidening")],
+)
+def test_spark_ext_read_refuses_what_a_parquet_scan_cannot_apply(spark, name, feature):
+    """spark_ext.read hands the files to Spark's Parquet source, which would return deleted rows and
+    physical names: it refuses such tables by feature name and points to format("lakelog")."""
+    import spark_ext
+
+    with pytest.raises(UnsupportedFeatureError, match=feature) as info:
+        spark_ext.read(spark, table_path(name))
+    assert 'format("lakelog")' in str(info.value)

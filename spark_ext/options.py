@@ -1,0 +1,71 @@
+"""Data source options as Spark passes them (strings, case-insensitive keys) turned into typed values."""
+
+from __future__ import annotations
+
+import re
+
+from lakelog.errors import InvalidVersionError, LakelogError
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
+
+
+def table_path(options) -> str:
+    path = options.get("path")
+    if not path:
+        raise LakelogError("no table path: use .load(path) / .save(path) / .start(path) or .option('path', ...)")
+    return path
+
+
+def storage_options(options) -> dict[str, str] | None:
+    opts = {k[len("storage."):]: v for k, v in options.items() if k.lower().startswith("storage.")}
+    return opts or None
+
+
+def boolean(options, key: str, default: bool = False) -> bool:
+    v = options.get(key)
+    return default if v is None else str(v).strip().lower() in ("1", "true", "yes")
+
+
+def version(options, key: str) -> int | None:
+    """A version option: a whole number >= 0, else InvalidVersionError; None when absent."""
+    v = options.get(key)
+    if v is None:
+        return None
+    text = str(v).strip()
+    if not text.isdigit():
+        raise InvalidVersionError(f"option {key} must be a table version (a whole number >= 0), not {v!r}")
+    return int(text)
+
+
+def partition_by(options) -> list[str] | None:
+    v = options.get("partitionBy")
+    if v is None:
+        return None
+    return [c.strip() for c in str(v).split(",") if c.strip()]
+
+
+def positive_int(options, key: str) -> int | None:
+    """An option that must be a whole number > 0, or None when absent."""
+    v = options.get(key)
+    if v is None:
+        return None
+    try:
+        n = int(str(v).strip())
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise LakelogError(f"option {key}={v!r} must be a whole number greater than 0")
+    return n
+
+
+def byte_size(options, key: str) -> int | None:
+    """A size option ('1048576', '512k', '64m', '1g'; binary units as in Spark), or None when absent."""
+    v = options.get(key)
+    if v is None:
+        return None
+    m = _BYTES_RE.match(str(v))
+    n = int(m.group(1)) * _BYTE_UNITS[m.group(2).lower()] if m else 0
+    if n <= 0:
+        raise LakelogError(f"option {key}={v!r} must be a size greater than 0, e.g. '10485760', '512m' or '1g'")
+    return n

@@ -1,0 +1,201 @@
+"""spark_ext.read: Spark's own Parquet source over exactly a snapshot's files, partition values from the log."""
+
+import datetime as dt
+import decimal
+import json
+import math
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakelog
+from lakelog.actions import AddFile, CommitInfo
+from lakelog.errors import UnsupportedFeatureError
+from lakelog.log import DeltaLog
+from lakelog.storage import Storage
+
+import spark_ext
+from spark_ext.native import NATIVE_READER_FEATURES
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def _canonical(v):
+    """tests/data/README.md's canonical JSON form of one value."""
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else ("Infinity" if v == math.inf else "-Infinity" if v == -math.inf else v)
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            return v.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return v.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return {"$binary": v.hex()}
+    if isinstance(v, dict):
+        return {k: _canonical(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # pyarrow's form of a map
+            return {"$map": sorted(([_canonical(a), _canonical(b)] for a, b in v), key=lambda p: json.dumps(p, sort_keys=True))}
+        return [_canonical(x) for x in v]
+    return v
+
+
+def _rows(table: pa.Table) -> list[str]:
+    return sorted(json.dumps({k: _canonical(v) for k, v in r.items()}, sort_keys=True) for r in table.to_pylist())
+
+
+def _arrow(df) -> pa.Table:
+    return df.toArrow()
+
+
+def _same(df, expected: pa.Table) -> None:
+    got = _arrow(df)
+    assert got.column_names == expected.column_names
+    assert _rows(got) == _rows(expected)
+
+
+def test_matches_lakelog_for_every_type_partition_value_and_version(spark, tmp_path):
+    path = str(tmp_path / "t")
+    n = 30
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": [f"a b/c=%{i % 4}:é" if i % 7 else None for i in range(n)],  # Hive escaping in directory names
+            "small": pa.array([i % 3 for i in range(n)], pa.int16()),
+            "d": pa.array([dt.date(2026, 1, 1 + i % 2) for i in range(n)], pa.date32()),
+            "ts": pa.array([dt.datetime(2026, 1, 1, 1, 2, 3, 456789, tzinfo=dt.timezone.utc) + dt.timedelta(hours=i % 2) for i in range(n)], pa.timestamp("us", tz="UTC")),
+            "ntz": pa.array([dt.datetime(2026, 2, 3, 4, 5, 6, 7) for _ in range(n)], pa.timestamp("us")),
+            "amount": pa.array([decimal.Decimal(i % 3) / 4 for i in range(n)], pa.decimal128(10, 2)),
+            "flag": [i % 2 == 0 for i in range(n)],
+            "x": [i / 3 for i in range(n)],
+            "name": [f"n{i}" for i in range(n)],
+        }
+    )
+    lakelog.write_table(path, data, partition_by=["s", "small", "d", "ts", "amount", "flag"])
+    lakelog.write_table(path, data.slice(0, 5), mode="overwrite")  # the first version's files stay on disk
+    lakelog.write_table(path, data.slice(5, 3))
+    for version in (None, 0, 1):
+        df = spark_ext.read(spark, path, version=version)
+        _same(df, lakelog.read_table(path, version=version))
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # partition values are instants, not wall times
+    try:
+        _same(spark_ext.read(spark, path, version=0), lakelog.read_table(path, version=0))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert spark_ext.read(spark, path).count() == 8
+    ts = lakelog.Table(path).history()[-1]["timestamp"]  # version 0's commit time
+    assert spark_ext.read(spark, path, timestamp=ts).count() == n
+    same_as_source = spark.read.format("lakelog").load(path)
+    assert spark_ext.read(spark, path).schema.simpleString() == same_as_source.schema.simpleString()
+
+
+def test_reads_only_the_snapshots_files_with_the_logs_partition_values(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]}), partition_by=["p"])
+    # Files the log never names: a stray Parquet file in a partition directory and at the root.
+    pq.write_table(pa.table({"id": [666]}), os.path.join(path, "p=a", "stray.parquet"))
+    pq.write_table(pa.table({"id": [667]}), os.path.join(path, "stray.parquet"))
+    # Files whose directory says something else than the log: the log wins.
+    for rel, value, ids in [("p=zzz/f1.parquet", "c", [4]), ("odd dir/f2.parquet", None, [5]), ("mixed/f3.parquet", "d", [6]), ("mixed/f4.parquet", "e", [7])]:
+        full = os.path.join(path, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), full)
+        add = AddFile(path=rel.replace(" ", "%20"), partition_values={"p": value}, size=os.path.getsize(full), modification_time=0)
+        DeltaLog(Storage(path)).write_commit(lakelog.Table(path).version + 1, [CommitInfo({"operation": "WRITE"}), add])
+    df = spark_ext.read(spark, path)
+    got = sorted((r.id, r.p) for r in df.collect())
+    assert got == [(1, "a"), (2, "b"), (3, "a"), (4, "c"), (5, None), (6, "d"), (7, "e")]
+    assert got == sorted((r["id"], r["p"]) for r in lakelog.read_table(path).to_pylist())
+    assert sorted(r.id for r in df.filter("p = 'e'").collect()) == [7]
+    assert sorted(r.id for r in df.filter("p is null").collect()) == [5]
+
+
+def test_unpartitioned_table_with_files_in_subdirectories(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64())}))
+    for v, rel in enumerate(["a/f1.parquet", "a/b/f2.parquet", "c=1/f3.parquet"], start=1):
+        full = os.path.join(path, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array([v + 1], pa.int64())}), full)
+        DeltaLog(Storage(path)).write_commit(v, [AddFile(path=rel, partition_values={}, size=os.path.getsize(full), modification_time=0)])
+    pq.write_table(pa.table({"id": pa.array([99], pa.int64())}), os.path.join(path, "a", "stray.parquet"))
+    df = spark_ext.read(spark, path)
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3, 4]
+    spark.catalog.refreshByPath(path)  # Spark re-lists what it indexed: a snapshot stays what it is
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3, 4]
+
+
+def test_spark_plans_it_as_a_parquet_scan(spark, tmp_path):
+    path = str(tmp_path / "t")
+    for i in range(3):
+        data = pa.table({"id": pa.array(range(i * 1000, i * 1000 + 1000), pa.int64()), "p": [str(i)] * 1000, "x": [0.5] * 1000})
+        lakelog.write_table(path, data, partition_by=["p"])
+    df = spark_ext.read(spark, path)
+    plan = df.filter("p = '1' and id < 1100").select("id")._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "Batched: true" in plan  # Spark's vectorised Parquet reader
+    assert "ReadSchema: struct<id:bigint>" in plan  # column pruning
+    assert "PushedFilters: [IsNotNull(id), LessThan(id,1100)]" in plan  # row-group skipping
+    assert "PartitionFilters: [isnotnull(p" in plan and "= 1)]" in plan
+    # Partition pruning for real: the other partitions' files are unreadable and never opened.
+    for rel in lakelog.Table(path).files():
+        if not rel.startswith("p=1/"):
+            with open(os.path.join(path, rel), "wb") as f:
+                f.write(b"not parquet")
+    assert sorted(r.id for r in df.filter("p = '1' and id < 1003").collect()) == [1000, 1001, 1002]
+    with pytest.raises(Exception, match="(?i)parquet|corrupt|magic"):
+        df.count()
+
+
+TABLES = sorted(n for n in os.listdir(DATA) if os.path.isdir(os.path.join(DATA, n)) and n != "expected")
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_spark_written_tables(spark, name):
+    path = os.path.join(DATA, name)
+    expected = json.load(open(os.path.join(DATA, "expected", f"{name}.json")))
+    try:
+        snap = lakelog.Table(path).snapshot
+    except UnsupportedFeatureError:
+        with pytest.raises(UnsupportedFeatureError):
+            spark_ext.read(spark, path)
+        return
+    p = snap.protocol
+    native_ok = not (set(p.reader_features or []) - NATIVE_READER_FEATURES if p.min_reader_version >= 3 else set())
+    native_ok = native_ok and (snap.configuration.get("delta.columnMapping.mode") or "none") == "none"
+    if not native_ok or expected.get("expect") == "refuse":
+        with pytest.raises(UnsupportedFeatureError):
+            spark_ext.read(spark, path)
+        return
+    df = spark_ext.read(spark, path)
+    assert df.columns == expected["columns"] or expected.get("expect") == "metadata_only"
+    if "rows" in expected:
+        assert _rows(_arrow(df)) == sorted(json.dumps(r, sort_keys=True) for r in expected["rows"])
+
+
+def test_refuses_what_a_parquet_scan_cannot_read(spark, tmp_path):
+    with pytest.raises(UnsupportedFeatureError, match="memory filesystem"):
+        path = "memory://native-tests/t"
+        lakelog.write_table(path, pa.table({"id": [1]}))
+        spark_ext.read(spark, path)
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1]}))
+    hidden = os.path.join(path, "_hidden.parquet")  # Spark's file index would skip it silently
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64())}), hidden)
+    DeltaLog(Storage(path)).write_commit(1, [AddFile(path="_hidden.parquet", partition_values={}, size=os.path.getsize(hidden), modification_time=0)])
+    with pytest.raises(UnsupportedFeatureError, match="_hidden.parquet"):
+        spark_ext.read(spark, path)
+    assert sorted(r.id for r in spark.read.format("lakelog").load(path).collect()) == [1, 2]
+
+
+def test_empty_table(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string())}), partition_by=["p"])
+    df = spark_ext.read(spark, path)
+    assert df.columns == ["id", "p"] and df.count() == 0
+    shutil.rmtree(path)
