@@ -40,7 +40,7 @@ from typing import Any, Callable
 import orjson
 import pyarrow.compute as pc
 
-from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, now_ms
+from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, dv_id, now_ms
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
 from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms  # noqa: F401 (re-exported)
 from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
@@ -497,8 +497,9 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     if version is not None and int(version) > current.version:
         raise VersionNotFoundError(f"cannot restore version {version}: the latest version is {current.version}")
     old = Snapshot.load(storage, version=version, timestamp=timestamp, listing=current.listing)
-    to_add = [a for p, a in old.files.items() if p not in current.files]
-    to_remove = [a for p, a in current.files.items() if p not in old.files]
+    # Logical files are (path, deletion vector): a file whose DV changed since is removed and re-added.
+    to_add = [a for p, a in old.files.items() if p not in current.files or dv_id(current.files[p]) != dv_id(a)]
+    to_remove = [a for p, a in current.files.items() if p not in old.files or dv_id(old.files[p]) != dv_id(a)]
     metrics: dict[str, Any] = {
         "tableSizeAfterRestore": sum(a.size for a in old.files.values()),
         "numOfFilesAfterRestore": len(old.files),
@@ -511,10 +512,11 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     meta_changed = _metadata_differs(old.metadata, current.metadata)
     if old.version == current.version or (not to_add and not to_remove and not meta_changed):
         return result
-    missing = _missing_files(storage, [a.relative_path for a in to_add])
+    dv_files = {dv for a in to_add if (dv := referenced_dv_file(storage, a)) is not None}
+    missing = _missing_files(storage, [a.relative_path for a in to_add] + sorted(dv_files))
     if missing:
         raise VersionNotFoundError(
-            f"cannot restore version {old.version}: {len(missing)} of its data file(s) no longer exist "
+            f"cannot restore version {old.version}: {len(missing)} of its data or deletion vector file(s) no longer exist "
             f"(removed by vacuum?), e.g. {missing[:3]}. Restore a later version."
         )
     ts = now_ms()
@@ -523,7 +525,7 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
         actions.append(old.metadata)
     actions.extend(a.remove(ts, data_change=True) for a in to_remove)
     actions.extend(
-        AddFile(a.path, dict(a.partition_values), a.size, a.modification_time, True, a.stats, a.tags) for a in to_add
+        AddFile(a.path, dict(a.partition_values), a.size, a.modification_time, True, a.stats, a.tags, a.deletion_vector) for a in to_add
     )
     params: dict[str, Any] = {"version": old.version}
     if timestamp is not None:

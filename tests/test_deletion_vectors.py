@@ -260,3 +260,25 @@ def test_checkpoint_round_trips_deletion_vectors(tmp_path):
         os.remove(os.path.join(path, "_delta_log", f"{v:020d}.json"))
     assert sorted(lakelog.read_table(path).column("id").to_pylist()) == LIVE
     assert _peer_rows(path) == LIVE
+
+
+def test_restore_keys_files_by_path_and_deletion_vector(tmp_path):
+    """Restoring to before the DV re-adds the file without it (all rows back); restoring to the DV version
+    after OPTIMIZE re-adds the file with its DV (deleted rows stay deleted)."""
+    path = str(tmp_path / "t")
+    _dv_table(path, DELETED)
+    table = lakelog.Table(path)
+    table.restore(version=0)
+    assert sorted(lakelog.read_table(path).column("id").to_pylist()) == list(range(N))
+    assert _peer_rows(path) == list(range(N))
+    table = lakelog.Table(path)
+    table.restore(version=1)
+    assert sorted(lakelog.read_table(path).column("id").to_pylist()) == LIVE
+    assert _peer_rows(path) == LIVE
+    table = lakelog.Table(path)
+    table.optimize()
+    table.restore(version=1)
+    (add,) = lakelog.Table(path).snapshot.files.values()
+    assert add.deletion_vector is not None and add.deletion_vector.cardinality == len(DELETED)
+    assert sorted(lakelog.read_table(path).column("id").to_pylist()) == LIVE
+    assert _peer_rows(path) == LIVE
