@@ -79,11 +79,74 @@ def stats_count(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def refuse_deletion_vector(path: str) -> None:
-    raise UnsupportedFeatureError(
-        f"file {path!r} has a deletion vector; lakelog does not read deletion vectors. "
-        "Purge them with the writing engine (e.g. REORG TABLE ... APPLY (PURGE)) first."
-    )
+DV_STORAGE_TYPES = ("u", "i", "p")
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionVectorDescriptor:
+    """An ``add``/``remove`` action's ``deletionVector``: which rows of the data file are deleted.
+
+    ``storage_type``: ``u`` (a file in the table named from a z85-encoded UUID, with an optional
+    prefix), ``i`` (the bitmap inline, z85-encoded) or ``p`` (a file at an absolute path).
+    ``offset``: where the DV starts in its file (``u``/``p``); ``size_in_bytes``: the serialized bitmap's
+    size; ``cardinality``: the number of deleted rows. ``max_row_index`` is Spark's extra field, kept
+    as read. Reading it is ``lakelog.deletion_vectors``.
+    """
+
+    storage_type: str
+    path_or_inline_dv: str
+    size_in_bytes: int
+    cardinality: int
+    offset: int | None = None
+    max_row_index: int | None = None
+
+    @property
+    def unique_id(self) -> str:
+        """The protocol's ``uniqueId``: with the data file's path, the key of a logical file."""
+        base = self.storage_type + self.path_or_inline_dv
+        return base if self.offset is None else f"{base}@{self.offset}"
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"storageType": self.storage_type, "pathOrInlineDv": self.path_or_inline_dv}
+        if self.offset is not None:
+            d["offset"] = self.offset
+        d["sizeInBytes"] = self.size_in_bytes
+        d["cardinality"] = self.cardinality
+        if self.max_row_index is not None:
+            d["maxRowIndex"] = self.max_row_index
+        return d
+
+    @classmethod
+    def from_json(cls, d: Any) -> "DeletionVectorDescriptor":
+        """Parse a descriptor; a malformed one is a ``TypeError``/``ValueError`` (the caller reports the
+        action), a storage type lakelog does not read an ``UnsupportedFeatureError``."""
+        if not isinstance(d, dict):
+            raise TypeError(f"deletionVector must be a JSON object, got {type(d).__name__}")
+        kind = _str(d, "storageType")
+        if kind not in DV_STORAGE_TYPES:
+            raise UnsupportedFeatureError(
+                f"deletion vector storage type {kind!r} is not one lakelog reads (it reads 'u', 'i' and 'p'; "
+                "'r' belongs to Delta's adaptiveMetadata preview feature)"
+            )
+        out = cls(
+            storage_type=kind,
+            path_or_inline_dv=_str(d, "pathOrInlineDv"),
+            size_in_bytes=_int(d, "sizeInBytes", required=True),
+            cardinality=_int(d, "cardinality", required=True),
+            offset=_int(d, "offset"),
+            max_row_index=_int(d, "maxRowIndex"),
+        )
+        if out.size_in_bytes < 0 or out.cardinality < 0 or (out.offset is not None and out.offset < 0):
+            raise ValueError(f"deletionVector has a negative size, cardinality or offset: {d!r}")
+        if not out.path_or_inline_dv:
+            raise ValueError("deletionVector.pathOrInlineDv is empty")
+        return out
+
+
+def dv_id(action: Any) -> str | None:
+    """The deletion vector id of an add/remove (None without one)."""
+    dv = action.deletion_vector
+    return None if dv is None else dv.unique_id
 
 
 def string_map(value: Any, what: str, *, required: bool = False) -> dict[str, str | None] | None:
@@ -230,14 +293,23 @@ class AddFile:
     data_change: bool = True
     stats: str | None = None
     tags: dict[str, str] | None = None
+    deletion_vector: DeletionVectorDescriptor | None = None
 
     @property
     def relative_path(self) -> str:
         return decode_path(self.path)
 
     def num_records(self) -> int | None:
+        """``stats.numRecords``: the rows physically in the data file (deleted rows included)."""
         stats = stats_dict(self.stats)
         return None if stats is None else stats_count(stats.get("numRecords"))
+
+    def num_logical_records(self) -> int | None:
+        """The rows this logical file holds: ``numRecords`` less the deletion vector's cardinality."""
+        n = self.num_records()
+        if n is None or self.deletion_vector is None:
+            return n
+        return max(0, n - self.deletion_vector.cardinality)
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {
@@ -251,14 +323,15 @@ class AddFile:
             d["stats"] = self.stats
         if self.tags:
             d["tags"] = self.tags
+        if self.deletion_vector is not None:
+            d["deletionVector"] = self.deletion_vector.to_json()
         return {"add": d}
 
     @classmethod
     def from_json(cls, d: dict) -> "AddFile":
         """An ``add`` from JSON: ``path``, ``partitionValues``, ``size``, ``modificationTime`` and
         ``dataChange`` are required, as the protocol says; a wrong type is a ``TypeError``."""
-        if d.get("deletionVector"):
-            refuse_deletion_vector(d.get("path"))
+        dv = d.get("deletionVector")
         return cls(
             path=_str(d, "path"),
             partition_values=string_map(d.get("partitionValues"), "partitionValues", required=True),
@@ -267,9 +340,11 @@ class AddFile:
             data_change=_bool(d, "dataChange", required=True),
             stats=_str(d, "stats", required=False),
             tags=string_map(d.get("tags"), "tags"),
+            deletion_vector=None if dv is None else DeletionVectorDescriptor.from_json(dv),
         )
 
     def remove(self, deletion_timestamp: int | None = None, data_change: bool = True) -> "RemoveFile":
+        """The ``remove`` of this logical file (its deletion vector included: that is its key)."""
         return RemoveFile(
             path=self.path,
             deletion_timestamp=deletion_timestamp if deletion_timestamp is not None else now_ms(),
@@ -277,6 +352,7 @@ class AddFile:
             extended_file_metadata=True,
             partition_values=dict(self.partition_values),
             size=self.size,
+            deletion_vector=self.deletion_vector,
         )
 
 
@@ -288,6 +364,7 @@ class RemoveFile:
     extended_file_metadata: bool | None = None
     partition_values: dict[str, str | None] | None = None
     size: int | None = None
+    deletion_vector: DeletionVectorDescriptor | None = None
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"path": self.path, "deletionTimestamp": self.deletion_timestamp, "dataChange": self.data_change}
@@ -297,10 +374,13 @@ class RemoveFile:
             d["partitionValues"] = self.partition_values
         if self.size is not None:
             d["size"] = self.size
+        if self.deletion_vector is not None:
+            d["deletionVector"] = self.deletion_vector.to_json()
         return {"remove": d}
 
     @classmethod
     def from_json(cls, d: dict) -> "RemoveFile":
+        dv = d.get("deletionVector")
         return cls(
             path=_str(d, "path"),
             deletion_timestamp=_int(d, "deletionTimestamp"),
@@ -308,6 +388,7 @@ class RemoveFile:
             extended_file_metadata=_bool(d, "extendedFileMetadata"),
             partition_values=string_map(d.get("partitionValues"), "partitionValues"),
             size=_int(d, "size"),
+            deletion_vector=None if dv is None else DeletionVectorDescriptor.from_json(dv),
         )
 
 

@@ -22,6 +22,8 @@
     size differs from the size in the log;
   - ``invalid_partition_values``: a file's ``partitionValues`` lack a partition column or hold a value
     that is not of the column's type (reads fail on it);
+  - ``missing_deletion_vector`` / ``corrupt_deletion_vector``: a deletion vector of a data file the
+    checked version references is absent, or damaged (size, checksum, magic number, cardinality);
   - ``corrupt_file``: a referenced data file whose footer is not readable Parquet;
   - ``nanosecond_timestamps``: a data file storing Parquet ``TIMESTAMP(NANOS)`` columns, which Delta
     timestamps (microseconds) cannot hold: Spark refuses the file, delta-rs truncates it;
@@ -51,10 +53,11 @@ from typing import Any
 
 import orjson
 
-from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, parse_actions
+from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, dv_id, parse_actions
 from .checkpoint import read_checkpoint
-from .errors import CorruptLogError, InvalidPathError, LakelogError, VersionNotFoundError
 from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
+from .deletion_vectors import DeletionVectors, referenced_dv_file
+from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, VersionNotFoundError
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
@@ -186,6 +189,8 @@ def check_table(
                     referenced.add(decode_path(a.path))
                 except InvalidPathError as e:
                     bad = bad or e
+                if a.deletion_vector is not None and (dv := referenced_dv_file(storage, a)) is not None:
+                    referenced.add(dv)
             elif isinstance(a, Metadata):
                 partition_columns.update(a.partition_columns)
         if bad is not None:
@@ -324,13 +329,22 @@ def check_table(
     if snapshot is not None:
         partition_columns.update(snapshot.partition_columns)
         n_files, n_bytes = len(snapshot.files), 0
+        deletion_vectors = DeletionVectors(storage)
         present = []
         for rel, add in sorted(snapshot.files.items()):
             n_bytes += add.size
             try:
-                partition_scalars(add.partition_values, snapshot.schema, snapshot.partition_columns, add.path)
+                values = snapshot.column_mapping.logical_partition_values(add.partition_values, snapshot.partition_columns)
+                partition_scalars(values, snapshot.schema, snapshot.partition_columns, add.path)
             except CorruptLogError as e:
                 problems.append(Problem("invalid_partition_values", str(e), target, rel))
+            if add.deletion_vector is not None:
+                try:
+                    deletion_vectors.rows(add)
+                except MissingDeletionVectorError as e:
+                    problems.append(Problem("missing_deletion_vector", str(e), target, e.paths[0]))
+                except (DeletionVectorError, InvalidPathError) as e:
+                    problems.append(Problem("corrupt_deletion_vector", str(e), target, rel))
             info = files.get(rel)
             if info is None:
                 problems.append(Problem("missing_file", f"data file {rel!r} named by version {target} is missing", target, rel))
@@ -433,7 +447,7 @@ def _metadata_key(m) -> tuple | None:
 
 
 def _file_key(a: AddFile) -> tuple:
-    return (a.size, tuple(sorted((k, v) for k, v in (a.partition_values or {}).items())))
+    return (a.size, tuple(sorted((k, v) for k, v in (a.partition_values or {}).items())), dv_id(a))
 
 
 def _differences(replay: _Replay, checkpoint: _Replay) -> list[str]:
@@ -450,7 +464,7 @@ def _differences(replay: _Replay, checkpoint: _Replay) -> list[str]:
     if only_cp:
         out.append(f"{len(only_cp)} file(s) in the checkpoint are not in the log (e.g. {only_cp[0]!r})")
     if changed:
-        out.append(f"{len(changed)} file(s) have another size or other partition values (e.g. {changed[0]!r})")
+        out.append(f"{len(changed)} file(s) have another size, other partition values or another deletion vector (e.g. {changed[0]!r})")
     txns_log = {k: t.version for k, t in replay.txns.items()}
     txns_cp = {k: t.version for k, t in checkpoint.txns.items()}
     if txns_log != txns_cp:

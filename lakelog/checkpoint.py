@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,6 +29,7 @@ from .actions import (
     CommitInfo,
     Action,
     AddFile,
+    DeletionVectorDescriptor,
     DomainMetadata,
     Metadata,
     Protocol,
@@ -37,9 +37,9 @@ from .actions import (
     Txn,
     decode_path,
     decode_paths,
+    dv_id,
     now_ms,
     parse_actions,
-    refuse_deletion_vector,
 )
 from . import checkpoint_v2
 from .checkpoint_v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, Sidecar, SidecarWriter, read_sidecars
@@ -59,7 +59,7 @@ class TableState(TypingProtocol):
     protocol: Protocol
     metadata: Metadata
     file_set: object
-    tombstones: dict[str, RemoveFile]
+    tombstones: dict[tuple[str, str | None], RemoveFile]  # by logical file key (path, DV id)
     txns: dict[str, Txn]
     domains: dict[str, DomainMetadata]
 
@@ -67,6 +67,17 @@ class TableState(TypingProtocol):
     def num_files(self) -> int: ...
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
+# The deletionVector struct of checkpoint add/remove rows, as Spark writes it.
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+        ("maxRowIndex", pa.int64()),
+    ]
+)
 CHECKPOINT_SCHEMA = pa.schema(
     [
         ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
@@ -81,6 +92,7 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("dataChange", pa.bool_()),
                     ("stats", pa.string()),
                     ("tags", _STR_MAP),
+                    ("deletionVector", DV_TYPE),
                 ]
             ),
         ),
@@ -94,6 +106,7 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("extendedFileMetadata", pa.bool_()),
                     ("partitionValues", _STR_MAP),
                     ("size", pa.int64()),
+                    ("deletionVector", DV_TYPE),
                 ]
             ),
         ),
@@ -134,6 +147,26 @@ def _items(d: dict | None) -> list[tuple] | None:
     return None if d is None else list(d.items())
 
 
+def _dv_row(dv: DeletionVectorDescriptor | None) -> dict | None:
+    if dv is None:
+        return None
+    return {
+        "storageType": dv.storage_type,
+        "pathOrInlineDv": dv.path_or_inline_dv,
+        "offset": dv.offset,
+        "sizeInBytes": dv.size_in_bytes,
+        "cardinality": dv.cardinality,
+        "maxRowIndex": dv.max_row_index,
+    }
+
+
+def parse_dv(d: dict | None) -> DeletionVectorDescriptor | None:
+    """A checkpoint row's ``deletionVector`` struct (None, or a struct of nulls: no deletion vector)."""
+    if not d or d.get("storageType") is None:
+        return None
+    return DeletionVectorDescriptor.from_json(d)
+
+
 def _add_rows(adds: list[AddFile]) -> list[dict]:
     return [
         {
@@ -144,6 +177,7 @@ def _add_rows(adds: list[AddFile]) -> list[dict]:
             "dataChange": False,  # checkpoint adds describe state, not a change
             "stats": a.stats,
             "tags": _items(a.tags),
+            "deletionVector": _dv_row(a.deletion_vector),
         }
         for a in adds
     ]
@@ -247,6 +281,7 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
                     "extendedFileMetadata": r.extended_file_metadata,
                     "partitionValues": _items(r.partition_values),
                     "size": r.size,
+                    "deletionVector": _dv_row(r.deletion_vector),
                 }
                 for r in chunk
             ],
@@ -424,9 +459,19 @@ class CheckpointState:
     paths: list[str]  # decoded ``add.path`` of each row (validated like every logged path)
     sidecars: list[str] = field(default_factory=list)  # file names in _delta_log/_sidecars (V2 spec)
     v2: bool = False  # V2 spec (has a checkpointMetadata action)
+    dv_ids: list[str | None] | None = None  # deletionVector.uniqueId of each row; None: no row has one
+    _index: dict[str, int] | None = None
 
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
+
+    def dv_id(self, path: str) -> str | None:
+        """The deletion vector id of the add row of ``path`` (which must be one of ``paths``)."""
+        if self.dv_ids is None:
+            return None
+        if self._index is None:
+            self._index = {p: i for i, p in enumerate(self.paths)}
+        return self.dv_ids[self._index[path]]
 
 
 def _child(adds: pa.StructArray, name: str, n: int) -> list:
@@ -443,10 +488,20 @@ def adds_from_arrow(adds: pa.StructArray) -> list[AddFile]:
     paths = adds.field("path").to_pylist()
     pvs, sizes, mtimes = _child(adds, "partitionValues", n), _child(adds, "size", n), _child(adds, "modificationTime", n)
     changes, stats, tags = _child(adds, "dataChange", n), _child(adds, "stats", n), _child(adds, "tags", n)
+    dvs = _child(adds, "deletionVector", n) if _has_dvs(adds) else [None] * n
     return [
-        AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg))
-        for p, pv, sz, mt, dc, st, tg in zip(paths, pvs, sizes, mtimes, changes, stats, tags)
+        AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg), parse_dv(dv))
+        for p, pv, sz, mt, dc, st, tg, dv in zip(paths, pvs, sizes, mtimes, changes, stats, tags, dvs)
     ]
+
+
+def _has_dvs(adds: pa.StructArray) -> bool:
+    if adds.type.get_field_index("deletionVector") < 0:
+        return False
+    dv = adds.field("deletionVector")
+    if dv.null_count == len(dv) or not pa.types.is_struct(dv.type) or dv.type.get_field_index("storageType") < 0:
+        return False
+    return dv.field("storageType").null_count < len(dv)
 
 
 def _typed_adds(adds: pa.StructArray) -> pa.StructArray:
@@ -579,8 +634,7 @@ def _check_spec(cp: CheckpointFiles, metas: list[CheckpointMetadata], sidecars: 
 def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_actions: bool = True) -> CheckpointState:
     """Read a checkpoint of any kind (an int: the classic checkpoint of that version): every file of it,
     sidecars included. Raises FileNotFoundError when its (first) file is gone, CorruptLogError when it is
-    unreadable, incomplete or holds a malformed action, UnsupportedFeatureError when a file has a deletion
-    vector. ``file_actions=False`` reads only its non-file actions (no sidecars, no add or remove rows)."""
+    unreadable, incomplete or holds a malformed action. ``file_actions=False`` reads only its non-file actions (no sidecars, no add or remove rows)."""
     cp = checkpoint if isinstance(checkpoint, CheckpointFiles) else _classic_checkpoint(storage, checkpoint)
     name = cp.name
     actions: list[Action] = []
@@ -605,10 +659,12 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
         for t in read_sidecars(storage, sidecars, name):
             _parse_table(t.select([c for c in t.column_names if c in ("add", "remove")]), name, actions, add_arrays)
     adds = _union(add_arrays, name)
-    if adds.type.get_field_index("deletionVector") >= 0:
-        dv = adds.field("deletionVector")
-        if dv.null_count < len(dv):
-            refuse_deletion_vector(adds.field("path")[pc.index(pc.is_valid(dv), True).as_py()].as_py())
+    dv_ids = None
+    if _has_dvs(adds):
+        try:
+            dv_ids = [None if (d := parse_dv(row)) is None else d.unique_id for row in adds.field("deletionVector").to_pylist()]
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptLogError(f"checkpoint {name} holds a malformed deletionVector ({e!r})") from None
     paths = decode_paths(adds.field("path"))
     # A checkpoint names each live file once and never as both live and removed (the protocol's
     # primary-key rule). Engines disagree about such a checkpoint (delta-rs keeps both rows, or the
@@ -617,11 +673,13 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
         seen: set[str] = set()
         dup = next(p for p in paths if p in seen or seen.add(p))
         raise CorruptLogError(f"checkpoint {name} names {dup!r} in two add rows; a checkpoint lists each file once")
-    removed = {decode_path(a.path) for a in actions if type(a) is RemoveFile}
-    both = removed.intersection(paths)
+    # A checkpoint may hold a remove of a file's older (path, deletion vector) next to the add of its current one.
+    removed = {(decode_path(a.path), dv_id(a)) for a in actions if type(a) is RemoveFile}
+    live = zip(paths, dv_ids) if dv_ids is not None else ((p, None) for p in paths)
+    both = removed.intersection(live)
     if both:
-        raise CorruptLogError(f"checkpoint {name} names {sorted(both)[0]!r} in both an add and a remove row; a file is live or removed, not both")
-    return CheckpointState(cp.version, actions, adds, paths, [s.name for s in sidecars], bool(metas))
+        raise CorruptLogError(f"checkpoint {name} names {sorted(both)[0][0]!r} in both an add and a remove row; a file is live or removed, not both")
+    return CheckpointState(cp.version, actions, adds, paths, [s.name for s in sidecars], bool(metas), dv_ids)
 
 
 def _classic_checkpoint(storage, version: int) -> CheckpointFiles:

@@ -213,7 +213,7 @@ def _open_table(args: argparse.Namespace, *, time_travel: bool = False):
 def _num_records(adds) -> int | None:
     total = 0
     for a in adds:
-        n = a.num_records()
+        n = a.num_logical_records()  # rows a deletion vector deletes are not the table's
         if n is None:
             return None
         total += n
@@ -361,6 +361,7 @@ def cmd_files(args: argparse.Namespace) -> int:
                 "path": a.relative_path,
                 "size": a.size,
                 "numRecords": a.num_records(),
+                "deletedRecords": None if a.deletion_vector is None else a.deletion_vector.cardinality,
                 "partitionValues": a.partition_values,
                 "modificationTime": _iso(a.modification_time),
                 "stats": stats,

@@ -78,6 +78,24 @@ class IncompatibleDataFileError(DataFileError):
     losing data (another type, or nanosecond timestamps the table's microseconds cannot represent)."""
 
 
+class DeletionVectorError(DataFileError):
+    """A data file's deletion vector cannot be read, so its live rows are unknown and it is not read.
+    ``paths``: the deletion vector's file (table-relative, or the absolute path it names; ``<inline>``
+    for an inline one) and the data file; ``offset``: where the DV was expected in its file."""
+
+    def __init__(self, message: str, paths: list[str] | None = None, offset: int | None = None):
+        super().__init__(message, paths)
+        self.offset = offset
+
+
+class MissingDeletionVectorError(DeletionVectorError):
+    """A deletion vector's file does not exist."""
+
+
+class CorruptDeletionVectorError(DeletionVectorError):
+    """A deletion vector is damaged: truncated, a wrong size, checksum, magic number or cardinality."""
+
+
 class InvalidArgumentError(LakelogError, ValueError):
     """An argument lakelog cannot use (a malformed table URL, an unusable option value)."""
 

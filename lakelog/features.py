@@ -59,11 +59,14 @@ REGISTRY: dict[str, Feature] = {
            "with delta.enableInCommitTimestamps=true: commitInfo first with a monotonic inCommitTimestamp; enablement properties set"),
         _f("clustering", False, True, True, _NOTHING,
            "files written unclustered (no clusteringProvider, which the protocol allows); the delta.clustering domain kept"),
-        _f("columnMapping", True, False, True, "refused: column mapping is not read (a reader version 2 table with mode none is read)",
-           "only while delta.columnMapping.mode=none (a table whose legacy writer version 5 implied it)"),
-        _f("deletionVectors", True, False, False, "refused: deletion vectors are not applied", _REFUSED),
-        _f("typeWidening", True, False, False, "refused: files with narrower types are not cast", _REFUSED),
-        _f("typeWidening-preview", True, False, False, "refused, as typeWidening", _REFUSED),
+        _f("columnMapping", True, True, True,
+           "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
+           "data writes refused while delta.columnMapping.mode is name or id; maintenance that writes no data allowed"),
+        _f("deletionVectors", True, True, True, "deleted rows dropped on every read path (to_pyarrow_dataset refused)",
+           "no deletion vectors written: optimize and row-level operations rewrite a file that has one without its deleted rows"),
+        _f("typeWidening", True, True, True, "files with narrower types cast to the table's type",
+           "data writes refused; VACUUM and log cleanup allowed"),
+        _f("typeWidening-preview", True, True, True, "as typeWidening", "as typeWidening"),
         _f("rowTracking", False, True, False, _NOTHING, "refused: writers would have to assign row ids (baseRowId, defaultRowCommitVersion)"),
         _f("icebergCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergCompatV2", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
@@ -96,6 +99,9 @@ LEGACY_WRITER_FEATURES = {
     5: ("columnMapping",),
     6: ("identityColumns",),
 }
+
+# Writer features that only VACUUM and log cleanup may honour (Snapshot.check_writable refuses data writes).
+NO_DATA_WRITES = {"typeWidening": "type widening", "typeWidening-preview": "type widening"}
 
 READABLE = frozenset(n for n, f in REGISTRY.items() if f.readable)
 WRITABLE = frozenset(n for n, f in REGISTRY.items() if f.writable)

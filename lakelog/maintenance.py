@@ -40,11 +40,12 @@ from typing import Any, Callable
 import orjson
 import pyarrow.compute as pc
 
-from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, now_ms
+from .actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, decode_path, dv_id, now_ms
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError  # noqa: F401 (re-exported)
 from .log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms  # noqa: F401 (re-exported)
 from .properties import DEFAULT_LOG_RETENTION_MS  # noqa: F401 (re-exported)
 from .conform import cast_batch
+from .deletion_vectors import referenced_dv_file
 from .schema import hive_escape, parse_partition_value
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
@@ -176,11 +177,18 @@ def _walk_table_files(storage: Storage, partition_columns: list[str]) -> list[tu
 
 
 def _files_in_retention(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
-    """Decoded paths that the latest version or any version inside the retention window references."""
+    """Decoded paths that the latest version or any version inside the retention window references:
+    data files and the deletion vector files their adds and removes name."""
+    storage = snapshot.storage
     keep = set(snapshot.file_paths())
-    for path, r in snapshot.tombstones.items():
+    for add in snapshot.files.values():
+        if add.deletion_vector is not None and (dv := referenced_dv_file(storage, add)) is not None:
+            keep.add(dv)
+    for (path, _), r in snapshot.tombstones.items():
         if r.deletion_timestamp is None or r.deletion_timestamp >= cutoff_ms:
             keep.add(path)
+            if (dv := referenced_dv_file(storage, r)) is not None:
+                keep.add(dv)
     # Every file of a version inside the window that the latest version lacks was removed by a commit
     # made after the cutoff; those commits are read directly because checkpoints drop old tombstones.
     listing = snapshot.listing or snapshot.log.list()
@@ -190,6 +198,8 @@ def _files_in_retention(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
         for a in actions:
             if isinstance(a, (AddFile, RemoveFile)):
                 keep.add(decode_path(a.path))
+                if (dv := referenced_dv_file(storage, a)) is not None:
+                    keep.add(dv)
     return keep
 
 
@@ -333,13 +343,15 @@ def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
 
 
 def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
-    """Bin-pack files smaller than ``target_size`` per partition, in insertion order.
+    """Bin-pack files smaller than ``target_size`` per partition, in insertion order. A file with a
+    deletion vector is always a candidate, and a bin holding one is kept even alone: compaction
+    rewrites it without its deleted rows and drops the deletion vector.
 
-    Returns (bins with at least two files, number of candidate files considered).
+    Returns (bins with at least two files or a deletion vector, number of candidate files considered).
     """
     by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
     for a in files:
-        if a.size < target_size:
+        if a.size < target_size or a.deletion_vector is not None:
             by_partition[tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))].append(a)
     bins: list[list[AddFile]] = []
     for key in sorted(by_partition, key=repr):
@@ -353,7 +365,8 @@ def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile
             size += a.size
         if current:
             bins.append(current)
-    return [b for b in bins if len(b) > 1], sum(len(v) for v in by_partition.values())
+    keep = [b for b in bins if len(b) > 1 or any(a.deletion_vector is not None for a in b)]
+    return keep, sum(len(v) for v in by_partition.values())
 
 
 def optimize(
@@ -403,8 +416,8 @@ def optimize(
         for i, group in enumerate(bins):
             writer = DataWriter(storage, schema, parts, max_indexed, "part")
             try:
-                dataset = scan.files_dataset(storage, schema, parts, group)
-                for batch in dataset.to_batches(use_threads=True):
+                # read_batches drops the rows deletion vectors delete; the new files have no DV
+                for batch in scan.read_batches(storage, schema, parts, group):
                     writer.write(cast_batch(batch, schema))
                 added = writer.finish()
             except BaseException:
@@ -484,8 +497,9 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     if version is not None and int(version) > current.version:
         raise VersionNotFoundError(f"cannot restore version {version}: the latest version is {current.version}")
     old = Snapshot.load(storage, version=version, timestamp=timestamp, listing=current.listing)
-    to_add = [a for p, a in old.files.items() if p not in current.files]
-    to_remove = [a for p, a in current.files.items() if p not in old.files]
+    # Logical files are (path, deletion vector): a file whose DV changed since is removed and re-added.
+    to_add = [a for p, a in old.files.items() if p not in current.files or dv_id(current.files[p]) != dv_id(a)]
+    to_remove = [a for p, a in current.files.items() if p not in old.files or dv_id(old.files[p]) != dv_id(a)]
     metrics: dict[str, Any] = {
         "tableSizeAfterRestore": sum(a.size for a in old.files.values()),
         "numOfFilesAfterRestore": len(old.files),
@@ -498,10 +512,11 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     meta_changed = _metadata_differs(old.metadata, current.metadata)
     if old.version == current.version or (not to_add and not to_remove and not meta_changed):
         return result
-    missing = _missing_files(storage, [a.relative_path for a in to_add])
+    dv_files = {dv for a in to_add if (dv := referenced_dv_file(storage, a)) is not None}
+    missing = _missing_files(storage, [a.relative_path for a in to_add] + sorted(dv_files))
     if missing:
         raise VersionNotFoundError(
-            f"cannot restore version {old.version}: {len(missing)} of its data file(s) no longer exist "
+            f"cannot restore version {old.version}: {len(missing)} of its data or deletion vector file(s) no longer exist "
             f"(removed by vacuum?), e.g. {missing[:3]}. Restore a later version."
         )
     ts = now_ms()
@@ -510,7 +525,7 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
         actions.append(old.metadata)
     actions.extend(a.remove(ts, data_change=True) for a in to_remove)
     actions.extend(
-        AddFile(a.path, dict(a.partition_values), a.size, a.modification_time, True, a.stats, a.tags) for a in to_add
+        AddFile(a.path, dict(a.partition_values), a.size, a.modification_time, True, a.stats, a.tags, a.deletion_vector) for a in to_add
     )
     params: dict[str, Any] = {"version": old.version}
     if timestamp is not None:

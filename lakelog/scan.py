@@ -5,25 +5,47 @@ partition values as equalities (pyarrow materializes them as columns) and, when 
 as bounds. pyarrow then skips fragments that cannot match and never opens them. Filters are compiled
 by ``lakelog.predicates``: where Parquet footer statistics are unsafe (floats), the scanner gets a
 relaxed filter and the exact one is applied to the rows afterwards.
+
+Files pyarrow's scanner cannot read as they are go through ``read_data_file`` instead, one file per
+task on a small thread pool: files with a deletion vector (their deleted rows are dropped by file
+row index, so the file is read whole and in order, then filtered) and every file of a table with
+column mapping (columns are found by physical name or field id and renamed). Both kinds are pruned
+by the same partition values and stats first (keyed by physical names under column mapping).
 """
 
 from __future__ import annotations
 
 import decimal
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from .actions import AddFile, stats_count, stats_dict
+from .column_mapping import ColumnMapping
 from .data_files import inspect_files
-from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
+from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .predicates import CompiledFilter, compile_filter
 from .schema import parse_date, partition_scalars, timestamp_micros
 from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
+READ_THREADS = 4  # files read at once by read_data_file
+
+
+def _mapping(mapping: ColumnMapping | None, schema: pa.Schema) -> ColumnMapping:
+    return mapping if mapping is not None else ColumnMapping("none", "")
+
+
+def needs_file_reader(add: AddFile, mapping: ColumnMapping | None) -> bool:
+    """Whether ``add`` must be read by ``read_data_file`` (not pyarrow's scanner)."""
+    return add.deletion_vector is not None or (mapping is not None and mapping.active)
 
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
@@ -33,9 +55,16 @@ def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
     return None if compiled is None else compiled.exact
 
 
-def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
+def partition_values(add: AddFile, partition_columns: list[str], mapping: ColumnMapping | None) -> dict[str, str | None]:
+    """``add.partitionValues`` keyed by logical column names."""
+    if mapping is None or not mapping.active:
+        return add.partition_values
+    return mapping.logical_partition_values(add.partition_values, partition_columns)
+
+
+def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None = None) -> pc.Expression | None:
     expr = None
-    for c, v in partition_scalars(add.partition_values, schema, partition_columns, add.path).items():
+    for c, v in partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path).items():
         e = pc.field(c).is_null() if not v.is_valid else (pc.field(c) == v)
         expr = e if expr is None else expr & e
     return expr
@@ -68,23 +97,29 @@ def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
     return None  # floats (NaN makes bounds unsafe), booleans, binary, nested: no stats pruning
 
 
-def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str]) -> pc.Expression | None:
+def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None = None) -> pc.Expression | None:
+    """What a file's stats say of its rows. With a deletion vector ``numRecords`` counts the physical rows
+    and Spark re-commits the file's stats with ``tightBounds`` false: min/max are still bounds of the live
+    rows, and a ``nullCount`` equal to ``numRecords`` still means every row is null; other null counts
+    only ever widen the guarantee (``maybe_null``)."""
     stats = stats_dict(add.stats)
     if stats is None:
         return None
     n = stats_count(stats.get("numRecords"))
     mins, maxs, nulls = (m if isinstance(m := stats.get(k), dict) else {} for k in ("minValues", "maxValues", "nullCount"))
+    active = mapping is not None and mapping.active
     expr = None
     for f in schema:
         if f.name in partition_columns:
             continue
-        nc = stats_count(nulls.get(f.name))
+        key = mapping.stats_key(f.name) if active else f.name
+        nc = stats_count(nulls.get(key))
         field = pc.field(f.name)
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
         else:
-            lo = _stat_literal(mins.get(f.name), f.type, False)
-            hi = _stat_literal(maxs.get(f.name), f.type, True)
+            lo = _stat_literal(mins.get(key), f.type, False)
+            hi = _stat_literal(maxs.get(key), f.type, True)
             parts = []
             # With possible nulls each bound is stated as '(bound) or is_null': pyarrow can use that form.
             maybe_null = nc is None or nc > 0
@@ -101,30 +136,51 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
     return expr
 
 
-def _fragments_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], with_stats: bool) -> ds.FileSystemDataset:
+def _fragments_dataset(
+    storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], with_stats: bool, mapping: ColumnMapping | None = None
+) -> ds.FileSystemDataset:
     fmt = ds.ParquetFileFormat()
     fragments = []
     for add in adds:
-        g = _partition_guarantee(add, schema, partition_columns)
+        g = _partition_guarantee(add, schema, partition_columns, mapping)
         if with_stats:
-            s = _stats_guarantee(add, schema, partition_columns)
+            s = _stats_guarantee(add, schema, partition_columns, mapping)
             g = s if g is None else (g if s is None else g & s)
         path = storage.join(add.relative_path)
         fragments.append(fmt.make_fragment(path, storage.arrow_fs, partition_expression=g if g is not None else pc.scalar(True)))
     return ds.FileSystemDataset(fragments, schema, fmt, storage.arrow_fs)
 
 
-def files_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], filters: Any = None) -> ds.FileSystemDataset:
-    """A pyarrow dataset over the given add actions; with ``filters`` their stats become pruning bounds."""
+def files_dataset(
+    storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], filters: Any = None, mapping: ColumnMapping | None = None
+) -> ds.FileSystemDataset:
+    """A pyarrow dataset over the given add actions; with ``filters`` their stats become pruning bounds.
+    Only for pruning (``get_fragments``) when a file needs ``read_data_file`` (see ``needs_file_reader``)."""
     compiled = compile_filter(filters, schema, partition_columns)
-    return _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None)
+    return _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None, mapping)
 
 
 def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
     """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds.
 
     Scanning it with a filter lets pyarrow also prune Parquet row groups by their footer statistics,
-    which can drop float rows (NaN, -0.0); ``to_table`` and ``read_batches`` never do."""
+    which can drop float rows (NaN, -0.0); ``to_table`` and ``read_batches`` never do. A table whose
+    files pyarrow cannot read as they are (deletion vectors, column mapping) is refused with
+    ``UnsupportedFeatureError``: the dataset would return deleted rows or physical column names."""
+    mapping = snapshot.column_mapping
+    why = None
+    if mapping.active:
+        why = f"column mapping (mode {mapping.mode!r}): its files name columns by physical names a dataset would return"
+    else:
+        n = sum(1 for a in snapshot.files.values() if a.deletion_vector is not None)
+        if n:
+            why = f"deletion vectors ({n} file(s) have deleted rows that a pyarrow dataset would return)"
+    if why:
+        raise UnsupportedFeatureError(
+            f"the table uses {why}, so lakelog cannot offer it as a pyarrow dataset. Read it with Table.to_pyarrow() or "
+            "Table.to_pandas(), or stream it with Table.read_batches(); DuckDB and Polars read "
+            "pa.RecordBatchReader.from_batches(table.schema, table.read_batches())"
+        )
     return files_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), filters)
 
 
@@ -133,19 +189,34 @@ def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
     if compiled is None:
         return snapshot.file_paths()
-    d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), True)
+    d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), True, snapshot.column_mapping)
     rel_of = {snapshot.storage.join(rel): rel for rel in snapshot.files}
     return [rel_of[frag.path] for frag in d.get_fragments(filter=compiled.exact)]
 
 
 def read_batches(
-    storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], columns: list[str] | None = None, filters: Any = None
+    storage,
+    schema: pa.Schema,
+    partition_columns: list[str],
+    adds: Iterable[AddFile],
+    columns: list[str] | None = None,
+    filters: Any = None,
+    mapping: ColumnMapping | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of the given add actions that ``filters`` keeps (exactly: see ``lakelog.predicates``), as batches
-    of ``columns`` (default: all)."""
+    of ``columns`` (default: all). Rows deleted by deletion vectors are never returned; ``mapping``: the
+    table's column mapping (None: none)."""
     compiled = compile_filter(filters, schema, partition_columns)
-    d = _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None)
-    return _batches(d, columns, compiled)
+    return _scan(storage, schema, partition_columns, list(adds), columns, compiled, mapping)
+
+
+def _scan(storage, schema, partition_columns, adds: list[AddFile], columns, compiled, mapping) -> Iterator[pa.RecordBatch]:
+    special = [a for a in adds if needs_file_reader(a, mapping)]
+    if len(special) < len(adds):
+        plain = [a for a in adds if not needs_file_reader(a, mapping)] if special else adds
+        yield from _batches(_fragments_dataset(storage, schema, partition_columns, plain, compiled is not None), columns, compiled)
+    if special:
+        yield from _file_batches(storage, schema, partition_columns, special, columns, compiled, mapping)
 
 
 def _batches(d: ds.FileSystemDataset, columns: list[str] | None, compiled: CompiledFilter | None) -> Iterator[pa.RecordBatch]:
@@ -163,6 +234,117 @@ def _batches(d: ds.FileSystemDataset, columns: list[str] | None, compiled: Compi
             yield batch.select(wanted)
 
 
+def _file_batches(storage, schema, partition_columns, adds, columns, compiled, mapping) -> Iterator[pa.RecordBatch]:
+    """The rows of files read by ``read_data_file`` (several at once, in order), pruned and filtered."""
+    if compiled is not None:
+        d = _fragments_dataset(storage, schema, partition_columns, adds, True, mapping)
+        keep = {frag.path for frag in d.get_fragments(filter=compiled.exact)}
+        adds = [a for a in adds if storage.join(a.relative_path) in keep]
+    wanted = list(columns) if columns is not None else schema.names
+    read = wanted if compiled is None else wanted + [c for c in (compiled.columns or schema.names) if c not in wanted]
+    dvs = DeletionVectors(storage)
+
+    def one(add: AddFile) -> pa.Table:
+        t = read_data_file(storage, add, schema, partition_columns, read, mapping, dvs)
+        if compiled is not None:
+            t = t.filter(compiled.exact).select(wanted)
+        return t
+
+    if not adds:
+        return
+    pool = ThreadPoolExecutor(max_workers=min(READ_THREADS, len(adds)))
+    pending: deque = deque()
+    try:
+        for add in adds:
+            pending.append(pool.submit(one, add))
+            if len(pending) > READ_THREADS:
+                yield from pending.popleft().result().to_batches()
+        while pending:
+            yield from pending.popleft().result().to_batches()
+    finally:
+        for f in pending:
+            f.cancel()
+        pool.shutdown(wait=True)
+
+
+def read_data_file(
+    storage,
+    add: AddFile,
+    schema: pa.Schema,
+    partition_columns: list[str],
+    names: list[str],
+    mapping: ColumnMapping | None = None,
+    dvs: DeletionVectors | None = None,
+    row_index: str | None = None,
+) -> pa.Table:
+    """The live rows of one data file as the table's logical columns ``names`` (partition columns from
+    the log, columns the file lacks as nulls, values cast to the table's types), in file order; rows its
+    deletion vector deletes are dropped. ``row_index``: also a column of that name holding each row's
+    file row index. A missing or unreadable file, or deletion vector, is a typed error naming it."""
+    rel = add.relative_path
+    data_names = [c for c in names if c not in partition_columns]
+    m = _mapping(mapping, schema)
+    deleted = (dvs or DeletionVectors(storage)).rows(add) if add.deletion_vector is not None else None
+    live = None
+    try:
+        with storage.open_input(storage.join(rel)) as f:
+            pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
+            cols = m.file_columns(pf.schema_arrow, data_names, rel)
+            n = pf.metadata.num_rows
+            check_row_count(deleted, n, add, storage)
+            mask = keep_mask(deleted, 0, n)
+            live = None if mask is None else np.flatnonzero(mask)  # file row indexes of the live rows
+            if not cols.to_read:
+                data = None
+            elif live is None:
+                data = pf.read(columns=cols.to_read, use_threads=True)
+            else:
+                data = _read_live(pf, cols.to_read, live)
+    except FileNotFoundError:
+        raise MissingDataFileError(
+            f"data file {rel!r} is missing from {storage.uri!r}; restore it from a backup, or read a version that does not "
+            "reference it ('lakelog check' lists every missing file)",
+            [rel],
+        ) from None
+    except (OSError, pa.ArrowInvalid) as e:
+        if "No such file" in str(e) or "not found" in str(e).lower():
+            raise MissingDataFileError(f"data file {rel!r} is missing from {storage.uri!r} ({e})", [rel]) from None
+        raise CorruptDataFileError(f"data file {rel!r} cannot be read as Parquet ({e}); restore it from a backup", [rel]) from None
+    kept = n if live is None else len(live)
+    converted = cols.convert(data, schema) if data is not None else [pa.chunked_array([pa.nulls(kept, schema.field(c).type)]) for c in data_names]
+    by_name = dict(zip(data_names, converted))
+    parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path) if partition_columns else {}
+    arrays, fields = [], []
+    for c in names:
+        f = schema.field(c)
+        if c in partition_columns:
+            arrays.append(pa.repeat(parts[c], kept) if parts[c].is_valid else pa.nulls(kept, f.type))
+        else:
+            arrays.append(by_name[c])
+        fields.append(f)
+    if row_index is not None:
+        arrays.append(pa.array(np.arange(n, dtype=np.int64) if live is None else live.astype(np.int64)))
+        fields.append(pa.field(row_index, pa.int64()))
+    if not arrays:
+        return pa.table({"_": pa.nulls(kept)}).drop_columns(["_"])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+LIVE_BATCH_ROWS = 64 * 1024
+
+
+def _read_live(pf: pq.ParquetFile, columns: list[str], live: np.ndarray) -> pa.Table:
+    """The rows at file row indexes ``live`` (ascending) of ``columns``. Read in batches, each cut down
+    by one take as it is decoded: the deleted rows never pile up, and memory is reused batch to batch."""
+    out, start = [], 0
+    for batch in pf.iter_batches(batch_size=LIVE_BATCH_ROWS, columns=columns, use_threads=True):
+        lo, hi = np.searchsorted(live, [start, start + batch.num_rows])
+        if hi > lo:
+            out.append(pc.take(batch, pa.array(live[lo:hi] - start), boundscheck=False))
+        start += batch.num_rows
+    return pa.Table.from_batches(out) if out else pf.schema_arrow.empty_table().select(columns)
+
+
 def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
     """The snapshot's rows (the first ``limit`` of them when given); a data file that is missing or not
     Parquet is a typed error naming it."""
@@ -171,14 +353,17 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
         if unknown:
             raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snapshot.schema.names})")
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
-    d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), compiled is not None)
+    mapping = snapshot.column_mapping
+    adds = list(snapshot.files.values())
+    out_schema = pa.schema([snapshot.schema.field(c) for c in columns]) if columns is not None else snapshot.schema
     try:
-        if compiled is None or not compiled.recheck:
-            expr = None if compiled is None else compiled.exact
-            return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
-        out_schema = pa.schema([d.schema.field(c) for c in columns]) if columns is not None else d.schema
+        if not any(needs_file_reader(a, mapping) for a in adds):
+            d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, adds, compiled is not None)
+            if compiled is None or not compiled.recheck:
+                expr = None if compiled is None else compiled.exact
+                return d.to_table(columns=columns, filter=expr) if limit is None else d.head(limit, columns=columns, filter=expr)
         batches, n = [], 0
-        for b in _batches(d, columns, compiled):
+        for b in _scan(snapshot.storage, snapshot.schema, snapshot.partition_columns, adds, columns, compiled, mapping):
             if limit is not None and n + b.num_rows >= limit:
                 batches.append(b.slice(0, limit - n))
                 break

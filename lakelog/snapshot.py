@@ -10,14 +10,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from .actions import AddFile, CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path
+from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
 from .checkpoint import CheckpointState, read_checkpoint_state
-from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
-from .features import check_read, check_write
+from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
+from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
+from .features import NO_DATA_WRITES, check_read, check_write
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
 from .schema import schema_from_string
+from .type_widening import check_type_changes
 from .storage import Storage
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -94,11 +96,12 @@ class Snapshot:
     protocol: Protocol
     metadata: Metadata
     file_set: "FileSet"
-    tombstones: dict[str, RemoveFile] = field(default_factory=dict)
+    tombstones: dict[tuple[str, str | None], RemoveFile] = field(default_factory=dict)  # by logical file key
     txns: dict[str, Txn] = field(default_factory=dict)
     listing: LogListing | None = None
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     _schema: pa.Schema | None = None
+    _column_mapping: ColumnMapping | None = None
 
     # ------------------------------------------------------------ derived
     @property
@@ -125,6 +128,13 @@ class Snapshot:
         return list(self.metadata.partition_columns)
 
     @property
+    def column_mapping(self) -> ColumnMapping:
+        """How the logical columns are found in the data files (``delta.columnMapping.mode``)."""
+        if self._column_mapping is None:
+            self._column_mapping = ColumnMapping.of(self.metadata, self.properties.column_mapping_mode)
+        return self._column_mapping
+
+    @property
     def configuration(self) -> dict[str, str]:
         return self.metadata.configuration
 
@@ -136,10 +146,9 @@ class Snapshot:
     # ------------------------------------------------------------ protocol checks
     def check_readable(self) -> None:
         check_read(self.protocol)
-        mode = self.properties.column_mapping_mode
-        if mode != "none":
-            raise UnsupportedFeatureError(f"table uses column mapping (mode {mode!r}), which lakelog does not read")
+        self.column_mapping  # the mode must parse
         schema = self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
+        check_type_changes(self.metadata.schema_string)
         parts = self.metadata.partition_columns
         unknown = [c for c in parts if c not in schema.names]
         if unknown or len(set(parts)) != len(parts):
@@ -168,6 +177,11 @@ class Snapshot:
         enforce or produce."""
         props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
+        mode = self.column_mapping.mode
+        if mode != "none":
+            in_use.append(f"column mapping (mode {mode!r}; lakelog reads such tables but does not write them yet)")
+        features = set(self.protocol.writer_features or [])
+        in_use.extend(sorted({what for f, what in NO_DATA_WRITES.items() if f in features}))
         if '"delta.generationExpression"' in self.metadata.schema_string:
             in_use.append("generated columns")
         if '"delta.identity.' in self.metadata.schema_string:
@@ -307,6 +321,19 @@ class FileSet:
         self.changes[path] = add
         self._dict = None
 
+    def live_dv_id(self, path: str) -> Any:
+        """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when the path is not live."""
+        if path in self.changes:
+            a = self.changes[path]
+            return NOT_LIVE if a is None else dv_id(a)
+        base = self.base
+        if base is None or base.dv_ids is None:
+            return None  # live or not, no deletion vector: removing it is right either way
+        if base._index is None:
+            base._index = {p: i for i, p in enumerate(base.paths)}
+        i = base._index.get(path)
+        return NOT_LIVE if i is None else base.dv_ids[i]
+
     def remove(self, path: str) -> None:
         if self.base is None:
             self.changes.pop(path, None)
@@ -351,8 +378,13 @@ class FileSet:
         return [a for a in self.changes.values() if a is not None]
 
 
+NOT_LIVE = object()
+
+
 class _Replay:
-    """Action reconciliation: latest protocol/metaData win, latest action per path wins, latest txn per appId."""
+    """Action reconciliation (the protocol's "Action Reconciliation"): latest protocol/metaData win; a
+    logical file is keyed by (path, deletion vector id), at most one per path is live (the newest add),
+    a remove cancels only the logical file it names; latest txn per appId."""
 
     __slots__ = ("protocol", "metadata", "file_set", "tombstones", "txns", "domains")
 
@@ -360,7 +392,7 @@ class _Replay:
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
         self.file_set = FileSet() if file_set is None else file_set
-        self.tombstones: dict[str, RemoveFile] = {}
+        self.tombstones: dict[tuple[str, str | None], RemoveFile] = {}
         self.txns: dict[str, Txn] = {}
         self.domains: dict[str, DomainMetadata] = {}  # domain -> latest action (tombstones included)
 
@@ -368,8 +400,8 @@ class _Replay:
     def from_checkpoint(cls, cp: CheckpointState) -> "_Replay":
         """The state a checkpoint describes. Its removes go to the tombstones only, so the file set's
         changes stay empty (they would otherwise name every tombstone); reading the checkpoint made sure
-        no file is both live and removed."""
-        tombstones = {decode_path(a.path): a for a in cp.actions if type(a) is RemoveFile}
+        no logical file is both live and removed."""
+        tombstones = {logical_file_key(decode_path(a.path), a): a for a in cp.actions if type(a) is RemoveFile}
         state = cls(FileSet(cp))
         state.apply([a for a in cp.actions if type(a) is not RemoveFile])
         state.tombstones = tombstones
@@ -380,32 +412,27 @@ class _Replay:
         return self.file_set.as_dict()
 
     def apply(self, actions: list, version: int | None = None) -> None:
-        """Apply the actions of one commit (``version``, for messages). A commit that names a file in two
-        adds, two removes, or an add and a remove is a ``CorruptLogError``: the protocol forbids it, and
-        engines disagree about which action wins."""
+        """Apply the actions of one commit (``version``, for messages). A commit that names a path in two
+        adds or two removes, or adds and removes the same logical file, is a ``CorruptLogError``: the
+        protocol forbids it, and engines disagree about which action wins. Actions in a commit are not
+        ordered: its removes apply first, so ``remove(p, old DV)`` + ``add(p, new DV)`` leaves the new one."""
         file_set, tombstones = self.file_set, self.tombstones
-        added: set[str] = set()
-        removed: dict[str, Any] = {}  # path -> logical file key of its remove
+        added: dict[str, tuple] = {}
+        removes: list[tuple[tuple, RemoveFile]] = []
+        removed: set[str] = set()
         for a in actions:
             t = type(a)
             if t is AddFile:
-                key = decode_path(a.path)
-                if key in added:
+                path = decode_path(a.path)
+                if path in added:
                     raise _conflicting_actions(version, a.path, "adds it twice")
-                if removed.get(key, _NO_KEY) == logical_file_key(key, a):
-                    raise _conflicting_actions(version, a.path, "both adds and removes it")
-                added.add(key)
-                file_set.add(key, a)
-                tombstones.pop(key, None)
+                added[path] = logical_file_key(path, a)
             elif t is RemoveFile:
-                key = decode_path(a.path)
-                if key in removed:
+                path = decode_path(a.path)
+                if path in removed:
                     raise _conflicting_actions(version, a.path, "removes it twice")
-                if key in added and logical_file_key(key, file_set.changes.get(key)) == logical_file_key(key, a):
-                    raise _conflicting_actions(version, a.path, "both adds and removes it")
-                removed[key] = logical_file_key(key, a)
-                file_set.remove(key)
-                tombstones[key] = a
+                removed.add(path)
+                removes.append((logical_file_key(path, a), a))
             elif t is Metadata:
                 self.metadata = a
             elif t is Protocol:
@@ -414,18 +441,25 @@ class _Replay:
                 self.txns[a.app_id] = a
             elif t is DomainMetadata:
                 self.domains[a.domain] = a
-            elif t is CommitInfo:
-                pass
-
-
-_NO_KEY = object()
+        for key, r in removes:
+            if added.get(key[0]) == key:
+                raise _conflicting_actions(version, r.path, "both adds and removes it")
+            live = file_set.live_dv_id(key[0])
+            if live is not NOT_LIVE and live == key[1]:
+                file_set.remove(key[0])
+            tombstones[key] = r
+        if added:
+            for a in actions:
+                if type(a) is AddFile:
+                    key = added[decode_path(a.path)]
+                    file_set.add(key[0], a)
+                    tombstones.pop(key, None)
 
 
 def logical_file_key(path: str, action: Any) -> tuple[str, str | None]:
-    """The protocol's key of a logical file: (path, deletion vector id). lakelog refuses files with a
-    deletion vector, so the id is always None; a reader of deletion vectors returns
-    ``deletionVector.uniqueId`` here, which makes an add and a remove of one path with different DVs legal."""
-    return (path, None)
+    """The protocol's key of a logical file: (decoded path, ``deletionVector.uniqueId`` or None). An add
+    and a remove of one path with different deletion vectors name different logical files."""
+    return (path, None if action is None else dv_id(action))
 
 
 def _conflicting_actions(version: int | None, path: str, what: str) -> CorruptLogError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, SchemaMismatchError
 from .log import DeltaLog
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
@@ -70,8 +70,21 @@ class Table:
     def to_pandas(self, columns: list[str] | None = None, filters: Any = None):
         return self.to_pyarrow(columns, filters).to_pandas()
 
+    def read_batches(self, columns: list[str] | None = None, filters: Any = None) -> Iterator[pa.RecordBatch]:
+        """The rows ``filters`` keeps as a stream of record batches of ``columns`` (default: all), in bounded
+        memory; rows deleted by deletion vectors are never returned. DuckDB and Polars read it as
+        ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``."""
+        snap = self._snapshot
+        if columns is not None:
+            unknown = [c for c in columns if c not in snap.schema.names]
+            if unknown:
+                raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snap.schema.names})")
+        return scan.read_batches(snap.storage, snap.schema, snap.partition_columns, snap.files.values(), columns, filters, snap.column_mapping)
+
     def to_pyarrow_dataset(self, filters: Any = None) -> ds.FileSystemDataset:
-        """A pyarrow dataset (partition values as columns), usable from DuckDB and Polars."""
+        """A pyarrow dataset (partition values as columns), usable from DuckDB and Polars. Tables with
+        deletion vectors or column mapping are refused (``UnsupportedFeatureError``): a dataset would
+        return deleted rows or physical column names; use ``read_batches`` or ``to_pyarrow`` there."""
         return scan.dataset(self._snapshot, filters)
 
     def history(self, limit: int | None = None) -> list[dict]:

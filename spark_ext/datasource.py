@@ -155,6 +155,7 @@ class LakelogReader(DataSourceReader):
         self.version = table.version
         self.table_schema = table.schema
         self.partition_columns = table.partition_columns
+        self.mapping = table.snapshot.column_mapping  # files name columns physically under column mapping
         self.output_schema = to_arrow_schema(schema, timezone="UTC")
         self.filter: pc.Expression | None = None
         self.pushdown = _bool(options, "filterPushdown")
@@ -188,7 +189,7 @@ class LakelogReader(DataSourceReader):
         return _split([snap.files[rel].to_json()["add"] for rel in paths], self.max_partition_bytes) or [FilesPartition([])]
 
     def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
-        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter)
+        return _read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, self.filter, self.mapping)
 
 
 class LakelogScanReader(LakelogReader):

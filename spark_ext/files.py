@@ -44,12 +44,15 @@ def split(files: list[dict], max_bytes: int = MAX_PARTITION_BYTES, parallelism: 
     return out
 
 
-def read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter) -> Iterator[pa.RecordBatch]:
-    """Read the given add actions (JSON form) as batches of exactly ``output_schema``."""
+def read_files(path, storage_options, table_schema, partition_columns, output_schema, files, filter, mapping=None) -> Iterator[pa.RecordBatch]:
+    """Read the given add actions (JSON form, deletion vectors included) as batches of exactly
+    ``output_schema``; rows deletion vectors delete are dropped, ``mapping`` (the table's
+    ``ColumnMapping``) finds columns by physical name or field id."""
     if not files:
         return
     storage = Storage(path, storage_options)
-    for batch in read_batches(storage, table_schema, partition_columns, [AddFile.from_json(d) for d in files], output_schema.names, filter):
+    adds = [AddFile.from_json(d) for d in files]
+    for batch in read_batches(storage, table_schema, partition_columns, adds, output_schema.names, filter, mapping):
         if batch.num_rows:
             yield conform(batch, output_schema)
 

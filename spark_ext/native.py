@@ -189,6 +189,8 @@ def check_native_readable(snapshot: Snapshot) -> None:
     mode = snapshot.configuration.get("delta.columnMapping.mode") or "none"
     if mode != "none":
         features.append(f"columnMapping (mode {mode!r})")
+    if "deletionVectors" not in features and any(a.deletion_vector is not None for a in snapshot.files.values()):
+        features.append("deletionVectors (files with deleted rows)")
     if features:
         raise UnsupportedFeatureError(
             f"table uses {', '.join(features)}, which Spark's Parquet source cannot apply; spark_ext.read refuses it. "

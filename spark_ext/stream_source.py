@@ -88,6 +88,7 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_partition_bytes = int(options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
         table = lakelog.Table(self.path, storage_options=self.storage_options)
         self.table_schema, self.partition_columns = table.schema, table.partition_columns
+        self.mapping = table.snapshot.column_mapping
         self.storage = table.storage
         self.log = DeltaLog(self.storage)
         self.target: int | None = None  # Trigger.AvailableNow: the last version to read
@@ -159,7 +160,7 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return split(files, self.max_partition_bytes) if files else []
 
     def read(self, partition: FilesPartition) -> Iterator[pa.RecordBatch]:
-        return read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, None)
+        return read_files(self.path, self.storage_options, self.table_schema, self.partition_columns, self.output_schema, partition.files, None, self.mapping)
 
     def commit(self, end: dict) -> None:
         pos = Position.from_offset(end)

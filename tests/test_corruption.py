@@ -30,7 +30,7 @@ from lakelog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from lakelog.errors import CorruptDataFileError, MissingDataFileError
+from lakelog.errors import CorruptDataFileError, MissingDataFileError, MissingDeletionVectorError
 from tests.table_files import log_file as _log
 from tests.table_files import table_fs as _fs
 
@@ -125,8 +125,9 @@ def _drop_rows(kind: str):
 def _with_deletion_vector(rows, schema):
     dv = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()), ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
     add_type = schema.field("add").type
-    new_add = pa.struct(list(add_type) + [pa.field("deletionVector", dv)])
-    schema = schema.set(schema.get_field_index("add"), pa.field("add", new_add))
+    if add_type.get_field_index("deletionVector") < 0:  # checkpoints lakelog wrote before reading DVs lack the column
+        new_add = pa.struct(list(add_type) + [pa.field("deletionVector", dv)])
+        schema = schema.set(schema.get_field_index("add"), pa.field("add", new_add))
     for r in rows:
         if r.get("add") is not None:
             r["add"]["deletionVector"] = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36, "cardinality": 1}
@@ -420,7 +421,6 @@ NEGATIVE_CASES = [
     ("protocol-without-minReaderVersion", _case_protocol_missing_fields, CorruptLogError),
     ("metaData-without-schemaString", _case_metadata_missing_schema, CorruptLogError),
     ("unknown-column-type", _case_unknown_column_type, UnsupportedFeatureError),
-    ("deletion-vector-in-checkpoint", _case_checkpoint_deletion_vector, UnsupportedFeatureError),
 ]
 
 
@@ -435,6 +435,18 @@ def test_negative_case_raises_exact_type(any_table_path, setup, expected):
         assert type(info.value) is expected, repr(info.value)
         with pytest.raises(expected):
             lakelog.Table(path)
+
+
+def test_missing_deletion_vector_named_in_a_checkpoint_is_a_typed_error(any_table_path):
+    """A checkpoint add whose deletion vector file does not exist: opening the table works, reading its
+    rows is a MissingDeletionVectorError naming the DV file and the data file."""
+    path = any_table_path
+    _case_checkpoint_deletion_vector(path)
+    table = lakelog.Table(path)
+    with pytest.raises(MissingDeletionVectorError, match=r"deletion_vector_[0-9a-f-]+\.bin") as info:
+        table.to_pyarrow()
+    dv_file, data_file = info.value.paths
+    assert dv_file.startswith("ab/deletion_vector_") and data_file in table.files()
 
 
 def test_reader_version_zero_is_read_as_plain_table(any_table_path):

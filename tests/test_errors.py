@@ -18,6 +18,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import (
+    CorruptDeletionVectorError,
     CorruptLogError,
     InvalidFilterError,
     InvalidPathError,
@@ -338,7 +339,7 @@ def test_hand_written_complete_table_is_readable(any_table_path):
 # ---------------------------------------------------------------- protocol / features
 
 
-@pytest.mark.parametrize("feature", ["deletionVectors", "catalogManaged", "madeUpFeatureFromTheFuture"])
+@pytest.mark.parametrize("feature", ["catalogManaged", "madeUpFeatureFromTheFuture"])
 def test_unknown_reader_feature_is_refused(any_table_path, feature):
     path = any_table_path
     size = _write_parquet(path, "part-0.parquet", _batch([1]))
@@ -371,7 +372,7 @@ def test_protocol_upgrade_keeps_older_versions_readable(any_table_path):
     """A later commit that raises the protocol beyond lakelog blocks that version only."""
     path = any_table_path
     data = _hand_written_table(path)
-    _write_commit(path, 1, [_commit_info("UPGRADE PROTOCOL"), _protocol(3, 7, ["deletionVectors"], ["deletionVectors"])])
+    _write_commit(path, 1, [_commit_info("UPGRADE PROTOCOL"), _protocol(3, 7, ["madeUpFeatureFromTheFuture"], ["madeUpFeatureFromTheFuture"])])
     with pytest.raises(UnsupportedFeatureError):
         lakelog.read_table(path)
     with pytest.raises(UnsupportedFeatureError):
@@ -392,14 +393,17 @@ def test_supported_reader_feature_is_readable(any_table_path):
     assert lakelog.read_table(path).column("id").to_pylist() == [1]
 
 
-def test_deletion_vector_on_add_is_refused(any_table_path):
+def test_undecodable_inline_deletion_vector_is_a_typed_error(any_table_path):
+    """An inline DV that is not a RoaringBitmapArray: the file's deleted rows are unknown, so no row of it
+    is returned; the error names the data file."""
     path = any_table_path
     size = _write_parquet(path, "part-0.parquet", _batch([1, 2]))
     add = _add("part-0.parquet", size)
-    add["add"]["deletionVector"] = {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "offset": 1, "sizeInBytes": 36, "cardinality": 1}
-    _write_commit(path, 0, [_commit_info(), _protocol(), _metadata(), add])
-    with pytest.raises(UnsupportedFeatureError):
+    add["add"]["deletionVector"] = {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", "sizeInBytes": 36, "cardinality": 1}
+    _write_commit(path, 0, [_commit_info(), _protocol(3, 7, ["deletionVectors"], ["deletionVectors"]), _metadata(), add])
+    with pytest.raises(CorruptDeletionVectorError, match="part-0.parquet.*magic number") as info:
         lakelog.read_table(path)
+    assert info.value.paths == ["<inline>", "part-0.parquet"]
 
 
 # ---------------------------------------------------------------- schema mismatch

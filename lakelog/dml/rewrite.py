@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
+from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset
 from ..conform import cast_batch
 from ..schema import parse_partition_value
@@ -258,6 +259,7 @@ class RowLevelOperation:
         self._writer: DataWriter | None = None
         self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
         self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
+        self.deletion_vectors = DeletionVectors(storage)
         self._adds: list[AddFile] | None = None
         self._written: list[AddFile] = []  # files written elsewhere (e.g. by Spark tasks) that this commit adds
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
@@ -355,7 +357,15 @@ class RowLevelOperation:
             else:
                 cols.append(pa.nulls(n, t))
         cols.append(pa.array(np.arange(n, dtype=np.int64)))
-        return pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
+        out = pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
+        if add.deletion_vector is not None:
+            # Rows the file's deletion vector deletes are not rows of the table: never matched, never copied.
+            deleted = self.deletion_vectors.rows(add)
+            check_row_count(deleted, n, add, snap.storage)
+            mask = keep_mask(deleted, 0, n)
+            if mask is not None:
+                out = out.filter(pa.array(mask))
+        return out
 
     def scan(self, files: list[AddFile], columns: set[str] | None = None) -> Iterator[Group]:
         """The candidate files in groups of about GROUP_BYTES, read in parallel; ``columns`` limits the
@@ -393,12 +403,14 @@ class RowLevelOperation:
         return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
     def num_rows(self, add: AddFile) -> int:
-        """Row count of a file: from its stats, else from its Parquet footer."""
-        n = add.num_records()
+        """Live row count of a file (its deletion vector's rows excluded): from its stats, else from its
+        Parquet footer."""
+        n = add.num_logical_records()
         if n is not None:
             return n
         with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
-            return pq.ParquetFile(f).metadata.num_rows
+            n = pq.ParquetFile(f).metadata.num_rows
+        return n if add.deletion_vector is None else max(0, n - add.deletion_vector.cardinality)
 
     # ------------------------------------------------------------ changes
     def remove(self, add: AddFile) -> None:
