@@ -259,6 +259,7 @@ class RowLevelOperation:
         self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
         self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
         self._adds: list[AddFile] | None = None
+        self._written: list[AddFile] = []  # files written elsewhere (e.g. by Spark tasks) to commit too
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
 
     # ------------------------------------------------------------ state
@@ -414,6 +415,13 @@ class RowLevelOperation:
         for batch in table.to_batches():
             self.writer.write(_table_rows(batch, self.schema))
 
+    def add_written(self, adds: list[AddFile]) -> None:
+        """Commit these uncommitted data files (written by another process, e.g. a Spark task, with a
+        ``DataWriter`` on this table) with the operation; ``abort`` deletes them."""
+        if self._adds is not None:
+            raise RuntimeError("files must be added before finish()")
+        self._written.extend(adds)
+
     @property
     def copied_rows(self) -> int:
         return self.deleter.copied_rows
@@ -422,7 +430,7 @@ class RowLevelOperation:
     def finish(self) -> None:
         """Close the new files (``num_added_files`` is final from here on)."""
         if self._adds is None:
-            self._adds = (self._writer.finish() if self._writer is not None else []) + self.deleter.finish()
+            self._adds = (self._writer.finish() if self._writer is not None else []) + self.deleter.finish() + self._written
 
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int | None:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
@@ -465,7 +473,7 @@ class RowLevelOperation:
         if not self._committing:
             if self._writer is not None:
                 self._writer.abort()
-            self._discard(rewritten)
+            self._discard(rewritten + self._written)
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:
