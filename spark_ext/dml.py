@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import urllib.parse
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import orjson
@@ -38,8 +38,6 @@ from lakelog.write import DataWriter
 
 from .native import snapshot_frame, spark_path
 
-if TYPE_CHECKING:
-    from .table import LakelogTable
 
 FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
 KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
@@ -133,7 +131,7 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
 class SparkOperation:
     """One row-level operation run on Spark against the table's latest version."""
 
-    def __init__(self, table: "LakelogTable", txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None):
+    def __init__(self, table: Any, txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None):
         self.spark = table._spark
         self.path, self.storage_options = table._path, table._storage_options
         app_id, app_version = txn_of(self.spark, txn)
@@ -231,7 +229,7 @@ def touched_files(run: SparkOperation, cond: Column | None, files: list[AddFile]
 
 # ---------------------------------------------------------------- DELETE
 
-def delete(table: "LakelogTable", condition: str | Column | None, txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None) -> dict:
+def delete(table: Any, condition: str | Column | None, txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None) -> dict:
     """Delete the rows where ``condition`` is TRUE, on Spark; returns ``lakelog.Table.delete``'s metrics."""
     run = SparkOperation(table, txn, user_metadata)
     return run.run(lambda run: _delete(run, condition))
@@ -278,7 +276,7 @@ def resolve_column(name: str, names: list[str], what: str) -> str:
     raise PredicateError(f"{what}: column {name!r} is not in the table (columns: {names})")
 
 
-def update(table: "LakelogTable", condition: str | Column | None, assignments: dict | None, txn: tuple[Any, Any] = (None, None),
+def update(table: Any, condition: str | Column | None, assignments: dict | None, txn: tuple[Any, Any] = (None, None),
            user_metadata: str | None = None) -> dict:
     """Set ``assignments`` on the rows where ``condition`` is TRUE, on Spark; returns
     ``lakelog.Table.update``'s metrics."""

@@ -21,7 +21,7 @@ The source is persisted for the operation, so both jobs see the same rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -39,8 +39,6 @@ from lakelog.write import _plan_protocol
 
 from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
 
-if TYPE_CHECKING:
-    from .table import LakelogTable
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
 S_MARK = "__lakelog_source"  # TRUE on every source row
@@ -79,7 +77,7 @@ def _alias_of(df: DataFrame) -> str | None:
 class LakelogMergeBuilder:
     """A MERGE being built (``DeltaMergeBuilder``'s names): add ``when*`` clauses, then ``execute()``."""
 
-    def __init__(self, table: "LakelogTable", source: DataFrame, condition: str | Column):
+    def __init__(self, table: Any, source: DataFrame, condition: str | Column):
         if not isinstance(source, DataFrame):
             raise PredicateError(f"merge takes a Spark DataFrame as its source, not {type(source).__name__}")
         self._table, self._source, self._condition = table, source, condition
@@ -151,7 +149,7 @@ class LakelogMergeBuilder:
 
 
 class _SparkMerge:
-    def __init__(self, run: SparkOperation, table: "LakelogTable", source: DataFrame, condition: str | Column, clauses: list[_Clause], evolve: bool):
+    def __init__(self, run: SparkOperation, table: Any, source: DataFrame, condition: str | Column, clauses: list[_Clause], evolve: bool):
         self.run, self.op = run, run.op
         self.spark = run.spark
         self.t_alias = table._alias

@@ -16,6 +16,9 @@ from pyspark.sql import types as T
 import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 
+from .dml import delete as _delete
+from .dml import update as _update
+from .merge import LakelogMergeBuilder
 from .native import read as _read
 
 _HISTORY_SCHEMA = T.StructType(
@@ -215,25 +218,19 @@ class LakelogTable:
                userMetadata: str | None = None) -> dict:
         """Delete the rows where ``condition`` (Spark SQL text or a Column; None: every row) is TRUE, in one
         ``DELETE`` commit. Returns the metrics of ``lakelog.Table.delete``."""
-        from .dml import delete
-
-        return delete(self, condition, txn=(txnAppId, txnVersion), user_metadata=userMetadata)
+        return _delete(self, condition, txn=(txnAppId, txnVersion), user_metadata=userMetadata)
 
     def update(self, condition: str | Column | None = None, set: dict | None = None, *, txnAppId: str | None = None,
                txnVersion: int | None = None, userMetadata: str | None = None) -> dict:
         """Set columns (``{"x": "x + 1"}``: Spark SQL text or Columns) on the rows where ``condition`` is
         TRUE (None: every row), in one ``UPDATE`` commit. Returns the metrics of ``lakelog.Table.update``.
         As Delta, ``update(set)`` with one dict argument updates every row."""
-        from .dml import update
-
         if set is None and isinstance(condition, dict):
             condition, set = None, condition
-        return update(self, condition, set, txn=(txnAppId, txnVersion), user_metadata=userMetadata)
+        return _update(self, condition, set, txn=(txnAppId, txnVersion), user_metadata=userMetadata)
 
-    def merge(self, source: DataFrame, condition: str | Column) -> "Any":
+    def merge(self, source: DataFrame, condition: str | Column) -> LakelogMergeBuilder:
         """Start a MERGE of ``source`` into this table on ``condition``; see ``spark_ext.merge.LakelogMergeBuilder``."""
-        from .merge import LakelogMergeBuilder
-
         return LakelogMergeBuilder(self, source, condition)
 
     def __repr__(self) -> str:
