@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from lakelog.actions import Metadata
-from lakelog.errors import MultipleSourceMatchesError, PredicateError
+from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema import canonical_schema, check_column_names, schema_to_string
 from lakelog.sql import parse_expression
 from lakelog.write import _plan_protocol
@@ -365,7 +365,10 @@ class _SparkMerge:
         deleted = counts["matched_delete"] + counts["nmbs_delete"]
         inserted, copied = written[INSERTED], written[COPIED]
         if written[UPDATED] != updated:
-            raise RuntimeError(f"merge wrote {written[UPDATED]} updated rows but found {updated}: the source changed between its reads")
+            raise LakelogError(
+                f"the merge wrote {written[UPDATED]} updated rows but its first pass found {updated}: the source changed between "
+                "its reads (a non-deterministic source?); nothing was committed. Materialize the source first (e.g. localCheckpoint())"
+            )
         op.finish()
 
         def clause_json(cs: list[_Clause]) -> str:
