@@ -440,11 +440,19 @@ class _SparkMerge:
         """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows
         dropped), with KIND."""
         tgt = self._target(files, file_column=False)
-        if self.check_cardinality or not self.matched:
-            joined = tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action())
-        else:  # the only matched clause deletes every matched row: keep the unmatched ones, once each
-            joined = tgt.join(self.src, cond, "left_anti").withColumn(S_MARK, F.lit(None).cast("boolean"))
-            joined = joined.withColumn(ACTION, self._target_action())
+        if self.check_cardinality:  # at most one source row per target row: one left join
+            return self._apply(tgt, tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action()))
+        # Several source rows may match a target row: take each target row once. Unmatched rows get
+        # the not-matched-by-source clauses; matched ones are deleted (the only matched clause is an
+        # unconditional delete) or, with no matched clause, kept as they are.
+        unmatched = tgt.join(self.src, cond, "left_anti").withColumn(S_MARK, F.lit(None).cast("boolean"))
+        out = self._apply(tgt, unmatched.withColumn(ACTION, self._target_action()))
+        if not self.matched:
+            kept = self._target(files, file_column=False)
+            out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
+        return out
+
+    def _apply(self, tgt: DataFrame, joined: DataFrame) -> DataFrame:
         deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]
         if deletes:
             joined = joined.where(~F.col(ACTION).isin(deletes))

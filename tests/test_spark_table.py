@@ -347,6 +347,12 @@ def test_merge_multiple_matches_fail_and_commit_nothing(spark, tmp_path):
         i for i in range(20) if i not in (3, 5)]
     with pytest.raises(PredicateError):
         t.merge(dup, "id = 1").whenMatchedDelete().whenMatchedDelete("true").execute()  # only the last clause may omit its condition
+    # without matched clauses several matches are fine, and a matched row is kept once
+    m = t.alias("t").merge(dup.alias("s"), "t.id = s.id - 4").whenNotMatchedBySourceUpdate("t.id < 10", {"s": "'gone?'"}).execute()
+    rows = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    assert len(rows) == 18 and len(lakelog.Table(path).to_pyarrow()) == 18  # ids 0..19 without 3 and 5, no duplicates
+    assert rows[1]["s"] == "n1" and rows[0]["s"] == "gone?" and rows[12]["s"] == "n12"  # 1 = 5 - 4 matched; 0 unmatched
+    assert m["num_target_rows_updated"] == 7  # ids 0, 2, 4, 6, 7, 8, 9
     _check_versions(path)
 
 
