@@ -27,6 +27,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -142,6 +143,9 @@ class LakelogMergeBuilder:
         merge = _SparkMerge(run, self._table, self._source, self._condition, list(self._clauses), evolve)
         try:
             merge.prepare()
+        except AnalysisException as e:
+            merge.abort()
+            raise PredicateError(f"Spark cannot resolve the merge: {str(e).strip().splitlines()[0]}") from None
         except BaseException:
             merge.abort()
             raise

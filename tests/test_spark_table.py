@@ -341,6 +341,9 @@ def test_merge_multiple_matches_fail_and_commit_nothing(spark, tmp_path):
     with pytest.raises(MultipleSourceMatchesError):
         t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsert(values={"id": "s.id"}).execute()
     assert lakelog.Table(path).version == v and _data_files(path) == files
+    with pytest.raises(PredicateError, match="nope"):  # Spark's analysis error, as lakelog's typed error
+        t.alias("t").merge(dup.alias("s"), "t.nope = s.id").whenMatchedDelete().execute()
+    assert lakelog.Table(path).version == v and _data_files(path) == files
     # Delta's exception: an unconditional delete as the only matched clause may match a row many times
     m = t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
     assert m["num_target_rows_deleted"] == 2 and sorted(r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [
