@@ -1,8 +1,12 @@
 """Spark reads and writes of lakelog tables against Spark's own Parquet source on the same files, same
 session, as ratios. Both read paths are measured: format("lakelog") (Python Data Source API) and
-spark_ext.read (Spark's Parquet source over the snapshot's files).
+spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-level changes on Spark
+(``spark_ext.LakelogTable``) against the Python row-level path (``lakelog.Table``) on the same table:
+``rows`` rows in 100 files (benchmarks/dml.py's table), delete of the 1% of rows with ``x < 0.01``
+(every file holds some), and an upsert of ``rows // 100`` source rows (1% of them matching keys
+spread over the table, the rest inserted). Each run starts from a fresh copy of the table.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K]. Prints a table; returns the rows for the suite.
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only]. Prints a table; returns the rows for the suite.
 """
 
 from __future__ import annotations
@@ -36,9 +40,50 @@ def _session():
     return spark
 
 
-def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
+def run_dml(spark, tmp: str, rows: int, runs: int) -> list[dict]:
+    """Delete and merge through ``LakelogTable`` (on Spark) against ``lakelog.Table`` (Python)."""
+    import pyarrow.parquet as pq
+
+    import lakelog
+    from benchmarks import dml
+    from spark_ext import LakelogTable
+
+    base, work, src_path = os.path.join(tmp, "dml-base"), os.path.join(tmp, "dml-work"), os.path.join(tmp, "dml-source.parquet")
+    dml.build(base, rows)
+    dml.source(src_path, rows, rows // 100)
+    src_arrow = pq.read_table(src_path)
+    src_spark = spark.read.parquet(src_path)
+
+    def fresh() -> None:
+        shutil.rmtree(work, ignore_errors=True)
+        dml.copy_table(base, work)
+
+    def spark_merge():
+        t = LakelogTable.forPath(spark, work).alias("target")
+        return t.merge(src_spark.alias("source"), "target.id = source.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    def python_merge():
+        return lakelog.Table(work).merge(src_arrow, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+
+    out = []
+    d_spark, d_py = median_times([lambda: LakelogTable.forPath(spark, work).delete("x < 0.01"), lambda: lakelog.Table(work).delete("x < 0.01")], runs, setup=fresh)
+    out.append({"name": f"delete 1% of {rows:,} rows: LakelogTable on Spark", "lakelog_s": d_spark, "peer": "lakelog.Table (Python)", "peer_s": d_py})
+    m_spark, m_py = median_times([spark_merge, python_merge], runs, setup=fresh)
+    out.append({"name": f"merge {rows // 100:,} source rows into {rows:,}: LakelogTable on Spark", "lakelog_s": m_spark,
+                "peer": "lakelog.Table (Python)", "peer_s": m_py})
+    return out
+
+
+def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False) -> list[dict]:
     spark = _session()
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
+    if dml_only:
+        results = run_dml(spark, tmp, rows, runs)
+        spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        for r in results:
+            r["ratio"] = r["lakelog_s"] / r["peer_s"]
+        return results
     df = spark.range(rows, numPartitions=4).selectExpr(
         "id", "cast(id % 16 as string) as g", "id * 0.5 as x", "concat('user-', cast(id % 1000 as string)) as name"
     ).cache()
@@ -77,6 +122,7 @@ def run(rows: int = 2_000_000, runs: int = 3) -> list[dict]:
         ds_s, native_s, pq_s = median_times([lambda r=r: query(r()) for r in readers.values()], runs)
         results.append({"name": f"{name}: format('lakelog')", "lakelog_s": ds_s, "peer": "spark parquet", "peer_s": pq_s})
         results.append({"name": f"{name}: spark_ext.read", "lakelog_s": native_s, "peer": "spark parquet", "peer_s": pq_s})
+    results.extend(run_dml(spark, tmp, rows, runs))
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)
     for r in results:
@@ -88,8 +134,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dml-only", action="store_true", help="only delete and merge on Spark vs the Python path")
     args = ap.parse_args(argv)
-    for r in run(args.rows, args.runs):
+    for r in run(args.rows, args.runs, args.dml_only):
         print(f"{r['name']:<58} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
 
 

@@ -212,7 +212,7 @@ class Suite:
     def spark(self) -> None:
         from benchmarks import spark as spark_bench
 
-        print("6. Spark format('lakelog') vs Spark parquet")
+        print("6. Spark format('lakelog') and spark_ext.read vs Spark parquet; LakelogTable delete/merge vs the Python path")
         for r in spark_bench.run(rows=500_000 if self.quick else 2_000_000, runs=self.runs):
             self.add(r["name"], r["lakelog_s"], r["peer"], r["peer_s"])
 

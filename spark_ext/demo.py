@@ -6,6 +6,11 @@
 2. A batch job aggregates ``orders`` into ``daily_totals`` (overwrite), appends late corrections to
    ``orders`` and rebuilds ``daily_totals``.
 3. pandas reads the committed snapshots, and older versions by number and by timestamp.
+4. Change data capture: a stream of inserts, updates and deletes is upserted into ``customers`` with
+   ``foreachBatch`` + ``LakelogTable.merge`` (idempotent: txnAppId + the batch id). The job dies right
+   after one batch's merge committed and before Spark recorded the batch, and is restarted: Spark
+   replays that batch, which commits nothing. The final table equals the source of truth, and time
+   travel shows the table before the changes.
 
 Run with ``make demo``; prints what it verified and exits non-zero when a check fails.
 """
@@ -73,6 +78,82 @@ def _ingest(spark, input_dir: str, orders: str, checkpoint: str) -> None:
         raise q.exception()
 
 
+CDC_FILES, CDC_CHANGES, CDC_CRASH_BATCH = 6, 120, 2
+
+
+def _write_changes(input_dir: str, initial: dict[int, dict]) -> dict[int, dict]:
+    """Change files (full after-images with op and seq, several changes per key in a file) and the state
+    they lead to when applied in order: the source of truth."""
+    import random
+
+    rng = random.Random(17)
+    truth = {k: dict(v) for k, v in initial.items()}
+    next_key, seq = max(initial) + 1, 0
+    os.makedirs(input_dir, exist_ok=True)
+    for b in range(CDC_FILES):
+        lines = []
+        for _ in range(CDC_CHANGES):
+            seq += 1
+            r = rng.random()
+            if r < 0.3 or not truth:
+                key, op = next_key, "insert"
+                next_key += 1
+            else:
+                key = rng.choice(sorted(truth))
+                op = "update" if r < 0.8 else "delete"
+            row = {"id": key, "name": f"customer-{key}", "tier": rng.choice(["bronze", "silver", "gold"]), "balance": round(rng.uniform(0, 500), 2)}
+            if op == "delete":
+                row = dict(truth[key])
+                del truth[key]
+            else:
+                truth[key] = dict(row)
+            lines.append(json.dumps({**row, "op": op, "seq": seq}))
+        tmp = os.path.join(input_dir, f".changes-{b:03d}.tmp")
+        with open(tmp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        final = os.path.join(input_dir, f"changes-{b:03d}.json")
+        os.replace(tmp, final)
+        # The file source orders files by modification time: make it the order they were written in.
+        os.utime(final, (1_700_000_000 + b, 1_700_000_000 + b))
+    return truth
+
+
+def _cdc(spark, input_dir: str, customers: str, checkpoint: str, crash_after: int | None) -> None:
+    """Upsert the change stream into ``customers``; raise after the merge of batch ``crash_after``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark_ext import LakelogTable
+
+    def upsert(batch, batch_id: int) -> None:
+        latest = Window.partitionBy("id").orderBy(F.col("seq").desc())
+        changes = batch.withColumn("rank", F.row_number().over(latest)).where("rank = 1").drop("rank")  # last change per key
+        (LakelogTable.forPath(spark, customers).alias("t")
+         .merge(changes.alias("s"), "t.id = s.id")
+         .whenMatchedDelete("s.op = 'delete'")
+         .whenMatchedUpdateAll()
+         .whenNotMatchedInsertAll("s.op != 'delete'")
+         .execute(txnAppId="customers-cdc", txnVersion=batch_id))
+        if batch_id == crash_after:
+            raise RuntimeError(f"the job dies after batch {batch_id}'s merge committed")
+
+    q = (
+        spark.readStream.schema("id long, name string, tier string, balance double, op string, seq long")
+        .option("maxFilesPerTrigger", 1)
+        .json(input_dir)
+        .writeStream.foreachBatch(upsert)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        q.awaitTermination()
+    except Exception:
+        if crash_after is None:
+            raise
+        print(f"   the query died as planned after batch {crash_after}")
+
+
 def main() -> int:
     import datetime
 
@@ -137,6 +218,38 @@ def main() -> int:
     print("\n   history of orders (newest first):")
     for h in hist:
         print(f"   v{h['version']}  {h['timestamp']:%H:%M:%S}  {h['operation']:<17} {h['operationParameters']}")
+
+    print("\n4. change data capture: foreachBatch + merge, a crash, a restart")
+    import pyarrow as pa
+
+    import spark_ext
+
+    customers, changes_dir = os.path.join(OUT, "customers"), os.path.join(OUT, "input", "changes")
+    cdc_checkpoint = os.path.join(OUT, "checkpoints", "customers")
+    initial = {k: {"id": k, "name": f"customer-{k}", "tier": "bronze", "balance": 100.0} for k in range(200)}
+    lakelog.write_table(customers, pa.Table.from_pylist(list(initial.values()), schema=pa.schema(
+        [("id", pa.int64()), ("name", pa.string()), ("tier", pa.string()), ("balance", pa.float64())])))
+    truth = _write_changes(changes_dir, initial)
+    spark.sparkContext.setLogLevel("OFF")  # the planned crash would print Spark's stack traces
+    try:
+        _cdc(spark, changes_dir, customers, cdc_checkpoint, crash_after=CDC_CRASH_BATCH)
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
+    crashed_at = lakelog.Table(customers).version
+    check(f"the job died after batch {CDC_CRASH_BATCH}'s merge (version {crashed_at}) before Spark recorded it",
+          crashed_at == CDC_CRASH_BATCH + 1 and not os.path.exists(os.path.join(cdc_checkpoint, "commits", str(CDC_CRASH_BATCH))))
+    _cdc(spark, changes_dir, customers, cdc_checkpoint, crash_after=None)
+    final = lakelog.Table(customers)
+    merges = [h for h in final.history() if h["operation"] == "MERGE"]
+    check(f"after the restart Spark replayed batch {CDC_CRASH_BATCH}, which committed nothing: {CDC_FILES} merges in all",
+          os.path.exists(os.path.join(cdc_checkpoint, "commits", str(CDC_FILES - 1))) and len(merges) == CDC_FILES and final.version == CDC_FILES)
+    got = {r["id"]: r for r in final.to_pyarrow().to_pylist()}
+    check(f"customers equals the source of truth ({len(truth)} rows after {CDC_FILES * CDC_CHANGES} changes)", got == truth)
+    before = {r["id"]: r.asDict() for r in spark_ext.read(spark, customers, version=0).collect()}
+    check("time travel (spark_ext.read, version=0): the table before the changes", before == initial)
+    m = merges[0]["operationMetrics"]
+    print(f"   last merge: {m['numTargetRowsInserted']} inserted, {m['numTargetRowsUpdated']} updated, {m['numTargetRowsDeleted']} deleted, "
+          f"{m['numTargetFilesRemoved']} file(s) rewritten")
 
     spark.stop()
     print(f"\n{sum(checks)} of {len(checks)} checks passed")

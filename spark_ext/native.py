@@ -39,6 +39,7 @@ import lakelog
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema import parse_partition_value
 from lakelog.snapshot import Snapshot
+from lakelog.storage import Storage
 
 # Reader features a plain Parquet scan honours: log-level ones (lakelog reads the log) and timestamp_ntz.
 # Everything else is refused by name: deletion vectors (rows to skip), column mapping (physical column
@@ -198,8 +199,7 @@ def check_native_readable(snapshot: Snapshot) -> None:
         )
 
 
-def _spark_root(table: lakelog.Table) -> str:
-    storage = table.storage
+def _spark_root(storage: Storage) -> str:
     if storage.is_local:
         return "file:" + os.path.abspath(storage.root)
     scheme = storage.uri.split("://", 1)[0] if "://" in storage.uri else storage.protocol
@@ -242,10 +242,21 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``, ``abfss://``, ``gs://``,
     ``hdfs://``...); ``storage_options`` are lakelog's, for reading the log."""
     table = lakelog.Table(path, version=version, timestamp=timestamp, storage_options=storage_options)
-    snapshot = table.snapshot
+    return snapshot_frame(spark, table.storage, table.snapshot)
+
+
+def spark_path(storage: Storage, rel: str) -> str:
+    """The path Spark reads the data file ``rel`` (relative, decoded) of the table at ``storage`` by."""
+    return f"{_spark_root(storage)}/{rel}"
+
+
+def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None) -> DataFrame:
+    """``read``'s DataFrame over ``snapshot``, or only over its data files ``files`` (relative, decoded
+    paths); ``file_column``: also a column of that name holding the path each row was read from, as
+    Spark's ``_metadata.file_path`` gives it (see ``spark_path``)."""
     check_native_readable(snapshot)
-    schema, part_cols = table.schema, table.partition_columns
-    root = _spark_root(table)
+    schema, part_cols = snapshot.schema, snapshot.partition_columns
+    root = _spark_root(storage)
     if "_spark_metadata" in root.split("/"):
         raise UnsupportedFeatureError(f"table root {root!r} is inside a directory named _spark_metadata, which Spark's file index skips")
     types = [schema.field(c).type for c in part_cols]
@@ -253,7 +264,8 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     index_of: dict[tuple, int] = {}  # raw logged partition values -> index
     groups: list[list[list]] = []  # files split so that no directory holds two partitions in one group
     dir_keys: dict[str, list[int]] = {}
-    for rel, a in snapshot.files.items():
+    chosen = snapshot.files.items() if files is None else ((rel, snapshot.files[rel]) for rel in files)
+    for rel, a in chosen:
         *dirs, name = rel.split("/")
         if name.startswith(".") or (name.startswith("_") and "=" not in name) or a.size <= 0 or "_spark_metadata" in dirs:
             # Spark's file index drops such files: reading would silently lose them.
@@ -287,7 +299,10 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     for files in groups or [[]]:
         index = factory.create(jsession, orjson.dumps(files).decode(), partitions, part_schema, options)
         relation = sources.HadoopFsRelation(index, part_schema, data_schema, jvm.scala.Option.empty(), sources.parquet.ParquetFileFormat(), options, jsession)
-        frames.append(DataFrame(jsession.baseRelationToDataFrame(relation), spark).select(*[F.col(_quoted(n)) for n in schema.names]))
+        columns = [F.col(_quoted(n)) for n in schema.names]
+        if file_column is not None:
+            columns.append(F.col("_metadata.file_path").alias(file_column))
+        frames.append(DataFrame(jsession.baseRelationToDataFrame(relation), spark).select(*columns))
     df = frames[0]
     for other in frames[1:]:
         df = df.union(other)

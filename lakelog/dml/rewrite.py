@@ -428,7 +428,8 @@ class RowLevelOperation:
             self.writer.write(_table_rows(batch, self.schema))
 
     def add_files(self, adds: list[AddFile]) -> None:
-        """Commit files already written with this operation's schema and partitioning (``WritePlan.write``)."""
+        """Commit files already written with this operation's schema and partitioning (``WritePlan.write``,
+        or a Spark task's ``DataWriter`` on this table) with the operation; ``abort`` deletes them."""
         if self._adds is not None:
             raise RuntimeError("files must be added before finish()")
         self._written.extend(adds)
@@ -484,7 +485,7 @@ class RowLevelOperation:
         if not self._committing:
             if self._writer is not None:
                 self._writer.abort()
-            self._discard(rewritten)
+            self._discard(rewritten + self._written)
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:

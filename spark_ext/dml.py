@@ -1,0 +1,323 @@
+"""Row-level changes executed on Spark: DELETE and UPDATE, and the machinery MERGE shares.
+
+The driver opens one ``lakelog.dml`` row-level operation on the latest version (its snapshot, read
+set and commit) and prunes candidate files with partition values and stats. Spark then reads the
+candidates natively (``spark_ext.native``), each row with the file it came from
+(``_metadata.file_path``), and evaluates the condition in Spark SQL: a first job finds the files
+holding selected rows and how many, a second one reads only those files and writes their new rows
+(updated, or without the deleted ones) from the executors through lakelog's ``DataWriter``; each task
+returns its add actions. Files every row of which goes are removed without being read again. The
+driver commits once: ``remove`` for the rewritten files, ``add`` for the new ones, with the files and
+predicate it read for conflict checks, and the same operation, parameters and metrics as
+``lakelog.Table.delete``/``update``. Files of a failed or conflicting operation are deleted when the
+driver knows them; a task that died leaves an uncommitted file, which ``vacuum`` removes.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+import uuid
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from lakelog.actions import AddFile, check_app_id, check_app_version, parse_app_version
+from lakelog.conform import cast_batch
+from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter
+from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
+from lakelog.sql import Resolver, parse_expression, prune_expression
+from lakelog.storage import Storage
+from lakelog.write import DataWriter
+
+from .native import snapshot_frame, spark_path
+
+
+FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
+KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
+COPIED, UPDATED, INSERTED = 0, 1, 2
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+
+
+def _normal(path: str) -> str:
+    """A Spark file path in one form: URI escapes decoded, ``file:///x`` as ``file:/x``."""
+    p = urllib.parse.unquote(path)
+    if p.startswith("file://"):
+        p = "file:/" + p[len("file://"):].lstrip("/")
+    return p
+
+
+def condition_text(cond: str | Column | None) -> str | None:
+    """The condition as SQL text (for commitInfo and pruning)."""
+    if cond is None or isinstance(cond, str):
+        return cond
+    try:
+        return cond._jc.expr().sql()
+    except Exception:  # not a classic Column: its text is informative only
+        return str(cond)
+
+
+def as_column(value: str | Column, what: str) -> Column:
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        try:
+            return F.expr(value)
+        except Exception as e:  # Spark's parse error
+            raise PredicateError(f"cannot parse the {what} {value!r}: {_first_line(e)}") from None
+    raise PredicateError(f"the {what} must be Spark SQL text or a Column, not {value!r}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
+    """(app id, version) of an idempotent operation: the arguments, else Delta's session settings
+    ``spark.databricks.delta.write.txnAppId``/``txnVersion``."""
+    app_id, version = txn
+    if app_id is None and version is None:
+        app_id, version = spark.conf.get(TXN_APP_ID_CONF, None), spark.conf.get(TXN_VERSION_CONF, None)
+    if (app_id is None) != (version is None):
+        raise InvalidArgumentError("txnAppId and txnVersion go together: set both, or neither")
+    if app_id is None:
+        return None, None
+    return check_app_id(app_id), check_app_version(version) if isinstance(version, int) else parse_app_version(str(version))
+
+
+def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
+                 prefix: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs: write its rows as new data files of the table; yield one
+    row per file (its add action as JSON) and one with the task's row counts by KIND."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
+        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name)
+        counts = [0, 0, 0]
+        try:
+            for b in batches:
+                if b.num_rows == 0:
+                    continue
+                if KIND in b.schema.names:
+                    for k, n in enumerate(np.bincount(b.column(KIND).to_numpy(zero_copy_only=False), minlength=3)[:3]):
+                        counts[k] += int(n)
+                else:
+                    counts[COPIED] += b.num_rows
+                writer.write(cast_batch(b.select(schema.names), schema))
+            adds = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        texts = [orjson.dumps(a.to_json()["add"]).decode() for a in adds]
+        yield pa.record_batch(
+            [pa.array(texts + [None], pa.string()), pa.array([None] * len(texts) + [orjson.dumps(counts).decode()], pa.string())],
+            names=["add", "counts"],
+        )
+
+    return task
+
+
+class SparkOperation:
+    """One row-level operation run on Spark against the table's latest version."""
+
+    def __init__(self, table: Any, txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None):
+        self.spark = table._spark
+        self.path, self.storage_options = table._path, table._storage_options
+        app_id, app_version = txn_of(self.spark, txn)
+        self.storage = Storage(self.path, self.storage_options)
+        self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        self.snapshot = self.op.snapshot
+        self._by_spark_path: dict[str, str] | None = None
+        self.prefix = f"part-{uuid.uuid4().hex[:12]}"
+
+    # ------------------------------------------------------------ files
+    def prune(self, text: str | None, resolve: Resolver | None = None) -> pc.Expression | None:
+        """A relaxation of the SQL condition ``text`` on the table's columns (None: none known), for
+        pruning files by partition values and stats. Text lakelog's SQL parser does not read prunes
+        nothing."""
+        if text is None:
+            return None
+        try:
+            return prune_expression(parse_expression(text), self.snapshot.schema, self.op.engine, resolve)
+        except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
+            return None
+
+    def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
+        """Files that may hold rows satisfying ``prune`` (recorded as read, for conflict checks)."""
+        return self.op.candidates(prune)
+
+    def frame(self, files: list[AddFile], file_column: bool = True) -> DataFrame:
+        """The rows of ``files`` (table columns, and FILE) as Spark reads them natively."""
+        rels = [a.relative_path for a in files]
+        return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None)
+
+    def file_of(self, spark_file: str) -> AddFile:
+        """The snapshot's file that Spark read as ``spark_file``."""
+        if self._by_spark_path is None:
+            self._by_spark_path = {_normal(spark_path(self.storage, rel)): rel for rel in self.snapshot.files}
+        rel = self._by_spark_path.get(_normal(spark_file))
+        if rel is None:
+            raise LakelogError(f"Spark read {spark_file!r}, which is not a file of version {self.snapshot.version}")
+        return self.snapshot.files[rel]
+
+    def spark_schema(self):
+        return from_arrow_schema(self.op.schema, prefer_timestamp_ntz=True)
+
+    # ------------------------------------------------------------ writing
+    def write(self, df: DataFrame) -> list[int]:
+        """Write ``df``'s rows (the table's columns, optionally KIND) as new files from Spark's tasks;
+        they join this operation's commit. Returns the rows written by KIND."""
+        snap = self.op.snapshot
+        task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
+                            snap.properties.num_indexed_cols, self.prefix)
+        adds: list[AddFile] = []
+        counts = [0, 0, 0]
+        rows = df.mapInArrow(task, "add string, counts string").collect()
+        for r in rows:
+            if r["add"] is not None:
+                adds.append(AddFile.from_json(orjson.loads(r["add"])))
+            else:
+                for k, n in enumerate(orjson.loads(r["counts"])):
+                    counts[k] += n
+        self.op.add_files(adds)
+        return counts
+
+    # ------------------------------------------------------------ outcome
+    def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
+        version = self.op.commit(operation, parameters, metrics)
+        return self.snapshot.version if version is None else version
+
+    def run(self, body: Callable[["SparkOperation"], dict]) -> dict:
+        """``body(self)``; on any error the files written so far are deleted (as the core's ``run``)."""
+        try:
+            out = body(self)
+        except AnalysisException as e:
+            self.op.abort()
+            raise PredicateError(f"Spark cannot resolve the operation: {_first_line(e)}") from None
+        except BaseException:
+            self.op.abort()
+            raise
+        self.op.engine.close()
+        return out
+
+
+def hit_column(cond: Column | None) -> Column:
+    """TRUE where the condition is TRUE; FALSE where it is FALSE or NULL (SQL three-valued logic)."""
+    return F.lit(True) if cond is None else F.coalesce(cond, F.lit(False))
+
+
+def touched_files(run: SparkOperation, cond: Column | None, files: list[AddFile]) -> list[tuple[AddFile, int]]:
+    """(file, rows the condition selects) for each of ``files`` with at least one such row."""
+    if not files:
+        return []
+    if cond is None:
+        return [(a, run.op.num_rows(a)) for a in files]
+    hits = run.frame(files).where(hit_column(cond)).groupBy(FILE).count().collect()
+    return [(run.file_of(r[FILE]), int(r["count"])) for r in hits]
+
+
+# ---------------------------------------------------------------- DELETE
+
+def delete(table: Any, condition: str | Column | None, txn: tuple[Any, Any] = (None, None), user_metadata: str | None = None) -> dict:
+    """Delete the rows where ``condition`` is TRUE, on Spark; returns ``lakelog.Table.delete``'s metrics."""
+    run = SparkOperation(table, txn, user_metadata)
+    return run.run(lambda run: _delete(run, condition))
+
+
+def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
+    op = run.op
+    zero = {"num_deleted_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
+    if op.duplicate:
+        return {**zero, "version": run.snapshot.version}
+    text = condition_text(condition)
+    cond = None if condition is None else as_column(condition, "delete condition")
+    files = run.candidates(run.prune(text))
+    deleted = 0
+    rewrite = []
+    for add, n in touched_files(run, cond, files):
+        deleted += n
+        op.remove(add)
+        total = add.num_records()
+        if total is None or n < total:
+            rewrite.append(add)
+    copied = 0
+    if rewrite:
+        copied = run.write(run.frame(rewrite, file_column=False).where(~hit_column(cond)))[COPIED]
+    op.finish()
+    version = run.commit(
+        "DELETE",
+        {"predicate": predicate_parameter(text)},
+        {"numDeletedRows": deleted, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
+    )
+    return {"num_deleted_rows": deleted, "num_added_files": op.num_added_files, "num_removed_files": len(op.removes),
+            "num_copied_rows": copied, "version": version}
+
+
+# ---------------------------------------------------------------- UPDATE
+
+def resolve_column(name: str, names: list[str], what: str) -> str:
+    """``name`` as a table column (exact, else case-insensitively as Spark resolves names)."""
+    if name in names:
+        return name
+    folded = [n for n in names if n.lower() == str(name).lower()]
+    if len(folded) == 1:
+        return folded[0]
+    raise PredicateError(f"{what}: column {name!r} is not in the table (columns: {names})")
+
+
+def update(table: Any, condition: str | Column | None, assignments: dict | None, txn: tuple[Any, Any] = (None, None),
+           user_metadata: str | None = None) -> dict:
+    """Set ``assignments`` on the rows where ``condition`` is TRUE, on Spark; returns
+    ``lakelog.Table.update``'s metrics."""
+    if not isinstance(assignments, dict) or not assignments:
+        raise PredicateError(f"update needs set: a non-empty dict of column -> Spark SQL expression or Column, not {assignments!r}")
+    run = SparkOperation(table, txn, user_metadata)
+    return run.run(lambda run: _update(run, condition, assignments))
+
+
+def _update(run: SparkOperation, condition: str | Column | None, assignments: dict) -> dict:
+    op = run.op
+    zero = {"num_updated_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
+    if op.duplicate:
+        return {**zero, "version": run.snapshot.version}
+    names = op.schema.names
+    sets = {resolve_column(c, names, "update"): as_column(e, f"expression for column {c!r}") for c, e in assignments.items()}
+    text = condition_text(condition)
+    cond = None if condition is None else as_column(condition, "update condition")
+    files = run.candidates(run.prune(text))
+    hits = touched_files(run, cond, files)
+    updated = copied = 0
+    if hits:
+        for add, _ in hits:
+            op.remove(add)
+        df = run.frame([a for a, _ in hits], file_column=False)
+        hit = hit_column(cond)
+        types = {f.name: f.dataType for f in run.spark_schema().fields}
+        columns = [
+            (F.when(hit, sets[n].cast(types[n])).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names
+        ]
+        counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)))
+        updated, copied = counts[UPDATED], counts[COPIED]
+    op.finish()
+    version = run.commit(
+        "UPDATE",
+        {"predicate": predicate_parameter(text)},
+        {"numUpdatedRows": updated, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
+    )
+    return {"num_updated_rows": updated, "num_added_files": op.num_added_files, "num_removed_files": len(op.removes),
+            "num_copied_rows": copied, "version": version}
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

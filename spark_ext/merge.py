@@ -1,0 +1,509 @@
+"""MERGE on Spark with Delta's names and rules: ``LakelogTable.merge(source, condition)`` + ``when*`` clauses.
+
+Rules (Delta's): clauses keep their order; within each kind (matched, not matched, not matched by
+source) the first clause whose condition is TRUE wins (NULL is not TRUE) and only the last clause of
+a kind may omit its condition. A target row matched by more than one source row fails the merge
+with ``MultipleSourceMatchesError`` and nothing is committed, unless the only matched clause is an
+unconditional delete. ``*All`` clauses assign columns by name; with schema evolution
+(``withSchemaEvolution()`` or ``spark.databricks.delta.schema.autoMerge.enabled=true``) source
+columns the table lacks are added.
+
+Execution (copy-on-write, as ``spark_ext.dml``): target files are pruned with the condition's
+target-only terms and, for each ``target.k = source.k2`` term, the source's key range (and for a
+partition column its set of keys); a first Spark job joins the candidates with the source, checks
+that no target row is matched twice and counts, per file, the rows each clause changes. A second job
+rewrites only the files with changed rows (left join with the source, clauses applied) and, in the
+same job, inserts the source rows no target row matches (anti join with the candidates); executors
+write the files, and the driver commits one ``MERGE`` with the metrics of ``lakelog.Table.merge``.
+The source is persisted for the operation, so both jobs see the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from lakelog.actions import Metadata
+from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
+from lakelog.schema import canonical_schema, check_column_names, schema_to_string
+from lakelog.sql import parse_expression
+from lakelog.write import _plan_protocol
+
+from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
+
+
+T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
+S_MARK = "__lakelog_source"  # TRUE on every source row
+ROW_ID = "__lakelog_row_id"
+ACTION = "__lakelog_action"  # the number of the clause that applies (-1: none)
+KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+@dataclass
+class _Clause:
+    kind: str  # "matched" | "not_matched" | "not_matched_by_source"
+    action: str  # "update" | "delete" | "insert"
+    condition: str | Column | None = None
+    assignments: dict | None = None  # column -> Spark SQL text or Column; None with all=True
+    all: bool = False
+
+
+def _check_assignments(values: Any, what: str) -> dict:
+    if not isinstance(values, dict) or not values:
+        raise PredicateError(f"{what} needs a non-empty dict of column -> Spark SQL expression or Column, not {values!r}")
+    return dict(values)
+
+
+def _alias_of(df: DataFrame) -> str | None:
+    """The alias a DataFrame was given with ``df.alias(name)`` (None if none)."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        if plan.nodeName() == "SubqueryAlias":
+            return str(plan.alias())
+    except Exception:
+        return None
+    return None
+
+
+class LakelogMergeBuilder:
+    """A MERGE being built (``DeltaMergeBuilder``'s names): add ``when*`` clauses, then ``execute()``."""
+
+    def __init__(self, table: Any, source: DataFrame, condition: str | Column):
+        if not isinstance(source, DataFrame):
+            raise PredicateError(f"merge takes a Spark DataFrame as its source, not {type(source).__name__}")
+        self._table, self._source, self._condition = table, source, condition
+        self._clauses: list[_Clause] = []
+        self._evolve = False
+
+    def _add(self, clause: _Clause) -> "LakelogMergeBuilder":
+        self._clauses.append(clause)
+        return self
+
+    def whenMatchedUpdate(self, condition: str | Column | None = None, set: dict | None = None) -> "LakelogMergeBuilder":
+        """Set columns of matched target rows (values over target and source columns)."""
+        return self._add(_Clause("matched", "update", condition, _check_assignments(set, "whenMatchedUpdate")))
+
+    def whenMatchedUpdateAll(self, condition: str | Column | None = None) -> "LakelogMergeBuilder":
+        """Set every table column of matched rows to the source column of the same name."""
+        return self._add(_Clause("matched", "update", condition, None, True))
+
+    def whenMatchedDelete(self, condition: str | Column | None = None) -> "LakelogMergeBuilder":
+        return self._add(_Clause("matched", "delete", condition))
+
+    def whenNotMatchedInsert(self, condition: str | Column | None = None, values: dict | None = None) -> "LakelogMergeBuilder":
+        """Insert a row per unmatched source row (values over source columns; other columns NULL)."""
+        return self._add(_Clause("not_matched", "insert", condition, _check_assignments(values, "whenNotMatchedInsert")))
+
+    def whenNotMatchedInsertAll(self, condition: str | Column | None = None) -> "LakelogMergeBuilder":
+        return self._add(_Clause("not_matched", "insert", condition, None, True))
+
+    def whenNotMatchedBySourceUpdate(self, condition: str | Column | None = None, set: dict | None = None) -> "LakelogMergeBuilder":
+        """Set columns of target rows no source row matches (values over target columns)."""
+        return self._add(_Clause("not_matched_by_source", "update", condition, _check_assignments(set, "whenNotMatchedBySourceUpdate")))
+
+    def whenNotMatchedBySourceDelete(self, condition: str | Column | None = None) -> "LakelogMergeBuilder":
+        return self._add(_Clause("not_matched_by_source", "delete", condition))
+
+    def withSchemaEvolution(self) -> "LakelogMergeBuilder":
+        """Let ``*All`` clauses add the source's columns that the table lacks."""
+        self._evolve = True
+        return self
+
+    def execute(self, *, txnAppId: str | None = None, txnVersion: int | None = None, userMetadata: str | None = None) -> dict:
+        """Run the merge on Spark in one ``MERGE`` commit; returns ``lakelog.Table.merge``'s metrics.
+
+        ``txnAppId``/``txnVersion`` (or Delta's session settings ``spark.databricks.delta.write.txnAppId``
+        and ``txnVersion``) make it idempotent: in ``foreachBatch(lambda df, batch_id: ...)`` pass a fixed
+        app id and ``batch_id``, and a batch Spark replays after a crash commits nothing.
+        """
+        plan = self.prepare(txnAppId=txnAppId, txnVersion=txnVersion, userMetadata=userMetadata)
+        return plan.commit()
+
+    def prepare(self, *, txnAppId: str | None = None, txnVersion: int | None = None, userMetadata: str | None = None) -> "_SparkMerge":
+        """Everything ``execute`` does but the commit: read, join and write the new files. ``commit()``
+        (or ``abort()``) on the result finishes it."""
+        if not self._clauses:
+            raise PredicateError("a merge needs at least one when* clause")
+        for kind in ("matched", "not_matched", "not_matched_by_source"):
+            of_kind = [c for c in self._clauses if c.kind == kind]
+            if any(c.condition is None for c in of_kind[:-1]):
+                raise PredicateError(f"only the last {kind.replace('_', ' ')} clause of a merge may omit its condition")
+        evolve = self._evolve or str(self._table._spark.conf.get(AUTO_MERGE_CONF, "false")).strip().lower() == "true"
+        run = SparkOperation(self._table, (txnAppId, txnVersion), userMetadata)
+        merge = _SparkMerge(run, self._table, self._source, self._condition, list(self._clauses), evolve)
+        try:
+            merge.prepare()
+        except AnalysisException as e:
+            merge.abort()
+            raise PredicateError(f"Spark cannot resolve the merge: {str(e).strip().splitlines()[0]}") from None
+        except BaseException:
+            merge.abort()
+            raise
+        return merge
+
+
+class _SparkMerge:
+    def __init__(self, run: SparkOperation, table: Any, source: DataFrame, condition: str | Column, clauses: list[_Clause], evolve: bool):
+        self.run, self.op = run, run.op
+        self.spark = run.spark
+        self.t_alias = table._alias
+        self.s_alias = _alias_of(source)
+        for name in source.columns:
+            if name.startswith("__lakelog_"):
+                raise PredicateError(f"source column {name!r} uses a name reserved by lakelog; rename it")
+        self.source = source
+        self.condition, self.text = condition, condition_text(condition)
+        self.clauses, self.evolve = clauses, evolve
+        self.matched = [c for c in clauses if c.kind == "matched"]
+        self.nmbs = [c for c in clauses if c.kind == "not_matched_by_source"]
+        self.inserts = [c for c in clauses if c.kind == "not_matched"]
+        self.numbered = self.matched + self.nmbs  # clause number k: position here
+        self.check_cardinality = bool(self.matched) and not (
+            len(self.matched) == 1 and self.matched[0].action == "delete" and self.matched[0].condition is None
+        )
+        self.metrics: dict[str, Any] | None = None
+        self.persisted: DataFrame | None = None
+
+    # ------------------------------------------------------------ planning
+    def _plan_schema(self) -> None:
+        op = self.op
+        target = list(op.schema.names)
+        lower = {n.lower() for n in target}
+        src_fields = {f.name: f for f in self.source.schema.fields}
+        if self.evolve and any(c.all for c in self.clauses):
+            new = [f for n, f in src_fields.items() if n.lower() not in lower]
+            if new:
+                from pyspark.sql.types import StructType
+
+                arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
+                schema = pa.schema(list(op.schema) + [pa.field(f.name, f.type, True) for f in arrow_new])
+                check_column_names(schema)
+                m = op.snapshot.metadata
+                metadata = Metadata(
+                    id=m.id, schema_string=schema_to_string(schema), partition_columns=m.partition_columns, configuration=m.configuration,
+                    created_time=m.created_time, name=m.name, description=m.description, format_provider=m.format_provider,
+                    format_options=m.format_options,
+                )
+                protocol = _plan_protocol(schema, op.snapshot.protocol)
+                op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
+        self.out_names = list(op.schema.names)
+        self.target_names = target
+        self.types = {f.name: f.dataType for f in from_arrow_schema(op.schema, prefer_timestamp_ntz=True).fields}
+        by_lower = {n.lower(): n for n in src_fields}
+        for c in self.clauses:
+            if c.all:
+                missing = [n for n in target if n.lower() not in by_lower]
+                if missing and not self.evolve:
+                    raise PredicateError(
+                        f"{c.kind.replace('_', ' ')} {c.action}All needs every table column in the source; missing: {missing}. "
+                        "Add them to the source, assign columns explicitly, or use withSchemaEvolution()"
+                    )
+                c.assignments = {n: ("source", by_lower[n.lower()]) for n in self.out_names if n.lower() in by_lower}
+            elif c.assignments is not None:
+                fixed = {}
+                for col, expr in c.assignments.items():
+                    name = col
+                    if self.t_alias and isinstance(col, str) and col.lower().startswith(self.t_alias.lower() + "."):
+                        name = col[len(self.t_alias) + 1:]
+                    matches = [n for n in self.out_names if n == name] or [n for n in self.out_names if n.lower() == str(name).lower()]
+                    if len(matches) != 1:
+                        raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_names})")
+                    fixed[matches[0]] = expr
+                c.assignments = fixed
+
+    def _frames(self) -> None:
+        src = self.source.withColumn(S_MARK, F.lit(True))
+        self.src = src.alias(self.s_alias) if self.s_alias else src
+
+    def _target(self, files, file_column: bool = True, row_id: bool = False) -> DataFrame:
+        t = self.run.frame(files, file_column=file_column).withColumn(T_MARK, F.lit(True))
+        if row_id:
+            t = t.withColumn(ROW_ID, F.monotonically_increasing_id())
+        return t.alias(self.t_alias) if self.t_alias else t
+
+    def _value(self, expr: Any, tgt: DataFrame) -> Column:
+        if isinstance(expr, tuple) and expr[0] == "source":
+            return self.src[_q(expr[1])]
+        return as_column(expr, "merge expression")
+
+    def _case(self, clauses: list[_Clause], first: int) -> Column:
+        e = None
+        for i, c in enumerate(clauses):
+            hit = F.lit(True) if c.condition is None else hit_column(as_column(c.condition, "clause condition"))
+            e = F.when(hit, F.lit(first + i)) if e is None else e.when(hit, F.lit(first + i))
+        return F.lit(-1) if e is None else e.otherwise(F.lit(-1))
+
+    def _target_action(self) -> Column:
+        """The clause number applying to a row of a target-left join (-1: none)."""
+        return F.when(F.col(S_MARK).isNotNull(), self._case(self.matched, 0)).otherwise(self._case(self.nmbs, len(self.matched)))
+
+    # ------------------------------------------------------------ pruning
+    def _resolve_target(self, ref: tuple[str, ...]) -> str | None:
+        names = self.target_names
+        if len(ref) == 2 and self.t_alias and ref[0].lower() == self.t_alias.lower() and ref[1] in names:
+            return ref[1]
+        if len(ref) == 1 and ref[0] in names and ref[0] not in self.source.columns and not self.t_alias:
+            return ref[0]
+        return None
+
+    def _resolve_source(self, ref: tuple[str, ...]) -> str | None:
+        cols = self.source.columns
+        if len(ref) == 2 and self.s_alias and ref[0].lower() == self.s_alias.lower() and ref[1] in cols:
+            return ref[1]
+        if len(ref) == 1 and ref[0] in cols and ref[0] not in self.target_names:
+            return ref[0]
+        return None
+
+    def _key_ranges(self) -> list[pc.Expression]:
+        """For each ``target.k = source.k2`` term of the condition: the source's keys as a bound on ``k``
+        (one Spark aggregation over the source)."""
+        if self.text is None or not isinstance(self.condition, str):
+            return []
+        try:
+            tree = parse_expression(self.text)
+        except Exception:
+            return []
+        terms, stack = [], [tree]
+        while stack:
+            node = stack.pop()
+            if node.get("type") == "CONJUNCTION_AND":
+                stack.extend(node["children"])
+            else:
+                terms.append(node)
+        schema = self.op.snapshot.schema
+        pairs = []
+        for term in terms:
+            if term.get("type") != "COMPARE_EQUAL":
+                continue
+            sides = [term["left"], term["right"]]
+            if not all(s.get("class") == "COLUMN_REF" for s in sides):
+                continue
+            refs = [tuple(s["column_names"]) for s in sides]
+            t_col, s_col = self._resolve_target(refs[0]), self._resolve_source(refs[1])
+            if t_col is None or s_col is None:
+                t_col, s_col = self._resolve_target(refs[1]), self._resolve_source(refs[0])
+            if t_col is None or s_col is None:
+                continue
+            tt = schema.field(t_col).type
+            if not (pa.types.is_integer(tt) or pa.types.is_string(tt) or pa.types.is_large_string(tt) or pa.types.is_date(tt)):
+                continue  # floats (NaN, signed zeros), timestamps (time zones) and the rest: no bound
+            pairs.append((t_col, s_col, tt))
+        if not pairs:
+            return []
+        aggs = []
+        for i, (t_col, s_col, _) in enumerate(pairs):
+            c = self.source[_q(s_col)]
+            aggs += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
+            if t_col in self.op.partition_columns:
+                aggs.append(F.slice(F.collect_set(c), 1, KEY_SET_LIMIT + 1).alias(f"set{i}"))
+        row = self.persisted.agg(*aggs).collect()[0]
+        out = []
+        for i, (t_col, s_col, tt) in enumerate(pairs):
+            lo, hi = row[f"lo{i}"], row[f"hi{i}"]
+            if lo is None:
+                out.append(pc.scalar(False))  # no non-null source key: no target row matches
+                continue
+            f = pc.field(t_col)
+            try:
+                keys = row[f"set{i}"] if t_col in self.op.partition_columns else None
+                if keys is not None and len(keys) <= KEY_SET_LIMIT:
+                    out.append(f.isin(pa.array(keys).cast(tt)))
+                else:
+                    out.append((f >= pa.scalar(lo).cast(tt)) & (f <= pa.scalar(hi).cast(tt)))
+            except (pa.ArrowException, TypeError, ValueError):
+                continue  # source keys outside the target type: no bound from this term
+        return out
+
+    def _prune(self) -> Any:
+        join = self.run.prune(self.text, self._resolve_target) if isinstance(self.condition, str) else None
+        for r in self._key_ranges():
+            join = r if join is None else join & r
+        candidates = join
+        for c in self.nmbs:
+            if candidates is None:
+                break
+            cond = None if c.condition is None or not isinstance(c.condition, str) else self.run.prune(c.condition, self._resolve_target)
+            candidates = None if cond is None else candidates | cond
+        return candidates
+
+    # ------------------------------------------------------------ running
+    def prepare(self) -> None:
+        op = self.op
+        if op.duplicate:
+            return
+        self._plan_schema()
+        self.persisted = self.source.persist(StorageLevel.MEMORY_AND_DISK)
+        self.source = self.persisted
+        self._frames()
+        cond = as_column(self.condition, "merge condition")
+        files = self.run.candidates(self._prune())
+        n_src = self.source.count()
+        counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
+        touched = []
+        if files and (self.matched or self.nmbs):
+            touched = self._find_touched(files, cond, counts)
+        written = [0, 0, 0]
+        parts = []
+        if touched:
+            for add in touched:
+                op.remove(add)
+            parts.append(self._rewritten(touched, cond))
+        if self.inserts:
+            parts.append(self._inserted(files, cond))
+        if parts:
+            df = parts[0]
+            for p in parts[1:]:
+                df = df.unionByName(p)
+            written = self.run.write(df)
+        updated = counts["matched_update"] + counts["nmbs_update"]
+        deleted = counts["matched_delete"] + counts["nmbs_delete"]
+        inserted, copied = written[INSERTED], written[COPIED]
+        if written[UPDATED] != updated:
+            raise LakelogError(
+                f"the merge wrote {written[UPDATED]} updated rows but its first pass found {updated}: the source changed between "
+                "its reads (a non-deterministic source?); nothing was committed. Materialize the source first (e.g. localCheckpoint())"
+            )
+        op.finish()
+
+        def clause_json(cs: list[_Clause]) -> str:
+            return orjson.dumps(
+                [{**({"predicate": condition_text(c.condition)} if c.condition is not None else {}), "actionType": c.action} for c in cs]
+            ).decode()
+
+        self.params = {
+            "predicate": orjson.dumps([self.text]).decode(),
+            "matchedPredicates": clause_json(self.matched),
+            "notMatchedPredicates": clause_json(self.inserts),
+            "notMatchedBySourcePredicates": clause_json(self.nmbs),
+        }
+        self.commit_metrics = {
+            "numSourceRows": n_src, "numTargetRowsInserted": inserted, "numTargetRowsUpdated": updated,
+            "numTargetRowsMatchedUpdated": counts["matched_update"], "numTargetRowsNotMatchedBySourceUpdated": counts["nmbs_update"],
+            "numTargetRowsDeleted": deleted, "numTargetRowsMatchedDeleted": counts["matched_delete"],
+            "numTargetRowsNotMatchedBySourceDeleted": counts["nmbs_delete"], "numTargetRowsCopied": copied,
+            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(op.removes),
+            "numTargetFilesAdded": op.num_added_files,
+        }
+        self.metrics = {
+            "num_source_rows": n_src, "num_target_rows_inserted": inserted, "num_target_rows_updated": updated,
+            "num_target_rows_deleted": deleted, "num_target_rows_copied": copied, "num_output_rows": inserted + updated + copied,
+            "num_target_files_added": op.num_added_files, "num_target_files_removed": len(op.removes),
+        }
+
+    def _find_touched(self, files, cond: Column, counts: dict) -> list:
+        """Job 1: the candidate files holding rows some clause changes; checks the one-match rule and
+        counts changed rows by clause kind and action."""
+        tgt = self._target(files, row_id=True)
+        joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner")
+        rows = joined.select(
+            tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), F.col(S_MARK).isNotNull().cast("int").alias("m"), self._target_action().alias(ACTION)
+        )
+        per_row = rows.groupBy(FILE, ROW_ID).agg(F.sum("m").alias("m"), F.max(ACTION).alias(ACTION))
+        aggs = [F.max("m").alias("max_m")]
+        for k in range(len(self.numbered)):
+            aggs.append(F.sum((F.col(ACTION) == k).cast("long")).alias(f"k{k}"))
+        per_file = per_row.groupBy(FILE).agg(*aggs).collect()
+        if self.check_cardinality and any((r["max_m"] or 0) > 1 for r in per_file):
+            raise MultipleSourceMatchesError(
+                "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
+                "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
+            )
+        touched = []
+        n_matched = len(self.matched)
+        for r in per_file:
+            changed = 0
+            for k, clause in enumerate(self.numbered):
+                n = r[f"k{k}"] or 0
+                changed += n
+                kind = "matched" if k < n_matched else "nmbs"
+                counts[f"{kind}_{clause.action}"] += n
+            if changed:
+                touched.append(self.run.file_of(r[FILE]))
+        return touched
+
+    def _assigned(self, clauses_by_code: dict[int, _Clause], name: str, default: Column, tgt: DataFrame) -> Column:
+        value = None
+        for k, c in clauses_by_code.items():
+            if c.action == "delete" or name not in (c.assignments or {}):
+                continue
+            v = self._value(c.assignments[name], tgt).cast(self.types[name])
+            value = F.when(F.col(ACTION) == k, v) if value is None else value.when(F.col(ACTION) == k, v)
+        return (default if value is None else value.otherwise(default)).cast(self.types[name]).alias(name)
+
+    def _rewritten(self, files, cond: Column) -> DataFrame:
+        """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows
+        dropped), with KIND."""
+        tgt = self._target(files, file_column=False)
+        if self.check_cardinality:  # at most one source row per target row: one left join
+            return self._apply(tgt, tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action()))
+        # Several source rows may match a target row: take each target row once. Unmatched rows get
+        # the not-matched-by-source clauses; matched ones are deleted (the only matched clause is an
+        # unconditional delete) or, with no matched clause, kept as they are.
+        unmatched = tgt.join(self.src, cond, "left_anti").withColumn(S_MARK, F.lit(None).cast("boolean"))
+        out = self._apply(tgt, unmatched.withColumn(ACTION, self._target_action()))
+        if not self.matched:
+            kept = self._target(files, file_column=False)
+            out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
+        return out
+
+    def _apply(self, tgt: DataFrame, joined: DataFrame) -> DataFrame:
+        deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]
+        if deletes:
+            joined = joined.where(~F.col(ACTION).isin(deletes))
+        by_code = dict(enumerate(self.numbered))
+        cols = []
+        for name in self.out_names:
+            default = tgt[_q(name)] if name in self.target_names else F.lit(None)
+            cols.append(self._assigned(by_code, name, default, tgt))
+        kind = F.when(F.col(ACTION) >= 0, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)
+        return joined.select(*cols, kind)
+
+    def _inserted(self, files, cond: Column) -> DataFrame:
+        """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
+        if files:
+            unmatched = self.src.join(self._target(files, file_column=False), cond, "left_anti")
+        else:
+            unmatched = self.src
+        chosen = unmatched.withColumn(ACTION, self._case(self.inserts, 0)).where(F.col(ACTION) >= 0)
+        by_code = dict(enumerate(self.inserts))
+        cols = [self._assigned(by_code, name, F.lit(None), None) for name in self.out_names]
+        return chosen.select(*cols, F.lit(INSERTED).alias(KIND))
+
+    # ------------------------------------------------------------ outcome
+    def commit(self) -> dict:
+        """Commit the merge (nothing when it is a duplicate of an idempotent one); returns its metrics."""
+        try:
+            if self.metrics is None:  # a duplicate: nothing was done
+                zero = dict.fromkeys(("num_source_rows", "num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_deleted",
+                                      "num_target_rows_copied", "num_output_rows", "num_target_files_added", "num_target_files_removed"), 0)
+                version = self.run.snapshot.version
+                self.op.engine.close()
+                return {**zero, "version": version}
+            version = self.run.commit("MERGE", self.params, self.commit_metrics)
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self._unpersist()
+        self.op.engine.close()
+        return {**self.metrics, "version": version}
+
+    def abort(self) -> None:
+        """Delete the files written for this merge (nothing is committed)."""
+        self._unpersist()
+        self.op.abort()
+
+    def _unpersist(self) -> None:
+        if self.persisted is not None:
+            self.persisted.unpersist()
+            self.persisted = None

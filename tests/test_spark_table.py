@@ -1,0 +1,448 @@
+"""spark_ext.LakelogTable on a real local Spark session: the DeltaTable-style handle, and delete, update
+and merge run on Spark, checked against rows computed independently (plain Python / pandas), with
+deltalake reading every version and the commits compared with the Python row-level API's."""
+
+import datetime as dt
+import glob
+import os
+import shutil
+
+import deltalake
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+import lakelog
+from lakelog.errors import CommitConflictError, MultipleSourceMatchesError, PredicateError, TableNotFoundError
+
+from spark_ext import LakelogTable
+
+COLS = ["id", "p", "x", "s"]
+
+
+def _base() -> pd.DataFrame:
+    """20 rows over partitions a/b/c, with NULLs in x and s (three-valued logic matters)."""
+    rows = []
+    for i in range(20):
+        rows.append({"id": i, "p": "abc"[i % 3], "x": None if i % 7 == 3 else i * 1.5, "s": None if i % 5 == 4 else f"n{i}"})
+    return pd.DataFrame(rows, columns=COLS).astype({"id": "int64", "x": "float64"})
+
+
+def _make(path: str, df: pd.DataFrame | None = None, files: int = 2) -> pd.DataFrame:
+    df = _base() if df is None else df
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("x", pa.float64()), ("s", pa.string())])
+    chunk = -(-len(df) // files)
+    for i in range(files):  # several files per partition, so untouched files exist
+        part = pa.Table.from_pandas(df.iloc[i * chunk:(i + 1) * chunk], schema=schema, preserve_index=False)
+        lakelog.write_table(path, part, mode="append", partition_by="p")
+    return df
+
+
+def _rows(records) -> list[tuple]:
+    out = []
+    for r in records:
+        out.append(tuple(None if (isinstance(v, float) and pd.isna(v)) else v for v in (r[c] for c in COLS)))
+    return sorted(out, key=lambda t: tuple((v is None, v) for v in t))
+
+
+def _frame_rows(df: pd.DataFrame) -> list[tuple]:
+    return _rows(df.astype(object).where(df.notna(), None).to_dict("records"))
+
+
+def _table_rows(path: str, version: int | None = None) -> list[tuple]:
+    return _rows(lakelog.Table(path, version=version).to_pyarrow().to_pylist())
+
+
+def _check_versions(path: str) -> None:
+    """deltalake reads every version as lakelog does."""
+    latest = lakelog.Table(path).version
+    for v in range(latest + 1):
+        dl = deltalake.DeltaTable(path, version=v).to_pyarrow_table()
+        assert _rows(dl.to_pylist()) == _table_rows(path, v), f"version {v}"
+
+
+def _data_files(path: str) -> set[str]:
+    return {os.path.relpath(f, path) for f in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)}
+
+
+def _last_commit(path: str) -> dict:
+    return lakelog.Table(path).history(1)[0]
+
+
+# ---------------------------------------------------------------- the handle
+
+def test_handle_reads_history_detail_and_maintenance(spark, tmp_path):
+    path = str(tmp_path / "t")
+    with pytest.raises(TableNotFoundError):
+        LakelogTable.forPath(spark, path)
+    assert not LakelogTable.isLakelogTable(spark, path)
+    df = _make(path, files=3)
+    assert LakelogTable.isLakelogTable(spark, path)
+    t = LakelogTable.forPath(spark, path)
+    assert _rows(r.asDict() for r in t.toDF().collect()) == _frame_rows(df)
+    aliased = t.alias("t").toDF().where("t.p = 'a'").select("t.id")
+    assert sorted(r.id for r in aliased.collect()) == sorted(df[df.p == "a"].id)
+
+    hist = t.history().collect()
+    assert [h.version for h in hist] == [2, 1, 0] and [h.operation for h in hist] == ["WRITE", "WRITE", "CREATE TABLE"]
+    assert hist[0].operationParameters["mode"] == "Append" and hist[0].readVersion == 1 and hist[0].isBlindAppend is True
+    assert hist[0].timestamp == lakelog.Table(path).history(1)[0]["timestamp"].replace(tzinfo=None)  # the session is UTC
+    assert [h.version for h in t.history(1).collect()] == [2]
+
+    detail = t.detail().collect()[0]
+    snap = lakelog.Table(path).snapshot
+    assert detail.format == "delta" and detail.partitionColumns == ["p"] and detail.numFiles == len(snap.files)
+    assert detail.sizeInBytes == sum(a.size for a in snap.files.values()) and detail.minReaderVersion == 1
+
+    files_before = len(snap.files)
+    out = t.optimize().executeCompaction().collect()[0]
+    assert int(out.metrics["numFilesRemoved"]) == files_before and len(lakelog.Table(path).snapshot.files) == 3  # one per partition
+    assert _last_commit(path)["operation"] == "OPTIMIZE"
+    assert _table_rows(path) == _frame_rows(df)
+    assert t.vacuum().count() == 0  # inside the default retention nothing goes
+
+    t.delete("p = 'a'")
+    restored = t.restoreToVersion(2).collect()[0]
+    assert restored.numRestoredFiles > 0 and _table_rows(path) == _frame_rows(df)
+    ts = lakelog.Table(path).history()[-1]["timestamp"]  # version 0's time
+    t.restoreToTimestamp(ts.isoformat())
+    assert _table_rows(path) == _table_rows(path, 0)
+    assert _last_commit(path)["operation"] == "RESTORE"
+    _check_versions(path)
+
+
+# ---------------------------------------------------------------- delete / update
+
+def test_delete_on_spark_matches_python_api(spark, tmp_path):
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    df = _make(path)
+    shutil.copytree(path, twin)
+    t = LakelogTable.forPath(spark, path)
+
+    cond = "p = 'a' and x > 10"  # NULL x is not deleted
+    m = t.delete(cond)
+    expected = df[~((df.p == "a") & (df.x > 10))]
+    assert _table_rows(path) == _frame_rows(expected)
+    py = lakelog.Table(twin).delete(cond)
+    for k in ("num_deleted_rows", "num_removed_files", "num_copied_rows", "version"):
+        assert m[k] == py[k], k
+    ours, theirs = _last_commit(path), _last_commit(twin)
+    assert ours["operation"] == theirs["operation"] == "DELETE"
+    assert ours["operationParameters"] == theirs["operationParameters"] == {"predicate": '["p = \'a\' and x > 10"]'}
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+    assert {k: v for k, v in ours["operationMetrics"].items() if k not in ("executionTimeMs", "numAddedFiles")} == {
+        k: v for k, v in theirs["operationMetrics"].items() if k not in ("executionTimeMs", "numAddedFiles")}
+
+    # a Column condition with a Spark function; files of other partitions are left alone
+    before = lakelog.Table(path).snapshot.files
+    m = t.delete(F.expr("upper(s) like 'N1%'"))
+    expected = expected[~expected.s.fillna("").str.upper().str.startswith("N1")]
+    assert _table_rows(path) == _frame_rows(expected) and m["num_deleted_rows"] > 0
+    after = lakelog.Table(path).snapshot.files
+    assert len(set(before) - set(after)) == m["num_removed_files"]
+
+    # a partition predicate removes whole files without rewriting them
+    m = t.delete("p = 'b'")
+    assert m["num_added_files"] == 0 and m["num_copied_rows"] == 0
+    expected = expected[expected.p != "b"]
+    assert _table_rows(path) == _frame_rows(expected)
+
+    v = lakelog.Table(path).version
+    assert t.delete("x > 1000")["num_removed_files"] == 0 and lakelog.Table(path).version == v  # nothing to do: no commit
+    with pytest.raises(PredicateError):
+        t.delete("no_such_column = 1")
+    assert lakelog.Table(path).version == v
+    assert t.delete()["num_deleted_rows"] == len(expected)
+    assert _table_rows(path) == []
+    _check_versions(path)
+
+
+def test_update_on_spark_moves_partitions_and_follows_three_valued_logic(spark, tmp_path):
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    df = _make(path)
+    shutil.copytree(path, twin)
+    t = LakelogTable.forPath(spark, path)
+
+    m = t.update("x > 20", {"x": "x * 2", "s": "concat(coalesce(s, ''), '_u')"})
+    py = lakelog.Table(twin).update({"x": "x * 2", "s": "concat(coalesce(s, ''), '_u')"}, "x > 20")
+    hit = df.x > 20  # NULL x: not updated
+    expected = df.copy()
+    expected.loc[hit, "x"] = df.x[hit] * 2
+    expected.loc[hit, "s"] = df.s[hit].fillna("") + "_u"
+    assert _table_rows(path) == _frame_rows(expected) == _table_rows(twin)
+    assert m["num_updated_rows"] == py["num_updated_rows"] == int(hit.sum())
+    assert m["num_removed_files"] == py["num_removed_files"] and m["num_copied_rows"] == py["num_copied_rows"]
+    ours, theirs = _last_commit(path), _last_commit(twin)
+    assert ours["operation"] == "UPDATE" and ours["operationParameters"] == theirs["operationParameters"]
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+
+    # updating the partition column moves rows (keyword form, Column values)
+    m = t.update(condition=F.col("id") < 3, set={"p": F.lit("z")})
+    expected.loc[expected.id < 3, "p"] = "z"
+    assert _table_rows(path) == _frame_rows(expected) and m["num_updated_rows"] == 3
+    assert any(f.startswith("p=z/") for f in lakelog.Table(path).files())
+
+    m = t.update({"id": "id + 100"})  # Delta's update(set) form: every row
+    expected["id"] += 100
+    assert _table_rows(path) == _frame_rows(expected) and m["num_updated_rows"] == len(expected)
+    with pytest.raises(PredicateError):
+        t.update("id > 0", {"nope": "1"})
+    _check_versions(path)
+
+
+# ---------------------------------------------------------------- merge
+
+def _model_merge(target: list[dict], source: list[dict], on, matched, not_matched, by_source) -> list[dict]:
+    """Delta's merge semantics in plain Python: each clause is (condition(t, s) or None, action, values(t, s))."""
+    out = []
+    matched_sources = set()
+    for t in target:
+        hits = [i for i, s in enumerate(source) if on(t, s)]
+        matched_sources.update(hits)
+        if hits:
+            assert len(hits) == 1
+            s = source[hits[0]]
+            for cond, action, values in matched:
+                if cond is None or cond(t, s) is True:
+                    if action == "update":
+                        out.append({**t, **values(t, s)})
+                    break
+            else:
+                out.append(t)
+        else:
+            for cond, action, values in by_source:
+                if cond is None or cond(t, None) is True:
+                    if action == "update":
+                        out.append({**t, **values(t, None)})
+                    break
+            else:
+                out.append(t)
+    for i, s in enumerate(source):
+        if i in matched_sources:
+            continue
+        for cond, _, values in not_matched:
+            if cond is None or cond(None, s) is True:
+                out.append({c: None for c in COLS} | values(None, s))
+                break
+    return out
+
+
+def _gt(a, b):
+    return None if a is None or b is None else a > b
+
+
+def test_merge_every_clause_type_against_a_model(spark, tmp_path):
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    df = _make(path, files=3)
+    shutil.copytree(path, twin)
+    target = df.astype(object).where(df.notna(), None).to_dict("records")
+    src_rows = [
+        {"id": 0, "p": "a", "x": 100.0, "s": "u0"},     # matched, s.x > t.x: update
+        {"id": 1, "p": "b", "x": 0.5, "s": "d1"},       # matched, s.x <= t.x, s = 'd1': delete
+        {"id": 3, "p": "a", "x": 7.0, "s": None},       # matched, t.x NULL: both conditions NULL -> last clause (unconditional) updates
+        {"id": 4, "p": "b", "x": 2.0, "s": "keep"},     # matched, s.x <= t.x, no clause applies -> unchanged
+        {"id": 50, "p": "c", "x": 1.0, "s": "i50"},     # not matched, x > 0: insert first clause
+        {"id": 51, "p": "a", "x": -1.0, "s": "i51"},    # not matched: second insert clause (values)
+        {"id": 52, "p": "b", "x": None, "s": "i52"},    # not matched, x NULL: second clause
+    ]
+    source = spark.createDataFrame(pd.DataFrame(src_rows, columns=COLS).astype({"x": "float64"}))
+    t = LakelogTable.forPath(spark, path).alias("t")
+    m = (
+        t.merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate("s.x > t.x", {"x": "s.x", "s": "concat(s.s, '!')"})
+        .whenMatchedDelete("s.s = 'd1'")
+        .whenMatchedUpdate(condition=F.expr("t.x is null"), set={"x": F.expr("s.x + 1")})
+        .whenNotMatchedInsertAll("s.x > 0")
+        .whenNotMatchedInsert(values={"id": "s.id", "p": "'n'", "s": "upper(s.s)"})
+        .whenNotMatchedBySourceDelete("t.x > 25")
+        .whenNotMatchedBySourceUpdate(set={"s": "'nmbs'"})
+        .execute()
+    )
+    expected = _model_merge(
+        target, src_rows, lambda a, b: a["id"] == b["id"],
+        matched=[
+            (lambda a, b: _gt(b["x"], a["x"]), "update", lambda a, b: {"x": b["x"], "s": None if b["s"] is None else b["s"] + "!"}),
+            (lambda a, b: b["s"] == "d1" if b["s"] is not None else None, "delete", None),
+            (lambda a, b: a["x"] is None, "update", lambda a, b: {"x": b["x"] + 1}),
+        ],
+        not_matched=[
+            (lambda a, b: _gt(b["x"], 0), "insert", lambda a, b: dict(b)),
+            (None, "insert", lambda a, b: {"id": b["id"], "p": "n", "s": b["s"].upper()}),
+        ],
+        by_source=[(lambda a, b: _gt(a["x"], 25), "delete", None), (None, "update", lambda a, b: {"s": "nmbs"})],
+    )
+    assert _table_rows(path) == _rows(expected)
+    n_deleted = sum(1 for r in target if r["id"] not in {s["id"] for s in src_rows} and _gt(r["x"], 25)) + 1
+    assert m["num_target_rows_deleted"] == n_deleted and m["num_target_rows_inserted"] == 3 and m["num_source_rows"] == 7
+    assert m["num_output_rows"] == len(expected)
+
+    # the Python API on the twin: same rows, metrics and commit parameters
+    py = (
+        lakelog.Table(twin).merge(pd.DataFrame(src_rows, columns=COLS).astype({"x": "float64"}), "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update({"x": "s.x", "s": "concat(s.s, '!')"}, "s.x > t.x")
+        .when_matched_delete("s.s = 'd1'")
+        .when_matched_update({"x": "s.x + 1"}, "t.x is null")
+        .when_not_matched_insert_all("s.x > 0")
+        .when_not_matched_insert({"id": "s.id", "p": "'n'", "s": "upper(s.s)"})
+        .when_not_matched_by_source_delete("t.x > 25")
+        .when_not_matched_by_source_update({"s": "'nmbs'"})
+        .execute()
+    )
+    assert _table_rows(twin) == _table_rows(path)
+    for k in ("num_source_rows", "num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_deleted",
+              "num_target_rows_copied", "num_output_rows", "num_target_files_removed", "version"):
+        assert m[k] == py[k], k
+    ours, theirs = _last_commit(path), _last_commit(twin)
+    assert ours["operation"] == theirs["operation"] == "MERGE"
+    assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
+    assert ours["operationParameters"]["predicate"] == theirs["operationParameters"]["predicate"]
+    assert ours["operationParameters"]["notMatchedBySourcePredicates"] == theirs["operationParameters"]["notMatchedBySourcePredicates"]
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+    _check_versions(path)
+
+
+def test_merge_upsert_all_schema_evolution_and_unaliased_source(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = _make(path)
+    t = LakelogTable.forPath(spark, path)
+    ups = spark.createDataFrame([(1, "b", 9.0, "up", "e1"), (99, "c", 1.0, "new", "e99")], "id long, p string, x double, s string, extra string")
+    with pytest.raises(PredicateError):  # the source lacks a table column and evolution is off
+        t.alias("t").merge(ups.drop("s").alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    m = t.alias("t").merge(ups.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().execute()
+    assert m["num_target_rows_updated"] == 1 and m["num_target_rows_inserted"] == 1
+    got = lakelog.Table(path)
+    assert got.schema.names == COLS + ["extra"]
+    rows = {r["id"]: r for r in got.to_pyarrow().to_pylist()}
+    assert rows[1] == {"id": 1, "p": "b", "x": 9.0, "s": "up", "extra": "e1"} and rows[99]["extra"] == "e99"
+    assert rows[0]["extra"] is None and len(rows) == len(df) + 1
+
+    # the session setting turns evolution on too
+    spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+    try:
+        more = spark.createDataFrame([(5, "c", 0.0, "x", "e5", 7)], "id long, p string, x double, s string, extra string, more int")
+        t.alias("t").merge(more.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    finally:
+        spark.conf.unset("spark.databricks.delta.schema.autoMerge.enabled")
+    rows = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    assert lakelog.Table(path).schema.names == COLS + ["extra", "more"] and rows[5]["more"] == 7 and rows[6]["more"] is None
+    # an unaliased source is referred to by its column names
+    m = t.alias("t").merge(spark.createDataFrame([(2, "zz")], "key long, label string"), "t.id = key").whenMatchedUpdate(set={"s": "label"}).execute()
+    assert m["num_target_rows_updated"] == 1 and {r["id"]: r["s"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}[2] == "zz"
+    _check_versions(path)
+
+
+def test_merge_multiple_matches_fail_and_commit_nothing(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _make(path)
+    t = LakelogTable.forPath(spark, path)
+    v, files = lakelog.Table(path).version, _data_files(path)
+    dup = spark.createDataFrame([(3, 1.0), (3, 2.0), (5, 1.0)], "id long, x double")
+    with pytest.raises(MultipleSourceMatchesError):
+        t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsert(values={"id": "s.id"}).execute()
+    assert lakelog.Table(path).version == v and _data_files(path) == files
+    with pytest.raises(PredicateError, match="nope"):  # Spark's analysis error, as lakelog's typed error
+        t.alias("t").merge(dup.alias("s"), "t.nope = s.id").whenMatchedDelete().execute()
+    assert lakelog.Table(path).version == v and _data_files(path) == files
+    # Delta's exception: an unconditional delete as the only matched clause may match a row many times
+    m = t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedDelete().execute()
+    assert m["num_target_rows_deleted"] == 2 and sorted(r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [
+        i for i in range(20) if i not in (3, 5)]
+    with pytest.raises(PredicateError):
+        t.merge(dup, "id = 1").whenMatchedDelete().whenMatchedDelete("true").execute()  # only the last clause may omit its condition
+    # without matched clauses several matches are fine, and a matched row is kept once
+    m = t.alias("t").merge(dup.alias("s"), "t.id = s.id - 4").whenNotMatchedBySourceUpdate("t.id < 10", {"s": "'gone?'"}).execute()
+    rows = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    assert len(rows) == 18 and len(lakelog.Table(path).to_pyarrow()) == 18  # ids 0..19 without 3 and 5, no duplicates
+    assert rows[1]["s"] == "n1" and rows[0]["s"] == "gone?" and rows[12]["s"] == "n12"  # 1 = 5 - 4 matched; 0 unmatched
+    assert m["num_target_rows_updated"] == 7  # ids 0, 2, 4, 6, 7, 8, 9
+    _check_versions(path)
+
+
+def test_merge_touching_one_percent_of_files_rewrites_only_those(spark, tmp_path):
+    path = str(tmp_path / "t")
+    # 100 files in 10 partitions, ids clustered per file: file i holds ids 100*i .. 100*i+99
+    for i in range(100):
+        ids = list(range(100 * i, 100 * i + 100))
+        lakelog.write_table(path, pa.table({"id": ids, "p": [f"p{i // 10}"] * 100, "x": [0.0] * 100}), mode="append", partition_by="p")
+    before = lakelog.Table(path).snapshot.files
+    t = LakelogTable.forPath(spark, path)
+    source = spark.createDataFrame([(4210 + k, "p4", 1.0) for k in range(5)] + [(1_000_000, "p4", 2.0)], "id long, p string, x double")
+    m = t.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsertAll().execute()
+    assert m["num_target_files_removed"] == 1 and m["num_target_rows_updated"] == 5 and m["num_target_rows_inserted"] == 1
+    after = lakelog.Table(path).snapshot.files
+    removed = set(before) - set(after)
+    assert len(removed) == 1 and before[removed.pop()].partition_values == {"p": "p4"}
+    x = {r["id"]: r["x"] for r in lakelog.Table(path).to_pyarrow(filters=[("p", "=", "p4")]).to_pylist()}
+    assert all(x[4210 + k] == 1.0 for k in range(5)) and x[1_000_000] == 2.0 and x[4209] == 0.0
+    # the Python path prunes and rewrites the same single file
+    py = lakelog.Table(path).merge(source.where("id < 1000000").toPandas(), "target.id = source.id").when_matched_update({"x": "source.x + 1"}).execute()
+    gone = set(after) - set(lakelog.Table(path).snapshot.files)
+    assert py["num_target_files_removed"] == len(gone) >= 1 and all(after[f].partition_values == {"p": "p4"} for f in gone)
+
+
+def test_merge_conflicting_concurrent_delete_fails_and_loses_nothing(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = _make(path)
+    t = LakelogTable.forPath(spark, path)
+    source = spark.createDataFrame([(0, "a", 50.0, "m")], "id long, p string, x double, s string")
+    files_before = _data_files(path)
+    plan = t.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().prepare()
+    written = _data_files(path) - files_before
+    assert written  # the merge's new files exist, uncommitted
+    lakelog.Table(path).delete("p = 'a' and id = 6")  # a Python delete of a file the merge read, between read and commit
+    after_delete = _table_rows(path)
+    with pytest.raises(CommitConflictError):
+        plan.commit()
+    assert _table_rows(path) == after_delete == _frame_rows(df[df.id != 6])
+    assert not (written & _data_files(path))  # the merge's files are gone
+
+    # a concurrent append to another partition does not conflict: the merge commits after it
+    plan = t.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().prepare()
+    lakelog.write_table(path, pa.table({"id": [77], "p": ["c"], "x": [1.0], "s": ["late"]}), mode="append")
+    m = plan.commit()
+    rows = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    assert m["num_target_rows_updated"] == 1 and rows[0]["x"] == 50.0 and rows[77]["s"] == "late" and 6 not in rows
+    _check_versions(path)
+
+
+def test_foreach_batch_merge_replayed_by_spark_commits_once(spark, tmp_path):
+    path, incoming, checkpoint = str(tmp_path / "t"), str(tmp_path / "in"), str(tmp_path / "ck")
+    _make(path)
+    os.makedirs(incoming)
+    pd.DataFrame({"id": [1, 100], "p": ["b", "a"], "x": [10.0, 20.0], "s": ["u1", "i100"]}).to_parquet(os.path.join(incoming, "0.parquet"))
+    calls = []
+
+    def upsert(batch, batch_id):
+        calls.append(batch_id)
+        (LakelogTable.forPath(spark, path).alias("t").merge(batch.alias("s"), "t.id = s.id")
+         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(txnAppId="cdc-test", txnVersion=batch_id))
+
+    def run():
+        q = (spark.readStream.schema("id long, p string, x double, s string").parquet(incoming)
+             .writeStream.foreachBatch(upsert).option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        q.awaitTermination(120)
+
+    run()
+    assert calls == [0]
+    merges = [h for h in lakelog.Table(path).history() if h["operation"] == "MERGE"]
+    assert len(merges) == 1
+    # as after a crash between the batch's commit and Spark's own: Spark replays batch 0
+    for name in ("0", ".0.crc"):
+        if os.path.exists(os.path.join(checkpoint, "commits", name)):
+            os.remove(os.path.join(checkpoint, "commits", name))
+    run()
+    assert calls == [0, 0]
+    assert len([h for h in lakelog.Table(path).history() if h["operation"] == "MERGE"]) == 1
+    rows = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    assert rows[1]["x"] == 10.0 and rows[100]["s"] == "i100" and len(rows) == 21
+    # Delta's session settings work as well
+    spark.conf.set("spark.databricks.delta.write.txnAppId", "cdc-test")
+    spark.conf.set("spark.databricks.delta.write.txnVersion", "0")
+    try:
+        m = LakelogTable.forPath(spark, path).delete("id = 1")
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+    assert m["num_deleted_rows"] == 0 and 1 in {r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}
+    _check_versions(path)
