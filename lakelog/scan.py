@@ -10,11 +10,10 @@ relaxed filter and the exact one is applied to the rows afterwards.
 from __future__ import annotations
 
 import decimal
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from .actions import AddFile, stats_count, stats_dict
 from .data_files import inspect_files
@@ -22,6 +21,9 @@ from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileE
 from .predicates import CompiledFilter, compile_filter
 from .schema import parse_date, partition_scalars, timestamp_micros
 from .snapshot import Snapshot
+
+if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
+    import pyarrow.dataset as ds
 
 STRING_STATS_PREFIX = 32
 
@@ -102,6 +104,8 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
 
 
 def _fragments_dataset(storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], with_stats: bool) -> ds.FileSystemDataset:
+    import pyarrow.dataset as ds
+
     fmt = ds.ParquetFileFormat()
     fragments = []
     for add in adds:
@@ -149,6 +153,8 @@ def read_batches(
 
 
 def _batches(d: ds.FileSystemDataset, columns: list[str] | None, compiled: CompiledFilter | None) -> Iterator[pa.RecordBatch]:
+    import pyarrow.dataset as ds
+
     if compiled is None or not compiled.recheck:
         yield from d.to_batches(columns=columns, filter=None if compiled is None else compiled.exact)
         return

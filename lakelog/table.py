@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
@@ -16,6 +15,9 @@ from .errors import InvalidArgumentError
 from .log import DeltaLog
 from .snapshot import Snapshot
 from .storage import Storage
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas: a cold start pays for it only when a scan needs it
+    import pyarrow.dataset as ds
 
 
 class Table:
