@@ -23,7 +23,8 @@ Workloads, each contender in a fresh subprocess (``python -m benchmarks.scale --
 * ``describe``: ``lakelog describe PATH`` on a 3-commit table, process wall time (the peer is a
   deltalake script printing the same facts).
 
-Peak memory is the child's peak resident set size as the kernel counts it: ``VmHWM`` of
+Children run with bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped and one untimed child imports everything
+first), as an installed package runs. Peak memory is the child's peak resident set size as the kernel counts it: ``VmHWM`` of
 /proc/self/status, which the child reads as its last act (exact, no sampling gaps, no extra tool).
 Not ``ru_maxrss`` from ``wait4``/``RUSAGE_CHILDREN``: Linux carries the parent's peak into the child
 across ``exec``, so every child would report at least this runner's own RSS. While a child runs, a watchdog reads its current RSS from /proc and kills it above ``--mem-cap-gib``
@@ -378,7 +379,16 @@ def memory_child(spec: dict) -> dict:
 def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    # Children read and write bytecode caches, as an installed package has them (deltalake's are in site-packages):
+    # without them every cold start would also compile lakelog's sources.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def warm_up() -> None:
+    """One untimed child that imports everything a measured child may import, so bytecode caches exist."""
+    code = "import lakelog, lakelog.cli, lakelog.scan, lakelog.sql, deltalake, pyarrow.dataset, benchmarks.scale"
+    subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, check=True, capture_output=True)
 
 
 def _rss_kib(pid: int) -> int:
@@ -568,6 +578,7 @@ def run(files: int = 1_000_000, commits: int = 1000, partitions: int = 50, runs:
     if mem_cap_gib is None:
         mem_cap_gib = _default_cap()
     path, info = ensure_table(files, commits, partitions) if set(only) - {"import", "describe"} else (None, {})
+    warm_up()
     r = Run(files, commits, partitions, runs, timeout, mem_cap_gib)
     load_before = os.getloadavg()
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -39,6 +39,7 @@ def test_import_lakelog_imports_no_heavy_module():
     mods, _ = modules_after("import lakelog")
     assert "lakelog.table" in mods and "pyarrow" in mods
     assert heavy(mods) == []
+    assert "fsspec" not in mods  # imported when a table is opened
 
 
 def test_describe_imports_no_heavy_module(tmp_path):
