@@ -10,7 +10,9 @@ Workloads (each compared with what users would otherwise pick):
 4. checkpoint creation for 100k files: deltalake create_checkpoint;
 5. small-append commits per second on local disk (no peer: the target is absolute);
 6. Spark format("lakelog") against Spark's Parquet source (with --spark);
-7. row-level changes (merge, delete) against deltalake, time and peak memory (benchmarks/dml.py).
+7. row-level changes (merge, delete) against deltalake, time and peak memory (benchmarks/dml.py);
+8. scale: a million-file log (200k with --quick), cold start and filtered planning against deltalake, each
+   contender a fresh process, time and peak memory (benchmarks/scale.py; ``--files 10000000`` there for 10M).
 
 Times are medians of several runs (machines here are noisy: read the ratios, not the seconds).
 """
@@ -208,6 +210,15 @@ class Suite:
 
         self.results.extend(dml.run(quick=self.quick, runs=3))
 
+    # ------------------------------------------------------------ 8. scale
+    def scale(self) -> None:
+        from benchmarks import scale
+
+        files = 200_000 if self.quick else 1_000_000
+        # One run per contender: at 1M files lakelog's filtered planning takes minutes per child.
+        for r in scale.run(files=files, runs=1):
+            self.results.append({**r, "name": f"scale {scale.label(files)} files: {r['name']}"})
+
     # ------------------------------------------------------------ 6. spark
     def spark(self) -> None:
         from benchmarks import spark as spark_bench
@@ -241,6 +252,7 @@ def run(quick: bool = False, spark: bool = False) -> list[dict]:
         s.snapshots()
         s.commits()
         s.dml()
+        s.scale()
         if spark:
             s.spark()
     finally:

@@ -32,8 +32,11 @@ from .errors import InvalidFilterError
 
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 NEGATED_OP = {"=": "!=", "==": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}
-_TRUE = pc.scalar(True)
-_FALSE = pc.scalar(False)
+
+
+def _false() -> pc.Expression:
+    # Built on use, not at import: converting a Python value makes pyarrow import pandas (slow cold start).
+    return pc.scalar(False)
 
 
 @dataclass(frozen=True)
@@ -122,10 +125,10 @@ def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted:
         if op == "in":
             return members
         if has_null:
-            return _FALSE  # x NOT IN (..., NULL) is never TRUE
+            return _false()  # x NOT IN (..., NULL) is never TRUE
         return ~members & field.is_valid()
     if value is None:
-        return _FALSE  # x = NULL (and every other comparison with NULL) is never TRUE
+        return _false()  # x = NULL (and every other comparison with NULL) is never TRUE
     if pa.types.is_floating(t):
         return _float_comparison(field, op, _float_value(value, t, quoted))
     lit = _literal(value, t, quoted)
@@ -185,7 +188,7 @@ def _float_comparison(field: pc.Expression, op: str, v: float) -> pc.Expression:
             "!=": lambda: ~nan,
             "<": lambda: ~nan,
             "<=": lambda: field.is_valid(),
-            ">": lambda: _FALSE,
+            ">": _false,
             ">=": lambda: nan,
         }[op]()
     lit = pa.scalar(v, pa.float64())
@@ -215,11 +218,11 @@ def _in_members(field: pc.Expression, values: list, t: pa.DataType, quoted: Any)
         e = field.isin(pa.array(list(keep.values()), t)) if keep else None
         if with_nan:
             e = field.is_nan() if e is None else e | field.is_nan()
-        return e if e is not None else _FALSE
+        return e if e is not None else _false()
     lits = [_literal(v, t, quoted) for v in values]
     kept = [s for s in lits if s is not None and s.type == t]  # the others equal no value of the column
     if not kept:
-        return _FALSE
+        return _false()
     return field.isin(pa.array([s.as_py() for s in kept], t))
 
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 import decimal
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .actions import AddFile, stats_count, stats_dict
@@ -34,6 +33,9 @@ from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileE
 from .predicates import CompiledFilter, compile_filter
 from .schema import parse_date, partition_scalars, timestamp_micros
 from .snapshot import Snapshot
+
+if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
+    import pyarrow.dataset as ds
 
 STRING_STATS_PREFIX = 32
 READ_THREADS = 4  # files read at once by read_data_file
@@ -139,6 +141,8 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
 def _fragments_dataset(
     storage, schema: pa.Schema, partition_columns: list[str], adds: Iterable[AddFile], with_stats: bool, mapping: ColumnMapping | None = None
 ) -> ds.FileSystemDataset:
+    import pyarrow.dataset as ds
+
     fmt = ds.ParquetFileFormat()
     fragments = []
     for add in adds:
@@ -220,6 +224,8 @@ def _scan(storage, schema, partition_columns, adds: list[AddFile], columns, comp
 
 
 def _batches(d: ds.FileSystemDataset, columns: list[str] | None, compiled: CompiledFilter | None) -> Iterator[pa.RecordBatch]:
+    import pyarrow.dataset as ds
+
     if compiled is None or not compiled.recheck:
         yield from d.to_batches(columns=columns, filter=None if compiled is None else compiled.exact)
         return

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import fsspec
 import pyarrow.fs as pafs
 
 from .errors import InvalidArgumentError, StorageError
@@ -184,6 +183,8 @@ class Storage:
         # No listings cache: lakelog always needs the store's current answer. With s3fs's cache, a listing
         # of a directory (vacuum, check) made later reads treat files created since then as missing.
         opts.setdefault("use_listings_cache", False)
+        import fsspec  # here, not at module level: keeps ``import lakelog`` cheap (fsspec pulls in ssl and asyncio)
+
         try:
             self.fs, root = fsspec.core.url_to_fs(location, **opts)
         except TypeError:  # a filesystem class that does not take the option

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
@@ -16,6 +15,9 @@ from .errors import InvalidArgumentError, SchemaMismatchError
 from .log import DeltaLog
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas: a cold start pays for it only when a scan needs it
+    import pyarrow.dataset as ds
 
 
 class Table:

@@ -82,8 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-at", default=None)
     args = ap.parse_args(argv)
 
+    import fsspec  # noqa: F401
+
     import lakelog
 
+    # "ready" promises the imports are done: lakelog imports fsspec when a table is opened, and pyarrow
+    # imports pandas on the first conversion of Python values, so both happen here, not in the kill window.
+    batch_table(args.first_batch)
     options = {"lakelog.fault_injector": KillAt(args.kill_at)} if args.kill_at else None
     _emit("ready")
     for b in range(args.first_batch, args.first_batch + args.max_batches):
