@@ -97,7 +97,8 @@ class CorruptDeletionVectorError(DeletionVectorError):
 
 
 class InvalidArgumentError(LakelogError, ValueError):
-    """An argument lakelog cannot use (a malformed table URL, an unusable option value)."""
+    """An argument lakelog cannot use: the wrong type or value (a malformed table URL, an unusable
+    option value); the message names it and the accepted form."""
 
 
 class InvalidVersionError(InvalidArgumentError, TypeError):
@@ -137,10 +138,6 @@ class PredicateViolationError(LakelogError):
 
 class MultipleSourceMatchesError(LakelogError):
     """A merge matched one target row with several source rows (Delta refuses this); nothing was committed."""
-
-
-class InvalidArgumentError(LakelogError, ValueError):
-    """An argument has the wrong type or value; the message names it and the accepted form."""
 
 
 class InvalidTablePropertyError(LakelogError, ValueError):

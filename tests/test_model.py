@@ -26,8 +26,10 @@ from lakelog.check import check_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("x", pa.int64())])
 # Commits are at least this far apart in wall-clock time, so that a time taken between two commits
-# falls between their commit files' modification times (file times may lag the clock by a tick).
-COMMIT_GAP_S = 0.006
+# falls between their commit files' modification times. File times come from the kernel's coarse
+# clock, which lags time.time() by up to one tick (10 ms at HZ=100), and are compared in whole
+# milliseconds; 6 ms failed on a loaded machine.
+COMMIT_GAP_S = 0.025
 PARTS = st.sampled_from(["a", "b", "a b", "50%", "é", None])
 ROWS = st.lists(st.tuples(PARTS, st.none() | st.integers(-1000, 1000)), max_size=6)
 

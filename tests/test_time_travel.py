@@ -6,7 +6,7 @@ import pytest
 
 import lakelog
 from lakelog.check import check_table
-from lakelog.errors import InvalidTimestampError, InvalidVersionError, LakelogError, VersionNotFoundError
+from lakelog.errors import InvalidArgumentError, InvalidTimestampError, InvalidVersionError, LakelogError, VersionNotFoundError
 
 BASE = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -77,6 +77,8 @@ def test_version_must_be_an_integer(five_versions, version):
     with pytest.raises(InvalidVersionError, match="integer") as e:
         lakelog.Table(five_versions, version=version)
     assert isinstance(e.value, TypeError) and isinstance(e.value, LakelogError)
+    # The exported InvalidArgumentError catches it (a second class of that name once shadowed the base).
+    assert isinstance(e.value, lakelog.errors.InvalidArgumentError) and InvalidArgumentError is lakelog.errors.InvalidArgumentError
     with pytest.raises(InvalidVersionError):
         lakelog.read_table(five_versions, version=version)
     with pytest.raises(InvalidVersionError):
