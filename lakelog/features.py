@@ -63,7 +63,8 @@ REGISTRY: dict[str, Feature] = {
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
            "data writes refused while delta.columnMapping.mode is name or id; maintenance that writes no data allowed"),
         _f("deletionVectors", True, True, True, "deleted rows dropped on every read path (to_pyarrow_dataset refused)",
-           "no deletion vectors written: optimize and row-level operations rewrite a file that has one without its deleted rows"),
+           "with delta.enableDeletionVectors=true, delete/update/merge write 'u' deletion vectors (one DV file per commit); "
+           "optimize rewrites files without their deleted rows"),
         _f("typeWidening", True, True, True, "files with narrower types cast to the table's type",
            "data writes refused; VACUUM and log cleanup allowed"),
         _f("typeWidening-preview", True, True, True, "as typeWidening", "as typeWidening"),
@@ -176,4 +177,7 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
         writer.add("v2Checkpoint")
     if props.in_commit_timestamps:
         writer.add("inCommitTimestamp")
+    if props.get("delta.enableDeletionVectors"):
+        reader.add("deletionVectors")
+        writer.add("deletionVectors")
     return reader, writer
