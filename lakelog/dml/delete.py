@@ -1,4 +1,4 @@
-"""DELETE: remove the rows a predicate selects (copy-on-write: files with such rows are rewritten)."""
+"""DELETE: remove the rows a predicate selects (files with such rows are rewritten, or get a deletion vector)."""
 
 from __future__ import annotations
 

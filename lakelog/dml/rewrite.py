@@ -3,8 +3,9 @@ positions, the "delete these rows of file F" seam, and one commit with a read pr
 
 Rows are always tracked by their position in their data file (``ROW``, the file row index of the
 Delta protocol), so that marking rows deleted is one call per file, ``RowDeleter.delete_rows``.
-Copy-on-write implements it by rewriting the file without those rows; a deletion-vector
-implementation replaces only that class.
+Copy-on-write (``CopyOnWrite``) implements it by rewriting the file without those rows;
+merge-on-read (``MergeOnRead``, tables with deletion vectors enabled) by marking them in the file's
+deletion vector.
 """
 
 from __future__ import annotations

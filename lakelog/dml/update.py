@@ -1,4 +1,4 @@
-"""UPDATE: set columns of the rows a predicate selects to SQL expressions (copy-on-write).
+"""UPDATE: set columns of the rows a predicate selects to SQL expressions.
 
 Updated rows are written as new rows (through the table's writer, so a changed partition value moves
 the row to its new partition) and deleted from their files through the row-deletion seam.
