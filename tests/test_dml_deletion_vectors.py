@@ -301,3 +301,19 @@ def test_dv_file_matches_the_independent_encoder_and_reads_back(tmp_path):
         assert d.cardinality == len(rows)
         assert read_deletion_vector(storage, d, "data.parquet").tolist() == rows.tolist()
     assert uuid.UUID(rel[len("deletion_vector_"):-len(".bin")])
+
+
+def test_checkpoints_carry_the_written_deletion_vectors(table_path):
+    df = _start(table_path, n=200, files=2)
+    lakelog.write_table(table_path, pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string()),
+                                              "x": pa.array([], pa.int64()), "s": pa.array([], pa.string())}),
+                        mode="append", configuration={"delta.checkpointInterval": "2"})
+    table = lakelog.Table(table_path)
+    expected = {}
+    for pred, selected in [("id % 3 = 0", lambda d: d.id % 3 == 0), ("id % 5 = 0", lambda d: d.id % 5 == 0),
+                           ("x > 80", lambda d: d.x > 80), ("p = 'b' and id < 150", lambda d: (d.p == "b") & (d.id < 150))]:
+        m = table.delete(pred)
+        df = df[~selected(df)]
+        expected[m["version"]] = df
+    assert any(f.endswith(".checkpoint.parquet") for f in os.listdir(os.path.join(table_path, "_delta_log")))
+    _check_all_versions(table_path, expected)
