@@ -146,15 +146,25 @@ public class LakelogFileIndexFactory {
         scala.Option.empty(), new SnapshotFiles(byDirectory), scala.Option.apply(spec), scala.Option.empty());
   }
 
-  /** paths: JSON [path, ...]; the same as JSON [URI, ...] in the form Spark's _metadata.file_path gives. */
-  public String uris(String paths) throws Exception {
-    ObjectMapper json = new ObjectMapper();
-    List in = (List) json.readValue(paths, List.class);
-    ArrayList out = new ArrayList();
-    for (int i = 0; i < in.size(); i++) {
-      out.add(new Path((String) in.get(i)).toUri().toString());
+  /**
+   * The deleted rows of files with deletion vectors as a DataFrame (file, row): paths is JSON [[path,
+   * number of deleted rows], ...]; rows the row indexes of all of them in that order, as little-endian
+   * 64-bit integers. Each path is given in the form Spark's _metadata.file_path gives it (Path.toUri).
+   */
+  public org.apache.spark.sql.Dataset deletedRows(org.apache.spark.sql.SparkSession session, String paths, byte[] rows,
+                                                  StructType schema) throws Exception {
+    List files = (List) new ObjectMapper().readValue(paths, List.class);
+    java.nio.LongBuffer positions = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+    ArrayList out = new ArrayList(positions.remaining());
+    for (int i = 0; i < files.size(); i++) {
+      List f = (List) files.get(i);
+      String uri = new Path((String) f.get(0)).toUri().toString();
+      long n = ((Number) f.get(1)).longValue();
+      for (long j = 0; j < n; j++) {
+        out.add(org.apache.spark.sql.RowFactory.create(new Object[] {uri, Long.valueOf(positions.get())}));
+      }
     }
-    return json.writeValueAsString(out);
+    return session.createDataFrame(out, schema);
   }
 
   private static InternalRow[] partitionRows(List partitions, StructType schema) throws Exception {
@@ -389,10 +399,16 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     frames = [relation(g).select(*columns, *extra) for g in plain]
     if deleted:
         gone = _deleted_rows(spark, storage, factory, root, with_dv)
+        gone = F.broadcast(gone.select(
+            (F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW))).alias(_DV_KEY), F.hash(_DV_PATH).cast("long").alias(_DV_HASH), F.col(_DV_ROW).alias(_DV_GONE),
+        ))
         for g in deleted:
             scan = relation(g).select(*columns, *extra, F.col("_metadata.file_path").alias(_DV_PATH), F.col("_metadata.row_index").alias(_DV_ROW))
-            kept = scan.join(F.broadcast(gone), on=[_DV_PATH, _DV_ROW], how="left_anti")
-            frames.append(kept.drop(_DV_PATH, _DV_ROW))
+            scan = scan.withColumn(_DV_KEY, F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW)))
+            # One long join key (Spark's fast long-keyed hash relation); the rest of the match is checked
+            # only for rows whose key matches, written as differences so that Spark keeps them out of the key.
+            same = (scan[_DV_KEY] == gone[_DV_KEY]) & ((F.hash(scan[_DV_PATH]).cast("long") - gone[_DV_HASH]) == 0) & ((scan[_DV_ROW] - gone[_DV_GONE]) == 0)
+            frames.append(scan.join(gone, same, "left_anti").drop(_DV_PATH, _DV_ROW, _DV_KEY))
     if not frames:
         frames = [relation([]).select(*columns, *extra)]
     df = frames[0]
@@ -401,26 +417,29 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     return df
 
 
-_DV_PATH, _DV_ROW = "__lakelog_dv_file", "__lakelog_dv_row"
+# Columns of the deletion vector join. A scanned row and a deleted one match when their file paths agree
+# in 96 hash bits (xxhash64 in the key, murmur3 in the condition; two files of one read colliding in both
+# is beyond any realistic chance) and their row indexes are equal. The deleted rows' table holds three
+# numbers a row, not a path string: broadcasting and probing it stay cheap (paths made it ~10 MB for 100k rows).
+_DV_PATH, _DV_ROW, _DV_KEY, _DV_HASH, _DV_GONE = "__lakelog_dv_file", "__lakelog_dv_row", "__lakelog_dv_key", "__lakelog_dv_hash", "__lakelog_dv_gone"
 
 
 def _deleted_rows(spark, storage: Storage, factory, root: str, files: list[tuple[str, Any]]) -> DataFrame:
     """(file path as ``_metadata.file_path`` gives it, row index) of every deleted row of ``files``.
     Each deletion vector is read and checked by lakelog (a missing or damaged one is a typed error
-    naming it); Spark's form of each path comes from Hadoop's ``Path.toUri`` on the JVM, as Spark's."""
+    naming it); the rows go to the JVM as one byte array, where Hadoop's ``Path.toUri`` gives each path
+    Spark's form (escapes included)."""
     dvs = DeletionVectors(storage)
-    uris = orjson.loads(factory.uris(orjson.dumps([f"{root}/{rel}" for rel, _ in files]).decode()))
-    paths, rows = [], []
-    for (rel, a), uri in zip(files, uris):
-        r = dvs.rows(a)
-        paths.append(np.full(len(r), len(paths), dtype=np.int32))
-        rows.append(r.astype(np.int64))
-    indices = pa.array(np.concatenate(paths))
-    table = pa.table({
-        _DV_PATH: pa.DictionaryArray.from_arrays(indices, pa.array(uris, pa.string())).cast(pa.string()),
-        _DV_ROW: pa.array(np.concatenate(rows)),
-    })
-    return spark.createDataFrame(table)
+    rows = [dvs.rows(a) for _, a in files]
+    paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
+    data = np.concatenate(rows).astype("<i8").tobytes()
+    schema = spark._jsparkSession.parseDataType(
+        orjson.dumps({"type": "struct", "fields": [
+            {"name": _DV_PATH, "type": "string", "nullable": False, "metadata": {}},
+            {"name": _DV_ROW, "type": "long", "nullable": False, "metadata": {}},
+        ]}).decode()
+    )
+    return DataFrame(factory.deletedRows(spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), schema), spark)
 
 
 def _physical_field(f: dict, delta: dict, mode: str) -> dict:
