@@ -5,7 +5,7 @@ spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-leve
 ``rows`` rows in 100 files (benchmarks/dml.py's table), delete of the 1% of rows with ``x < 0.01``
 (every file holds some), and an upsert of ``rows // 100`` source rows (1% of them matching keys
 spread over the table, the rest inserted). Each run starts from a fresh copy of the table. Then
-``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/deletion_vectors.py's
+``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
 table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
 Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dv-only]. Prints a table; returns the rows for the suite.
@@ -78,11 +78,16 @@ def run_dml(spark, tmp: str, rows: int, runs: int) -> list[dict]:
 
 def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
     """spark_ext.read of a table with 10% of its rows deleted by deletion vectors against the same live
-    rows without deletion vectors (both built by benchmarks.deletion_vectors)."""
-    import spark_ext
-    from benchmarks import deletion_vectors
+    rows without deletion vectors (both built by benchmarks.dv_tables)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    dv_path, plain_path, live = deletion_vectors.build(os.path.join(tmp, "dv"), rows)
+    import spark_ext
+    from benchmarks import dv_tables
+
+    ids = pa.array(range(rows), pa.int64())
+    data = pa.table({"id": ids, "x": pc.divide(pc.cast(ids, pa.float64()), 7.0), "name": pc.binary_join_element_wise("user-", pc.cast(ids, pa.string()), "")})
+    dv_path, plain_path, live = dv_tables.build(os.path.join(tmp, "dv"), data)
     assert spark_ext.read(spark, dv_path).count() == live
     queries = [
         ("build the DataFrame", lambda p: spark_ext.read(spark, p)),

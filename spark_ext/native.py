@@ -14,6 +14,11 @@ relation (``HadoopFsRelation`` over an ``InMemoryFileIndex`` with ``ParquetFileF
 Spark then plans it like any Parquet table: column pruning, the vectorised reader, Parquet filter
 pushdown and row-group skipping, partition pruning from the partition values, file splitting.
 
+Reader features stay inside that plan: under column mapping the relation uses the physical names and
+a projection renames them (filters on logical names still prune); files with deletion vectors are
+scanned with ``_metadata.row_index`` and anti-joined with a broadcast table of their deleted rows;
+widened types are declared and Spark's Parquet reader widens older files' values (specs/spark.md).
+
 The few objects Spark needs per file (statuses, partition paths) are built on the JVM by a small
 class compiled once per session with Janino (bundled with Spark, which compiles all its generated
 code with it), so a table of 100k files costs one call from Python, not hundreds of thousands.
