@@ -292,3 +292,24 @@ def test_spark_ext_read_refuses_type_changes_spark_cannot_read(spark):
     assert "byte_decimal" in str(info.value) and "short_decimal" in str(info.value)
     assert "int_decimal" not in str(info.value)  # Spark reads that one
     assert 'format("lakelog")' in str(info.value)
+
+
+def test_spark_ext_read_id_mode_matches_by_field_id_where_the_session_enables_it(spark, tmp_path):
+    """In id mode the relation's fields carry their Parquet field ids: with Spark's field-id matching on,
+    the files' columns are found by id (nested fields too), even where the log's physical names are
+    not the files' column names (here: renamed in a copy of the log)."""
+    import spark_ext
+
+    dst = tmp_path / "t"
+    shutil.copytree(table_path("table-with-columnmapping-mode-id"), dst)
+    log = dst / "_delta_log" / "00000000000000000000.json"
+    text = log.read_text()
+    assert text.count('physicalName\\":\\"col-') > 10
+    log.write_text(text.replace('physicalName\\":\\"col-', 'physicalName\\":\\"moved-col-'))
+    rows = expected("table-with-columnmapping-mode-id")["rows"]
+    assert canonical_rows(lakelog.read_table(str(dst))) == rows  # lakelog matches by id
+    spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    try:
+        assert canonical_rows(spark_ext.read(spark, str(dst)).toArrow()) == rows
+    finally:
+        spark.conf.unset("spark.sql.parquet.fieldId.read.enabled")
