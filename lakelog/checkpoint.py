@@ -465,6 +465,12 @@ class CheckpointState:
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
 
+    def rows_by_path(self) -> dict[str, int]:
+        """Decoded path -> row of ``adds`` (built on first use)."""
+        if self._index is None:
+            self._index = {p: i for i, p in enumerate(self.paths)}
+        return self._index
+
     def dv_id(self, path: str) -> str | None:
         """The deletion vector id of the add row of ``path`` (which must be one of ``paths``)."""
         if self.dv_ids is None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .snapshot import FileSet, Snapshot
 
 STRING_STATS_PREFIX = 32
-STATS_CHUNK_ROWS = 128 * 1024  # stats strings parsed at once: bounds the transient JSON buffer
+STATS_CHUNK_ROWS = 256 * 1024  # stats strings parsed at once: bounds the transient JSON buffer
 
 
 def stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
@@ -94,30 +94,33 @@ def _json_type(t: pa.DataType) -> pa.DataType:
 @dataclass
 class LiveFiles:
     """The live files of a file set in ``FileSet.paths`` order: the checkpoint rows still live (``base_rows``:
-    their row indexes in ``base.adds``) followed by the adds of later commits (``changed``)."""
+    their row indexes in ``base.adds``) followed by the adds of later commits (``changed``, decoded paths
+    ``changed_paths``)."""
 
     file_set: FileSet
-    paths: list[str]
     base_rows: np.ndarray
     changed: list[AddFile]
+    changed_paths: list[str]
 
     @classmethod
     def of(cls, file_set: FileSet) -> "LiveFiles":
         base, changes = file_set.base, file_set.changes
-        changed = [a for a in changes.values() if a is not None]
+        live = [(p, a) for p, a in changes.items() if a is not None]
+        changed, changed_paths = [a for _, a in live], [p for p, _ in live]
         if base is None:
-            return cls(file_set, [p for p, a in changes.items() if a is not None], np.empty(0, np.int64), changed)
-        if not changes:
-            rows = np.arange(len(base.paths), dtype=np.int64)
-            paths = list(base.paths)
-        else:
-            rows = np.flatnonzero(np.fromiter((p not in changes for p in base.paths), bool, len(base.paths)))
-            paths = [base.paths[i] for i in rows]
-        paths.extend(p for p, a in changes.items() if a is not None)
-        return cls(file_set, paths, rows, changed)
+            return cls(file_set, np.empty(0, np.int64), changed, changed_paths)
+        keep = np.ones(len(base.paths), bool)
+        if changes:
+            rows = base.rows_by_path()
+            keep[[i for i in (rows.get(p) for p in changes) if i is not None]] = False
+        return cls(file_set, np.flatnonzero(keep), changed, changed_paths)
+
+    def path(self, i: int) -> str:
+        nb = len(self.base_rows)
+        return self.file_set.base.paths[self.base_rows[i]] if i < nb else self.changed_paths[i - nb]
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(self.base_rows) + len(self.changed)
 
     @property
     def _all_base(self) -> bool:
@@ -170,8 +173,7 @@ class Kept:
 
     @property
     def paths(self) -> list[str]:
-        paths = self.files.paths
-        return [paths[i] for i in self.positions]
+        return [self.files.path(int(i)) for i in self.positions]
 
     def adds(self) -> list[AddFile]:
         return self.files.adds(self.positions)
@@ -179,22 +181,36 @@ class Kept:
 
 # ---------------------------------------------------------------- partition values
 
-def _partition_columns(files: LiveFiles, schema: pa.Schema, columns: list[str], partition_columns: list[str], mapping: ColumnMapping) -> pa.Table:
-    """The typed partition values of ``columns`` of every live file; a missing or malformed value is the
-    error ``partition_scalars`` raises for that file."""
-    arrays = []
+@dataclass
+class _PartitionColumn:
+    """One partition column of every live file: its distinct typed values (a null last) and, per file,
+    the index of its value."""
+
+    name: str
+    values: pa.Array
+    indices: np.ndarray
+
+    def mask(self, expr: pc.Expression) -> np.ndarray:
+        """Where ``expr`` (reading this column only) is TRUE, per file: evaluated once per distinct value."""
+        return _expression_mask(pa.table({self.name: self.values}), expr)[self.indices]
+
+    def column(self) -> pa.Array:
+        return self.values.take(pa.array(self.indices))
+
+
+def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping) -> dict[str, _PartitionColumn]:
+    """The typed partition values of every live file; a missing or malformed value is the error
+    ``partition_scalars`` raises for that file (as when every file is read)."""
+    out = {}
     nb = len(files.base_rows)
-    for c in columns:
+    pv = files.base_column("partitionValues")
+    if nb and pv is None:
+        _partition_error(files, 0, schema, partition_columns, mapping)
+    for c in partition_columns:
         key = mapping.physical_name(c) if mapping.active else c
-        pv = files.base_column("partitionValues")
-        if files.file_set.base is not None and pv is None:
-            _partition_error(files, 0, schema, partition_columns, mapping)
         parts = []
         if nb:
-            found = files.live_base(pc.map_lookup(pv, key, "all"))
-            if found.null_count:
-                _partition_error(files, int(np.flatnonzero(found.is_null().to_numpy(zero_copy_only=False))[0]), schema, partition_columns, mapping)
-            parts.append(files.live_base(pc.map_lookup(pv, key, "first")).cast(pa.string()))
+            parts.append(_base_partition_strings(files, pv, key, schema, partition_columns, mapping))
         if files.changed:
             vals = []
             for k, a in enumerate(files.changed):
@@ -203,18 +219,31 @@ def _partition_columns(files: LiveFiles, schema: pa.Schema, columns: list[str], 
                     _partition_error(files, nb + k, schema, partition_columns, mapping)
                 vals.append(d[key])
             parts.append(pa.array(vals, pa.string()))
-        raw = pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
-        arrays.append(_typed_partition_values(files, raw, schema, c))
-    return pa.Table.from_arrays(arrays, names=columns) if columns else pa.table({})
+        raw = pa.chunked_array(parts, pa.string()).combine_chunks()
+        out[c] = _typed_partition_values(files, raw, schema, c)
+    return out
 
 
-def _typed_partition_values(files: LiveFiles, raw: pa.Array, schema: pa.Schema, c: str) -> pa.Array:
+def _base_partition_strings(files: LiveFiles, pv: pa.Array, key: str, schema, partition_columns, mapping) -> pa.Array:
+    """The partition value strings under ``key`` of the live checkpoint rows."""
+    if pa.types.is_map(pv.type) and not pv.null_count:
+        # Found in the flat keys: one hit per map, no search per row.
+        offsets = pv.offsets.to_numpy()
+        hits = np.flatnonzero(pc.fill_null(pc.equal(pv.keys, key), False).to_numpy(zero_copy_only=False))
+        if offsets[0] == 0 and len(hits) == len(pv) and np.array_equal(np.searchsorted(offsets, hits, side="right") - 1, np.arange(len(pv))):
+            return files.live_base(pv.items.take(pa.array(hits))).cast(pa.string())
+    found = files.live_base(pc.map_lookup(pv, key, "all"))
+    if found.null_count:
+        _partition_error(files, int(np.flatnonzero(found.is_null().to_numpy(zero_copy_only=False))[0]), schema, partition_columns, mapping)
+    return files.live_base(pc.map_lookup(pv, key, "first")).cast(pa.string())
+
+
+def _typed_partition_values(files: LiveFiles, raw: pa.Array, schema: pa.Schema, c: str) -> _PartitionColumn:
     """``raw`` partition value strings parsed as column ``c``'s type, each distinct value once."""
     t = schema.field(c).type
     enc = raw.dictionary_encode()
-    values = enc.dictionary.to_pylist()
     typed = []
-    for v in values:
+    for v in enc.dictionary.to_pylist():
         try:
             typed.append(partition_scalars({c: v}, schema, [c], "").get(c))
         except CorruptLogError:
@@ -222,10 +251,12 @@ def _typed_partition_values(files: LiveFiles, raw: pa.Array, schema: pa.Schema, 
             first = int(np.flatnonzero(pc.equal(raw, v).fill_null(False).to_numpy(zero_copy_only=False))[0])
             partition_scalars({c: v}, schema, [c], files.raw_path(first))
             raise
-    dictionary = pa.array([s.as_py() for s in typed], t) if not pa.types.is_timestamp(t) else pa.array([s.value if s.is_valid else None for s in typed], pa.int64()).cast(t)
-    if not len(raw):
-        return pa.array([], t)
-    return dictionary.take(enc.indices)
+    if pa.types.is_timestamp(t):  # as integers: a value may lie past year 9999
+        values = pa.array([s.value if s.is_valid else None for s in typed] + [None], pa.int64()).cast(t)
+    else:
+        values = pa.array([s.as_py() for s in typed] + [None], t)
+    indices = pc.fill_null(enc.indices, len(typed)).to_numpy(zero_copy_only=False).astype(np.int64)
+    return _PartitionColumn(c, values, indices)
 
 
 def _partition_error(files: LiveFiles, i: int, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping) -> None:
@@ -253,19 +284,17 @@ class _ColumnStats:
     all_null: np.ndarray  # the stats say every value is null
 
 
-def _stats_strings(files: LiveFiles) -> list[pa.Array]:
-    """The raw stats strings of every live file, in chunks (null: none)."""
-    out: list[pa.Array] = []
-    nb = len(files.base_rows)
-    if nb:
+def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
+    """The raw stats strings (null: none) of every checkpoint row, dead ones included (cheaper to parse
+    than to copy out), in chunks; and those of the adds of later commits."""
+    base = []
+    if len(files.base_rows):
         col = files.base_column("stats")
-        col = pa.nulls(len(files.file_set.base.paths), pa.string()) if col is None else col.cast(pa.string())
-        col = files.live_base(col)
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        out.extend(col.slice(i, STATS_CHUNK_ROWS) for i in range(0, nb, STATS_CHUNK_ROWS))
-    if files.changed:
-        out.append(pa.array([a.stats for a in files.changed], pa.string()))
-    return out
+        n = len(files.file_set.base.paths)
+        col = pa.nulls(n, pa.string()) if col is None else col.cast(pa.string())
+        base = [col.slice(i, STATS_CHUNK_ROWS) for i in range(0, n, STATS_CHUNK_ROWS)]
+    changed = pa.array([a.stats for a in files.changed], pa.string()) if files.changed else None
+    return base, changed
 
 
 def _parse_chunk(strings: pa.Array, schema: pa.Schema) -> pa.Table:
@@ -281,7 +310,7 @@ def _parse_chunk(strings: pa.Array, schema: pa.Schema) -> pa.Table:
     try:
         t = pj.read_json(
             pa.BufferReader(lines.buffers()[2].slice(start, end - start)),
-            read_options=pj.ReadOptions(block_size=1 << 24),
+            read_options=pj.ReadOptions(block_size=1 << 22),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
         if t.num_rows == len(strings):
@@ -343,8 +372,13 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
             fields.append(pa.field(name, pa.struct([pa.field(keys[c], _json_type(schema.field(c).type)) for c in bounded])))
     fields.append(pa.field("nullCount", pa.struct([pa.field(keys[c], pa.int64()) for c in dict.fromkeys(columns)])))
     jschema = pa.schema(fields)
-    parsed = [_parse_chunk(s, jschema) for s in _stats_strings(files)]
-    table = pa.concat_tables(parsed) if parsed else jschema.empty_table()
+    base, changed = _stats_strings(files)
+    parsed = []
+    if base:
+        parsed.append(files.live_base(pa.concat_tables([_parse_chunk(s, jschema) for s in base])))
+    if changed is not None:
+        parsed.append(_parse_chunk(changed, jschema))
+    table = pa.concat_tables(parsed)
     n = table.column("numRecords")
     n = pc.if_else(pc.greater_equal(n, 0), n, None)
     out = {}
@@ -427,8 +461,9 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
         if any(c not in partition_columns for c in read):
             return None
         files = LiveFiles.of(snapshot.file_set)
-        parts = _partition_columns(files, schema, partition_columns, partition_columns, mapping)
-        return Kept(files, np.flatnonzero(_expression_mask(parts, filters)))
+        parts = _partition_columns(files, schema, partition_columns, mapping)
+        table = pa.Table.from_arrays([parts[c].column() for c in partition_columns], names=partition_columns)
+        return Kept(files, np.flatnonzero(_expression_mask(table, filters)))
     dnf = [filters] if isinstance(filters[0], tuple) else filters
     files = LiveFiles.of(snapshot.file_set)
     n = len(files)
@@ -436,7 +471,7 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
         return Kept(files, np.empty(0, np.int64))
     used = list(dict.fromkeys(t[0] for conj in dnf for t in conj))
     # Partition values are checked for every partition column, as reading would.
-    parts = _partition_columns(files, schema, partition_columns, partition_columns, mapping) if partition_columns else None
+    parts = _partition_columns(files, schema, partition_columns, mapping)
     data_cols = [c for c in used if c not in partition_columns]
     stats = _column_stats(files, schema, data_cols, mapping) if data_cols else {}
     keep = np.zeros(n, bool)
@@ -451,7 +486,7 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
             if e.equals(false):
                 m[:] = False
             elif col in partition_columns:
-                m &= _expression_mask(parts.select([col]), e)
+                m &= parts[col].mask(e)
             else:
                 m &= _data_term_mask(stats[col], op, value, t, term)
             if not m.any():

@@ -1,8 +1,10 @@
 """Reading a snapshot: file pruning by partition values and stats, then pyarrow datasets.
 
-Each file becomes a pyarrow fragment whose ``partition_expression`` states what is known of it:
-partition values as equalities (pyarrow materializes them as columns) and, when filtering, stats
-as bounds. pyarrow then skips fragments that cannot match and never opens them. Filters are compiled
+A filter first prunes the snapshot's files over all of them at once (``lakelog.pruning``); only the
+files kept get ``AddFile`` objects. Each becomes a pyarrow fragment whose ``partition_expression``
+states what is known of it: partition values as equalities (pyarrow materializes them as columns) and,
+when filtering, stats as bounds. pyarrow then skips fragments that cannot match and never opens them
+(the only pruning for an expression that reads a data column). Filters are compiled
 by ``lakelog.predicates``: where Parquet footer statistics are unsafe (floats), the scanner gets a
 relaxed filter and the exact one is applied to the rows afterwards.
 
