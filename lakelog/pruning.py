@@ -111,8 +111,7 @@ class LiveFiles:
             return cls(file_set, np.empty(0, np.int64), changed, changed_paths)
         keep = np.ones(len(base.paths), bool)
         if changes:
-            rows = base.rows_by_path()
-            keep[[i for i in (rows.get(p) for p in changes) if i is not None]] = False
+            keep[_rows_named(base, list(changes))] = False
         return cls(file_set, np.flatnonzero(keep), changed, changed_paths)
 
     def path(self, i: int) -> str:
@@ -162,6 +161,23 @@ class LiveFiles:
             ids = base.dv_ids
             n = sum(1 for i in self.base_rows if ids[i] is not None)
         return n + sum(1 for a in self.changed if a.deletion_vector is not None)
+
+
+def _rows_named(base, paths: list[str]) -> np.ndarray:
+    """The checkpoint rows whose decoded path is one of ``paths``: compared as logged (a path without
+    ``%`` decodes to itself), no Python per row except for paths holding ``%``."""
+    if base._index is not None:  # already built: no need to hash the column again
+        rows = base._index
+        return np.array([i for i in (rows.get(p) for p in paths) if i is not None], np.int64)
+    logged = base.adds.field("path")
+    escaped = pc.fill_null(pc.match_substring(logged, "%"), False)
+    same = pc.and_(pc.is_in(logged, value_set=pa.array(paths, logged.type)), pc.invert(escaped))
+    rows = np.flatnonzero(pc.fill_null(same, False).to_numpy(zero_copy_only=False))
+    if escaped.true_count:
+        wanted = set(paths)
+        odd = [i for i in np.flatnonzero(escaped.to_numpy(zero_copy_only=False)) if base.paths[i] in wanted]
+        rows = np.union1d(rows, np.array(odd, np.int64))
+    return rows
 
 
 @dataclass
