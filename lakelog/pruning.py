@@ -170,14 +170,25 @@ def _rows_named(base, paths: list[str]) -> np.ndarray:
         rows = base._index
         return np.array([i for i in (rows.get(p) for p in paths) if i is not None], np.int64)
     logged = base.adds.field("path")
-    escaped = pc.fill_null(pc.match_substring(logged, "%"), False)
-    same = pc.and_(pc.is_in(logged, value_set=pa.array(paths, logged.type)), pc.invert(escaped))
-    rows = np.flatnonzero(pc.fill_null(same, False).to_numpy(zero_copy_only=False))
-    if escaped.true_count:
+    escaped = _rows_holding_percent(logged)
+    rows = np.flatnonzero(pc.fill_null(pc.is_in(logged, value_set=pa.array(paths, logged.type)), False).to_numpy(zero_copy_only=False))
+    if len(escaped):
         wanted = set(paths)
-        odd = [i for i in np.flatnonzero(escaped.to_numpy(zero_copy_only=False)) if base.paths[i] in wanted]
-        rows = np.union1d(rows, np.array(odd, np.int64))
+        rows = np.setdiff1d(rows, escaped)
+        rows = np.union1d(rows, np.array([i for i in escaped if base.paths[i] in wanted], np.int64))
     return rows
+
+
+def _rows_holding_percent(logged: pa.Array) -> np.ndarray:
+    """The rows of a string column holding '%', found in its data buffer (a byte search, no kernel per row)."""
+    if not pa.types.is_string(logged.type) or logged.buffers()[2] is None:
+        if not pa.types.is_string(logged.type):
+            return np.flatnonzero(pc.fill_null(pc.match_substring(logged, "%"), False).to_numpy(zero_copy_only=False))
+        return np.empty(0, np.int64)
+    offsets = np.frombuffer(logged.buffers()[1], np.int32, count=len(logged) + 1, offset=logged.offset * 4)
+    data = np.frombuffer(logged.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+    at = np.flatnonzero(data == ord("%")) + offsets[0]
+    return np.unique(np.searchsorted(offsets, at, side="right") - 1).astype(np.int64)
 
 
 @dataclass
