@@ -461,6 +461,7 @@ class CheckpointState:
     v2: bool = False  # V2 spec (has a checkpointMetadata action)
     dv_ids: list[str | None] | None = None  # deletionVector.uniqueId of each row; None: no row has one
     _index: dict[str, int] | None = None
+    _parsed_stats: dict[str, pa.Table] = field(default_factory=dict)  # by the stats fields parsed (lakelog.pruning)
 
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)

@@ -162,3 +162,27 @@ def test_checkpoint_and_commits_after_it(table_path):
         kept = _check(snap, filters)
         assert kept, filters
     assert sorted(lakelog.read_table(table_path, filters=[("p", "=", "p1%")]).column("x").to_pylist()) == [3, 7]
+
+
+def test_parsed_stats_are_reused_across_filters_and_versions(table_path):
+    """The checkpoint's stats parsed for one filter serve the next filter on the same columns, also for
+    a later version built on the same checkpoint (whose live rows differ)."""
+    for k in range(6):
+        lakelog.write_table(table_path, pa.table({"x": pa.array([k * 10, k * 10 + 5], pa.int64())}))
+    lakelog.Table(table_path).checkpoint()
+    t = lakelog.Table(table_path)
+    assert t.files([("x", ">=", 40)]) == _per_file_order(t, [("x", ">=", 40)])
+    base = t._snapshot.file_set.base
+    assert len(base._parsed_stats) == 1
+    assert len(t.files([("x", "<", 12)])) == 2
+    assert len(base._parsed_stats) == 1  # same columns: parsed once
+    t.delete([("x", "=", 0)])  # rewrites the first checkpoint file; the new snapshot shares the checkpoint
+    assert t._snapshot.file_set.base is base
+    assert sorted(lakelog.read_table(table_path, filters=[("x", "<", 12)]).column("x").to_pylist()) == [5, 10]
+    kept = _check(t._snapshot, [("x", "<", 12)])
+    assert len(kept) == 2
+
+
+def _per_file_order(t, filters) -> list[str]:
+    ref = _per_file_kept(t._snapshot, filters)
+    return [p for p in t._snapshot.file_paths() if p in ref]
