@@ -499,8 +499,8 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
     if isinstance(filters, pc.Expression):
         empty = schema.empty_table()
         read = [c for c in schema.names if _references(empty, filters, c)]
-        if any(c not in partition_columns for c in read):
-            return None
+        if not read or any(c not in partition_columns for c in read):
+            return None  # a constant expression, or one reading data columns: file by file
         files = LiveFiles.of(snapshot.file_set)
         parts = _partition_columns(files, schema, partition_columns, mapping)
         table = pa.Table.from_arrays([parts[c].column() for c in partition_columns], names=partition_columns)

@@ -186,3 +186,16 @@ def test_parsed_stats_are_reused_across_filters_and_versions(table_path):
 def _per_file_order(t, filters) -> list[str]:
     ref = _per_file_kept(t._snapshot, filters)
     return [p for p in t._snapshot.file_paths() if p in ref]
+
+
+def test_constant_expression_keeps_or_drops_every_file(table_path):
+    import pyarrow.compute as pc
+
+    lakelog.write_table(table_path, pa.table({"x": pa.array([1, 2], pa.int64()), "p": ["a", "b"]}), partition_by=["p"])
+    t = lakelog.Table(table_path)
+    assert sorted(t.files(pc.scalar(True))) == sorted(t.files())
+    assert t.files(pc.scalar(False)) == []
+    assert t.to_pyarrow(filters=pc.scalar(True)).num_rows == 2
+    flat = os.path.join(table_path, "..", "flat")
+    lakelog.write_table(flat, pa.table({"x": pa.array([1, 2], pa.int64())}))
+    assert lakelog.Table(flat).files(pc.scalar(True)) == lakelog.Table(flat).files()
