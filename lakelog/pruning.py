@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 STRING_STATS_PREFIX = 32
 STATS_CHUNK_ROWS = 256 * 1024  # stats strings parsed at once: bounds the transient JSON buffer
+STATS_CHUNK_BYTES = 64 << 20
 PARSED_STATS_KEPT = 4  # sets of stats columns kept parsed per checkpoint
 
 
@@ -323,7 +324,14 @@ def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
         col = files.base_column("stats")
         n = len(files.file_set.base.paths)
         col = pa.nulls(n, pa.string()) if col is None else col.cast(pa.string())
-        base = [col.slice(i, STATS_CHUNK_ROWS) for i in range(0, n, STATS_CHUNK_ROWS)]
+        offsets = np.frombuffer(col.buffers()[1], np.int32, count=n + 1, offset=col.offset * 4) if col.buffers()[1] is not None else None
+        i = 0
+        while i < n:
+            j = min(n, i + STATS_CHUNK_ROWS)
+            if offsets is not None:  # wide tables have long stats: a chunk's text stays under STATS_CHUNK_BYTES
+                j = max(i + 1, min(j, int(np.searchsorted(offsets, offsets[i] + STATS_CHUNK_BYTES, side="right")) - 1))
+            base.append(col.slice(i, j - i))
+            i = j
     changed = pa.array([a.stats for a in files.changed], pa.string()) if files.changed else None
     return base, changed
 
@@ -346,7 +354,7 @@ def _parse_chunk(strings: pa.Array, schema: pa.Schema) -> pa.Table:
         )
         if t.num_rows == len(strings):
             return t.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except pa.ArrowException:
         pass
     return _parse_chunk_slowly(strings, schema)
 
