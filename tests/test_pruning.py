@@ -124,6 +124,8 @@ ODD_STATS = [
     '{"numRecords": 2, "minValues": {"x": 20, "s": 5}, "maxValues": {"x": 21}, "nullCount": {"x": 0, "s": 1}}',
     '{"numRecords": true, "nullCount": {"x": true}}',
     '{"numRecords": 2, "minValues": {"x": 20}, "maxValues": {"x": 99999999999999999999}}',
+    "null",  # pyarrow.json crashes on a top-level null
+    '{"numRecords": 2}\nnull\n{"minValues": {"x": 20}}',  # not JSON, but every line of it is
 ]
 
 
