@@ -461,9 +461,16 @@ class CheckpointState:
     v2: bool = False  # V2 spec (has a checkpointMetadata action)
     dv_ids: list[str | None] | None = None  # deletionVector.uniqueId of each row; None: no row has one
     _index: dict[str, int] | None = None
+    _parsed_stats: dict[str, pa.Table] = field(default_factory=dict)  # by the stats fields parsed (lakelog.pruning)
 
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.adds)
+
+    def rows_by_path(self) -> dict[str, int]:
+        """Decoded path -> row of ``adds`` (built on first use)."""
+        if self._index is None:
+            self._index = {p: i for i, p in enumerate(self.paths)}
+        return self._index
 
     def dv_id(self, path: str) -> str | None:
         """The deletion vector id of the add row of ``path`` (which must be one of ``paths``)."""

@@ -1,8 +1,10 @@
 """Reading a snapshot: file pruning by partition values and stats, then pyarrow datasets.
 
-Each file becomes a pyarrow fragment whose ``partition_expression`` states what is known of it:
-partition values as equalities (pyarrow materializes them as columns) and, when filtering, stats
-as bounds. pyarrow then skips fragments that cannot match and never opens them. Filters are compiled
+A filter first prunes the snapshot's files over all of them at once (``lakelog.pruning``); only the
+files kept get ``AddFile`` objects. Each becomes a pyarrow fragment whose ``partition_expression``
+states what is known of it: partition values as equalities (pyarrow materializes them as columns) and,
+when filtering, stats as bounds. pyarrow then skips fragments that cannot match and never opens them
+(the only pruning for an expression that reads a data column). Filters are compiled
 by ``lakelog.predicates``: where Parquet footer statistics are unsafe (floats), the scanner gets a
 relaxed filter and the exact one is applied to the rows afterwards.
 
@@ -15,7 +17,6 @@ by the same partition values and stats first (keyed by physical names under colu
 
 from __future__ import annotations
 
-import decimal
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -31,13 +32,13 @@ from .data_files import inspect_files
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .predicates import CompiledFilter, compile_filter
-from .schema import parse_date, partition_scalars, timestamp_micros
+from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
+from .schema import partition_scalars
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
     import pyarrow.dataset as ds
 
-STRING_STATS_PREFIX = 32
 READ_THREADS = 4  # files read at once by read_data_file
 
 
@@ -72,33 +73,6 @@ def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: lis
     return expr
 
 
-def _stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
-    """A stats value as a bound usable for pruning, or None where it would not be a safe bound."""
-    if v is None or isinstance(v, (dict, list, bool)):
-        return None
-    try:
-        if pa.types.is_integer(t) and isinstance(v, int):
-            return pa.scalar(v, type=t)
-        if pa.types.is_string(t) and isinstance(v, str):
-            if is_max and len(v) >= STRING_STATS_PREFIX:
-                return None  # possibly truncated: not an upper bound
-            return pa.scalar(v, type=t)
-        if pa.types.is_date(t) and isinstance(v, str):
-            return pa.scalar(parse_date(v[:10]), type=t)
-        if pa.types.is_timestamp(t) and isinstance(v, str):
-            us = timestamp_micros(v, utc=t.tz is not None)
-            if is_max:
-                us += 1000  # writers may truncate timestamp stats to milliseconds
-            # As integer microseconds: the widened bound may lie past year 9999, where datetime ends.
-            return pa.scalar(us, type=t)
-        if pa.types.is_decimal(t) and isinstance(v, (int, float)) and t.precision <= 15:
-            d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
-            return pa.scalar(d.quantize(decimal.Decimal(1).scaleb(-t.scale)), type=t)
-    except (ValueError, TypeError, OverflowError, decimal.InvalidOperation, pa.ArrowException):
-        return None
-    return None  # floats (NaN makes bounds unsafe), booleans, binary, nested: no stats pruning
-
-
 def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None = None) -> pc.Expression | None:
     """What a file's stats say of its rows. With a deletion vector ``numRecords`` counts the physical rows
     and Spark re-commits the file's stats with ``tightBounds`` false: min/max are still bounds of the live
@@ -120,8 +94,8 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
         else:
-            lo = _stat_literal(mins.get(key), f.type, False)
-            hi = _stat_literal(maxs.get(key), f.type, True)
+            lo = stat_literal(mins.get(key), f.type, False)
+            hi = stat_literal(maxs.get(key), f.type, True)
             parts = []
             # With possible nulls each bound is stated as '(bound) or is_null': pyarrow can use that form.
             maybe_null = nc is None or nc > 0
@@ -145,8 +119,14 @@ def _fragments_dataset(
 
     fmt = ds.ParquetFileFormat()
     fragments = []
+    by_values: dict[tuple, pc.Expression | None] = {}  # most files share their partition values with many others
     for add in adds:
-        g = _partition_guarantee(add, schema, partition_columns, mapping)
+        pv = partition_values(add, partition_columns, mapping)
+        key = tuple((c in pv, pv.get(c)) for c in partition_columns)
+        if key in by_values:
+            g = by_values[key]
+        else:
+            g = by_values[key] = _partition_guarantee(add, schema, partition_columns, mapping)
         if with_stats:
             s = _stats_guarantee(add, schema, partition_columns, mapping)
             g = s if g is None else (g if s is None else g & s)
@@ -164,8 +144,23 @@ def files_dataset(
     return _fragments_dataset(storage, schema, partition_columns, adds, compiled is not None, mapping)
 
 
+def _kept(snapshot: Snapshot, filters: Any, compiled: CompiledFilter | None) -> Kept | None:
+    """The files ``filters`` keeps, decided over all files at once (None: no filter, or one that must be
+    decided file by file)."""
+    return None if compiled is None else prune(snapshot, filters)
+
+
+def candidate_adds(snapshot: Snapshot, filters: Any = None) -> list[AddFile]:
+    """The ``add`` actions of the files that may hold rows matching ``filters`` (validated first); only
+    their ``AddFile`` objects are built when the filter is decided over all files at once."""
+    compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
+    kept = _kept(snapshot, filters, compiled)
+    return list(snapshot.files.values()) if kept is None else kept.adds()
+
+
 def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
-    """A pyarrow dataset of the snapshot's files; with ``filters`` the stats become pruning bounds.
+    """A pyarrow dataset of the snapshot's files; with ``filters`` only the files that may hold matching
+    rows (pruned by partition values and stats).
 
     Scanning it with a filter lets pyarrow also prune Parquet row groups by their footer statistics,
     which can drop float rows (NaN, -0.0); ``to_table`` and ``read_batches`` never do. A table whose
@@ -176,7 +171,7 @@ def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
     if mapping.active:
         why = f"column mapping (mode {mapping.mode!r}): its files name columns by physical names a dataset would return"
     else:
-        n = sum(1 for a in snapshot.files.values() if a.deletion_vector is not None)
+        n = LiveFiles.of(snapshot.file_set).deletion_vector_count()
         if n:
             why = f"deletion vectors ({n} file(s) have deleted rows that a pyarrow dataset would return)"
     if why:
@@ -185,7 +180,12 @@ def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
             "Table.to_pandas(), or stream it with Table.read_batches(); DuckDB and Polars read "
             "pa.RecordBatchReader.from_batches(table.schema, table.read_batches())"
         )
-    return files_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), filters)
+    compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
+    kept = _kept(snapshot, filters, compiled)
+    if kept is None:
+        return files_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), filters)
+    # The stats already pruned: the fragments state only their partition values.
+    return _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, kept.adds(), False)
 
 
 def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
@@ -193,6 +193,9 @@ def pruned_files(snapshot: Snapshot, filters: Any = None) -> list[str]:
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
     if compiled is None:
         return snapshot.file_paths()
+    kept = _kept(snapshot, filters, compiled)
+    if kept is not None:
+        return kept.paths
     d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, snapshot.files.values(), True, snapshot.column_mapping)
     rel_of = {snapshot.storage.join(rel): rel for rel in snapshot.files}
     return [rel_of[frag.path] for frag in d.get_fragments(filter=compiled.exact)]
@@ -360,7 +363,8 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
             raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snapshot.schema.names})")
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
     mapping = snapshot.column_mapping
-    adds = list(snapshot.files.values())
+    kept = _kept(snapshot, filters, compiled)
+    adds = list(snapshot.files.values()) if kept is None else kept.adds()
     out_schema = pa.schema([snapshot.schema.field(c) for c in columns]) if columns is not None else snapshot.schema
     try:
         if not any(needs_file_reader(a, mapping) for a in adds):

@@ -81,7 +81,7 @@ class Table:
             unknown = [c for c in columns if c not in snap.schema.names]
             if unknown:
                 raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snap.schema.names})")
-        return scan.read_batches(snap.storage, snap.schema, snap.partition_columns, snap.files.values(), columns, filters, snap.column_mapping)
+        return scan.read_batches(snap.storage, snap.schema, snap.partition_columns, scan.candidate_adds(snap, filters), columns, filters, snap.column_mapping)
 
     def to_pyarrow_dataset(self, filters: Any = None) -> ds.FileSystemDataset:
         """A pyarrow dataset (partition values as columns), usable from DuckDB and Polars. Tables with
