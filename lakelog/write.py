@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
 from .features import features_for_properties
 from .log import DeltaLog
-from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .conform import cast_batch, merge_schema
 from .schema import (
     canonical_schema,
@@ -426,16 +426,21 @@ def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: d
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
     so do properties that turn a feature on (``delta.checkpointPolicy=v2``: ``v2Checkpoint``;
     ``delta.enableInCommitTimestamps``: ``inCommitTimestamp``, writer version 7); on writer version 7 every
-    feature in use must be listed, so ``appendOnly`` is listed when it is on.
+    feature in use must be listed, so ``appendOnly`` is listed when it is on. Column mapping alone takes
+    the legacy (2, 5), as Delta does; with other features it is listed in both lists.
     """
     append_only = TableProperties(configuration).append_only
     by_properties_reader, by_properties_writer = features_for_properties(configuration)
-    if current is None and not uses_timestamp_ntz(schema) and not by_properties_writer:
-        return Protocol(1, 2)
-    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema) and not by_properties_writer:
-        if append_only and current.min_writer_version < 2:
-            return Protocol(current.min_reader_version, 2)  # appendOnly needs writer version 2
-        return None  # legacy versions from 2 on imply appendOnly
+    if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= {"columnMapping"}:
+        # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5.
+        reader_version, writer_version = (1, 2) if current is None else (current.min_reader_version, current.min_writer_version)
+        if append_only:
+            writer_version = max(writer_version, 2)  # legacy versions from 2 on imply appendOnly
+        if by_properties_writer:
+            reader_version, writer_version = max(reader_version, 2), max(writer_version, 5)
+        if current is not None and (reader_version, writer_version) == (current.min_reader_version, current.min_writer_version):
+            return None
+        return Protocol(reader_version, writer_version)
     needs_reader = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | by_properties_reader
     needs_writer = needs_reader | by_properties_writer | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
@@ -652,6 +657,8 @@ def plan_write(
     if isinstance(partition_by, str):
         partition_by = [partition_by]
     configuration = validate_new(configuration)
+    if TableProperties(configuration).column_mapping_mode != "none":
+        raise UnsupportedFeatureError("lakelog does not write data to column-mapping tables yet; create the table, then Table.set_properties")
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     snapshot = _load_or_none(storage)
