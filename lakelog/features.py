@@ -61,8 +61,9 @@ REGISTRY: dict[str, Feature] = {
            "files written unclustered (no clusteringProvider, which the protocol allows); the delta.clustering domain kept"),
         _f("columnMapping", True, True, True,
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
-           "set_properties enables mode name (existing columns keep their names as physical names; reader 2/writer 5, or listed on 3/7); "
-           "rename_column and drop_column commit metaData only; data writes refused while the mode is name or id"),
+           "data files name columns by physical name with Parquet field ids (both modes), partition values and stats keyed by physical name; "
+           "new columns get col-<uuid> physical names and fresh ids (delta.columnMapping.maxColumnId); set_properties enables mode name "
+           "(existing columns keep their names as physical names; reader 2/writer 5, or listed on 3/7); rename_column and drop_column commit metaData only"),
         _f("deletionVectors", True, True, True, "deleted rows dropped on every read path (to_pyarrow_dataset refused)",
            "no deletion vectors written: optimize and row-level operations rewrite a file that has one without its deleted rows"),
         _f("typeWidening", True, True, True, "files with narrower types cast to the table's type",

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .actions import Action, Metadata
+from .actions import Action
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError
 from .properties import TableProperties, validate_new
@@ -66,7 +66,7 @@ def _mapped_snapshot(storage: Storage, what: str) -> Snapshot:
             f"and this table does not use it; enable it first with Table.{ENABLE_HINT} (a metadata-only commit; "
             "readers then need Delta reader version 2)"
         )
-    snap.check_writable(writes_data=False)
+    snap.check_writable()
     return snap
 
 

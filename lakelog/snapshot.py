@@ -170,16 +170,13 @@ class Snapshot:
         props.check_writable()
         return props
 
-    def check_writable(self, configuration: dict[str, str] | None = None, writes_data: bool = True) -> None:
+    def check_writable(self, configuration: dict[str, str] | None = None) -> None:
         """``check_writer_protocol`` plus what writing data needs: properties lakelog honours
         (``configuration`` when given: the properties the commit being made leaves the table with), and no
         constraint, generated or identity column, invariant or change data feed that lakelog would have to
         enforce or produce."""
         props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
-        mode = self.column_mapping.mode
-        if mode != "none" and writes_data:
-            in_use.append(f"column mapping (mode {mode!r}; lakelog reads such tables but does not write them yet)")
         features = set(self.protocol.writer_features or [])
         in_use.extend(sorted({what for f, what in NO_DATA_WRITES.items() if f in features}))
         if '"delta.generationExpression"' in self.metadata.schema_string:

@@ -157,8 +157,7 @@ class Transaction:
             TableProperties(new_metadata.configuration).check_writable()
         if self.snapshot is not None:
             if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
-                writes_data = any(isinstance(a, (AddFile, RemoveFile)) for a in actions)
-                self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None, writes_data)
+                self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
             else:  # commitInfo/txn only (VACUUM START/END): writes no data, so nothing to enforce
                 self.snapshot.check_writer_protocol()
             # removes first: a commit repairing an unparseable delta.appendOnly must not trip over it
