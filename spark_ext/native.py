@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import lakelog
+from lakelog.column_mapping import physical_schema
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema import parse_partition_value
 from lakelog.snapshot import Snapshot
@@ -44,7 +45,7 @@ from lakelog.storage import Storage
 # Reader features a plain Parquet scan honours: log-level ones (lakelog reads the log) and timestamp_ntz.
 # Everything else is refused by name: deletion vectors (rows to skip), column mapping (physical column
 # names), type widening (file types older than the table's), and whatever comes next.
-NATIVE_READER_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"}
+NATIVE_READER_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "columnMapping"}  # columnMapping: mode name only
 
 _FACTORY_CLASS = "LakelogFileIndexFactory"
 _FACTORY_SOURCE = r"""
@@ -187,8 +188,8 @@ def check_native_readable(snapshot: Snapshot) -> None:
     snapshot.check_readable()
     p = snapshot.protocol
     features = sorted(set(p.reader_features or []) - NATIVE_READER_FEATURES) if p.min_reader_version >= 3 else []
-    mode = snapshot.configuration.get("delta.columnMapping.mode") or "none"
-    if mode != "none":
+    mode = snapshot.column_mapping.mode
+    if mode == "id":  # Spark's Parquet source matches field ids only under a session setting
         features.append(f"columnMapping (mode {mode!r})")
     if "deletionVectors" not in features and any(a.deletion_vector is not None for a in snapshot.files.values()):
         features.append("deletionVectors (files with deleted rows)")
@@ -260,6 +261,10 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     if "_spark_metadata" in root.split("/"):
         raise UnsupportedFeatureError(f"table root {root!r} is inside a directory named _spark_metadata, which Spark's file index skips")
     types = [schema.field(c).type for c in part_cols]
+    mapping = snapshot.column_mapping  # mode none or name (check_native_readable)
+    # Spark reads the files' columns and the partition values by their physical names; the select below
+    # renames them (a struct's fields through a cast, which Spark applies by position).
+    part_keys = [mapping.physical_name(c) for c in part_cols]
     keys: dict[tuple, int] = {}  # partition values as strings for Spark -> index
     index_of: dict[tuple, int] = {}  # raw logged partition values -> index
     groups: list[list[list]] = []  # files split so that no directory holds two partitions in one group
@@ -274,7 +279,7 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
                 "under _spark_metadata); "
                 'read this table with spark.read.format("lakelog")'
             )
-        raw = tuple(map(a.partition_values.get, part_cols))
+        raw = tuple(map(a.partition_values.get, part_keys))
         index = index_of.get(raw)
         if index is None:
             key = tuple(_spark_value(parse_partition_value(v, t)) for v, t in zip(raw, types))
@@ -290,16 +295,23 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
 
     jvm, jsession = spark._jvm, spark._jsparkSession
     sources = jvm.org.apache.spark.sql.execution.datasources
-    data_fields = [f for f in schema if f.name not in part_cols]
-    part_schema = jsession.parseDataType(from_arrow_schema(pa.schema([schema.field(c) for c in part_cols]), prefer_timestamp_ntz=True).json())
-    data_schema = jsession.parseDataType(from_arrow_schema(pa.schema(data_fields), prefer_timestamp_ntz=True).json()).asNullable()
+    data_fields = pa.schema([f for f in schema if f.name not in part_cols])
+    part_fields = pa.schema([schema.field(c).with_name(k) for c, k in zip(part_cols, part_keys)])
+    if mapping.active:
+        data_fields = pa.schema([f.remove_metadata() for f in physical_schema(mapping.schema_string, data_fields)])
+    part_schema = jsession.parseDataType(from_arrow_schema(part_fields, prefer_timestamp_ntz=True).json())
+    data_schema = jsession.parseDataType(from_arrow_schema(data_fields, prefer_timestamp_ntz=True).json()).asNullable()
+    logical_types = from_arrow_schema(schema, prefer_timestamp_ntz=True)
     options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap({})
     factory = _factory(spark)
     frames = []
     for files in groups or [[]]:
         index = factory.create(jsession, orjson.dumps(files).decode(), partitions, part_schema, options)
         relation = sources.HadoopFsRelation(index, part_schema, data_schema, jvm.scala.Option.empty(), sources.parquet.ParquetFileFormat(), options, jsession)
-        columns = [F.col(_quoted(n)) for n in schema.names]
+        if mapping.active:
+            columns = [F.col(_quoted(mapping.physical_name(n))).cast(logical_types[n].dataType).alias(n) for n in schema.names]
+        else:
+            columns = [F.col(_quoted(n)) for n in schema.names]
         if file_column is not None:
             columns.append(F.col("_metadata.file_path").alias(file_column))
         frames.append(DataFrame(jsession.baseRelationToDataFrame(relation), spark).select(*columns))

@@ -229,11 +229,13 @@ def test_spark_streaming_source_snapshot_drops_deleted_rows(spark, name):
 
 @pytest.mark.parametrize(
     "name, feature",
-    [("with-short-dv", "deletionVectors"), ("dv-with-columnmapping", "columnMapping"), ("table_with_column_mapping", "columnMapping"), ("type-widening", "typeWidening")],
+    [("with-short-dv", "deletionVectors"), ("dv-with-columnmapping", "deletionVectors"), ("table-with-columnmapping-mode-id", "columnMapping"),
+     ("type-widening", "typeWidening")],
 )
 def test_spark_ext_read_refuses_what_a_parquet_scan_cannot_apply(spark, name, feature):
     """spark_ext.read hands the files to Spark's Parquet source, which would return deleted rows and
-    physical names: it refuses such tables by feature name and points to format("lakelog")."""
+    could not match field ids (column mapping mode id; mode name is applied): it refuses such tables
+    by feature name and points to format("lakelog")."""
     import spark_ext
 
     with pytest.raises(UnsupportedFeatureError, match=feature) as info:
