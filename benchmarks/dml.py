@@ -1,11 +1,14 @@
 """Row-level changes against deltalake: merge (upsert) and delete, time and peak memory, as ratios.
 
-Workloads (copy-on-write; both engines start from the same Delta table of ``rows`` rows in 100 files,
-columns id, grp, x, s, day):
+Workloads (both engines start from the same Delta table of ``rows`` rows in 100 files, columns id,
+grp, x, s, day):
 
 * merge: ``source_rows`` source rows (100k; 1% of them match existing keys, spread over the whole
   table, the rest are new keys) on ``target.id = source.id``, update all matched, insert all others;
-* delete: the 1% of rows with ``x < 0.01`` (x is uniform, so every file holds some).
+* delete: the 1% of rows with ``x < 0.01`` (x is uniform, so every file holds some), copy-on-write;
+* delete with deletion vectors: the same delete, lakelog on the same rows in a table created with
+  ``delta.enableDeletionVectors=true`` (merge-on-read: no data file is rewritten), deltalake (which
+  writes no deletion vectors) copy-on-write as above.
 
 Every run is a fresh subprocess on a fresh copy of the table (data files hard-linked, the log copied),
 so each engine pays its imports and table open outside the timed part and memory is its own: the
@@ -37,8 +40,9 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def build(path: str, rows: int) -> None:
-    """The shared starting table: ``rows`` rows in FILES files, even ids 0, 2, 4, ... in order."""
+def build(path: str, rows: int, deletion_vectors: bool = False) -> None:
+    """The shared starting table: ``rows`` rows in FILES files, even ids 0, 2, 4, ... in order (the same
+    rows every time); ``deletion_vectors``: created with ``delta.enableDeletionVectors=true``."""
     import numpy as np
     import pyarrow as pa
 
@@ -55,7 +59,8 @@ def build(path: str, rows: int) -> None:
             "s": pa.array([f"name-{k % 5000}" for k in range(per)]),
             "day": pa.array(np.full(per, 20000 + i % 30, dtype=np.int32)).cast(pa.date32()),
         })
-        lakelog.write_table(path, data, configuration={"delta.checkpointInterval": "1000"} if i == 0 else None)
+        config = {"delta.checkpointInterval": "1000", **({"delta.enableDeletionVectors": "true"} if deletion_vectors else {})}
+        lakelog.write_table(path, data, configuration=config if i == 0 else None)
 
 
 def source(path: str, rows: int, source_rows: int) -> None:
@@ -110,7 +115,7 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
     before = _rss_mb()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    if op == "delete":
+    if op in ("delete", "delete-dv"):
         m = t.delete("x < 0.01")
         touched = m["num_deleted_rows"]
     elif engine == "lakelog":
@@ -149,14 +154,16 @@ def run(quick: bool = False, runs: int | None = None, add=None) -> list[dict]:
         base = os.path.join(tmp, "base")
         print(f"7. row-level changes: {rows:,}-row table in {FILES} files, merge of {source_rows:,} source rows, delete of 1%", flush=True)
         build(base, rows)
+        base_dv = os.path.join(tmp, "base-dv")
+        build(base_dv, rows, deletion_vectors=True)
         src = os.path.join(tmp, "source.parquet")
         source(src, rows, source_rows)
-        for op in ("merge", "delete"):
+        for op in ("merge", "delete", "delete-dv"):
             results: dict[str, list[dict]] = {"lakelog": [], "deltalake": []}
             for i in range(runs):
                 for engine in ("lakelog", "deltalake"):
                     path = os.path.join(tmp, f"{op}-{engine}-{i}")
-                    copy_table(base, path)
+                    copy_table(base_dv if op == "delete-dv" and engine == "lakelog" else base, path)
                     results[engine].append(_run_child(engine, op, path, src))
                     shutil.rmtree(path, ignore_errors=True)
             assert len({r["rows"] for rs in results.values() for r in rs}) == 1, results  # same work
@@ -164,8 +171,9 @@ def run(quick: bool = False, runs: int | None = None, add=None) -> list[dict]:
             dl_s = statistics.median(r["seconds"] for r in results["deltalake"])
             lk_mb = statistics.median(r["peak_mb"] for r in results["lakelog"])
             dl_mb = statistics.median(r["peak_mb"] for r in results["deltalake"])
-            name = (f"merge {source_rows // 1000}k into {rows // 1_000_000}M (1% match)" if op == "merge"
-                    else f"delete 1% of {rows // 1_000_000}M rows")
+            name = {"merge": f"merge {source_rows // 1000}k into {rows // 1_000_000}M (1% match)",
+                    "delete": f"delete 1% of {rows // 1_000_000}M rows",
+                    "delete-dv": f"delete 1% of {rows // 1_000_000}M rows, deletion vectors"}[op]
             row = {"name": name, "lakelog_s": round(lk_s, 4), "peer": "deltalake (copy-on-write)", "peer_s": round(dl_s, 4),
                    "ratio": round(lk_s / dl_s, 3), "lakelog_peak_mb": round(lk_mb), "peer_peak_mb": round(dl_mb),
                    "memory_ratio": round(lk_mb / dl_mb, 3) if dl_mb else None}

@@ -4,9 +4,11 @@ spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-leve
 (``spark_ext.LakelogTable``) against the Python row-level path (``lakelog.Table``) on the same table:
 ``rows`` rows in 100 files (benchmarks/dml.py's table), delete of the 1% of rows with ``x < 0.01``
 (every file holds some), and an upsert of ``rows // 100`` source rows (1% of them matching keys
-spread over the table, the rest inserted). Each run starts from a fresh copy of the table.
+spread over the table, the rest inserted). Each run starts from a fresh copy of the table. Then
+``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
+table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only]. Prints a table; returns the rows for the suite.
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dv-only]. Prints a table; returns the rows for the suite.
 """
 
 from __future__ import annotations
@@ -74,11 +76,38 @@ def run_dml(spark, tmp: str, rows: int, runs: int) -> list[dict]:
     return out
 
 
-def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False) -> list[dict]:
+def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
+    """spark_ext.read of a table with 10% of its rows deleted by deletion vectors against the same live
+    rows without deletion vectors (both built by benchmarks.dv_tables)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import spark_ext
+    from benchmarks import dv_tables
+
+    ids = pa.array(range(rows), pa.int64())
+    data = pa.table({"id": ids, "x": pc.divide(pc.cast(ids, pa.float64()), 7.0), "name": pc.binary_join_element_wise("user-", pc.cast(ids, pa.string()), "")})
+    dv_path, plain_path, live = dv_tables.build(os.path.join(tmp, "dv"), data)
+    assert spark_ext.read(spark, dv_path).count() == live
+    queries = [
+        ("build the DataFrame", lambda p: spark_ext.read(spark, p)),
+        ("aggregate (count, sum)", lambda p: spark_ext.read(spark, p).selectExpr("count(*)", "sum(x)").collect()),
+        ("scan all columns (noop sink)", lambda p: spark_ext.read(spark, p).write.format("noop").mode("overwrite").save()),
+        ("selective read (id < 1000)", lambda p: spark_ext.read(spark, p).filter("id < 1000").count()),
+    ]
+    out = []
+    for name, query in queries:
+        dv_s, plain_s = median_times([lambda: query(dv_path), lambda: query(plain_path)], runs)
+        out.append({"name": f"spark_ext.read {rows:,} rows, 10% deleted by DVs: {name}", "lakelog_s": dv_s,
+                    "peer": "same live rows, no DVs", "peer_s": plain_s})
+    return out
+
+
+def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False) -> list[dict]:
     spark = _session()
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
-    if dml_only:
-        results = run_dml(spark, tmp, rows, runs)
+    if dml_only or dv_only:
+        results = run_dml(spark, tmp, rows, runs) if dml_only else run_dv(spark, tmp, rows, runs)
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)
         for r in results:
@@ -123,6 +152,7 @@ def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False) -> list[di
         results.append({"name": f"{name}: format('lakelog')", "lakelog_s": ds_s, "peer": "spark parquet", "peer_s": pq_s})
         results.append({"name": f"{name}: spark_ext.read", "lakelog_s": native_s, "peer": "spark parquet", "peer_s": pq_s})
     results.extend(run_dml(spark, tmp, rows, runs))
+    results.extend(run_dv(spark, tmp, rows, runs))
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)
     for r in results:
@@ -135,8 +165,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dml-only", action="store_true", help="only delete and merge on Spark vs the Python path")
+    ap.add_argument("--dv-only", action="store_true", help="only spark_ext.read with deletion vectors vs without")
     args = ap.parse_args(argv)
-    for r in run(args.rows, args.runs, args.dml_only):
+    for r in run(args.rows, args.runs, args.dml_only, args.dv_only):
         print(f"{r['name']:<58} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
 
 

@@ -10,7 +10,7 @@ Workloads (each compared with what users would otherwise pick):
 4. checkpoint creation for 100k files: deltalake create_checkpoint;
 5. small-append commits per second on local disk (no peer: the target is absolute);
 6. Spark format("lakelog") against Spark's Parquet source (with --spark);
-7. row-level changes (merge, delete) against deltalake, time and peak memory (benchmarks/dml.py);
+7. row-level changes (merge, delete copy-on-write and with deletion vectors) against deltalake, time and peak memory (benchmarks/dml.py);
 8. scale: a million-file log (200k with --quick), cold start and filtered planning against deltalake, each
    contender a fresh process, time and peak memory (benchmarks/scale.py; ``--files 10000000`` there for 10M).
 

@@ -299,3 +299,47 @@ def check_row_count(deleted: np.ndarray | None, num_rows: int, add: AddFile, sto
         dv = add.deletion_vector
         where = INLINE if dv.storage_type == "i" else dv_file(storage, dv, add.path)
         raise _corrupt(dv, where, add.path, dv.offset, f"it deletes row {int(deleted[-1])}, but the data file has only {num_rows} rows")
+
+
+# ---------------------------------------------------------------- writing
+
+def z85_encode(data: bytes) -> str:
+    """Z85 of ``data`` (a multiple of 4 bytes, as UUIDs are)."""
+    if len(data) % 4:
+        raise ValueError(f"z85 encodes multiples of 4 bytes, not {len(data)}")
+    out = []
+    for i in range(0, len(data), 4):
+        value = int.from_bytes(data[i : i + 4], "big")
+        block = []
+        for _ in range(5):
+            value, digit = divmod(value, 85)
+            block.append(_Z85[digit])
+        out.append("".join(reversed(block)))
+    return "".join(out)
+
+
+def encode_bitmap(rows: np.ndarray) -> bytes:
+    """The portable RoaringBitmapArray of the row indexes ``rows`` (any order, uint64-convertible)."""
+    return struct.pack("<i", PORTABLE_MAGIC) + BitMap64(np.asarray(rows, dtype=np.uint64)).serialize()
+
+
+def write_deletion_vectors(storage, bitmaps: list[np.ndarray]) -> tuple[str | None, list[DeletionVectorDescriptor]]:
+    """Write one ``u`` DV file in the table root holding a deletion vector per entry of ``bitmaps`` (sorted
+    unique row indexes); returns its table-relative path (None when ``bitmaps`` is empty) and their
+    descriptors, in order. The file is new (a random UUID names it), so no reader can see it half-written:
+    only a later commit refers to it."""
+    if not bitmaps:
+        return None, []
+    u = uuid.uuid4()
+    rel = f"deletion_vector_{u}.bin"
+    name = z85_encode(u.bytes)
+    out = bytearray([FORMAT_VERSION])
+    descriptors = []
+    for rows in bitmaps:
+        data = encode_bitmap(rows)
+        descriptors.append(DeletionVectorDescriptor(
+            storage_type="u", path_or_inline_dv=name, size_in_bytes=len(data), cardinality=len(rows), offset=len(out),
+        ))
+        out += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
+    storage.put(storage.join(rel), bytes(out))
+    return rel, descriptors

@@ -65,7 +65,8 @@ REGISTRY: dict[str, Feature] = {
            "new columns get col-<uuid> physical names and fresh ids (delta.columnMapping.maxColumnId); set_properties enables mode name "
            "(existing columns keep their names as physical names; reader 2/writer 5, or listed on 3/7); rename_column and drop_column commit metaData only"),
         _f("deletionVectors", True, True, True, "deleted rows dropped on every read path (to_pyarrow_dataset refused)",
-           "no deletion vectors written: optimize and row-level operations rewrite a file that has one without its deleted rows"),
+           "with delta.enableDeletionVectors=true, delete/update/merge write 'u' deletion vectors (one DV file per commit); "
+           "optimize rewrites files without their deleted rows"),
         _f("typeWidening", True, True, True, "files with narrower types cast to the table's type",
            "data writes refused; VACUUM and log cleanup allowed"),
         _f("typeWidening-preview", True, True, True, "as typeWidening", "as typeWidening"),
@@ -181,4 +182,7 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
     if props.column_mapping_mode != "none":
         reader.add("columnMapping")
         writer.add("columnMapping")
+    if props.get("delta.enableDeletionVectors"):
+        reader.add("deletionVectors")
+        writer.add("deletionVectors")
     return reader, writer

@@ -239,6 +239,7 @@ REGISTRY: dict[str, Property] = {
             "delta.columnMapping.mode", "none", _enum_parser("none", "id", "name"), "none, id or name", used=True,
         ),
         Property("delta.enableInCommitTimestamps", "false", _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.enableDeletionVectors", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.checkpointPolicy", "classic", _enum_parser("classic", "v2"), "classic or v2", used=True),
         Property("delta.enableChangeDataFeed", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
         Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
@@ -256,7 +257,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property("delta.enableDeletionVectors", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("deletion vectors")),
         Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("row tracking")),
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("the type widening table feature")),
         Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),

@@ -248,7 +248,7 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     for add, n in touched_files(run, cond, files):
         deleted += n
         op.remove(add)
-        total = add.num_records()
+        total = add.num_logical_records()  # live rows: a DV's rows are already gone
         if total is None or n < total:
             rewrite.append(add)
     copied = 0

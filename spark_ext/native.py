@@ -14,6 +14,11 @@ relation (``HadoopFsRelation`` over an ``InMemoryFileIndex`` with ``ParquetFileF
 Spark then plans it like any Parquet table: column pruning, the vectorised reader, Parquet filter
 pushdown and row-group skipping, partition pruning from the partition values, file splitting.
 
+Reader features stay inside that plan: under column mapping the relation uses the physical names and
+a projection renames them (filters on logical names still prune); files with deletion vectors are
+scanned with ``_metadata.row_index`` and anti-joined with a broadcast table of their deleted rows;
+widened types are declared and Spark's Parquet reader widens older files' values (specs/spark.md).
+
 The few objects Spark needs per file (statuses, partition paths) are built on the JVM by a small
 class compiled once per session with Janino (bundled with Spark, which compiles all its generated
 code with it), so a table of 100k files costs one call from Python, not hundreds of thousands.
@@ -26,9 +31,11 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import re
 import threading
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -36,16 +43,23 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import lakelog
-from lakelog.column_mapping import physical_schema
+from lakelog.column_mapping import FIELD_ID, physical_name
+from lakelog.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema import parse_partition_value
 from lakelog.snapshot import Snapshot
+from lakelog.type_widening import TYPE_CHANGES
 from lakelog.storage import Storage
 
-# Reader features a plain Parquet scan honours: log-level ones (lakelog reads the log) and timestamp_ntz.
-# Everything else is refused by name: deletion vectors (rows to skip), column mapping (physical column
-# names), type widening (file types older than the table's), and whatever comes next.
-NATIVE_READER_FEATURES = {"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "columnMapping"}  # columnMapping: mode name only
+# Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
+# mapping (physical names read, then renamed), deletion vectors (an anti join on the rows' positions) and
+# type widening (Spark's Parquet reader widens; the few changes it cannot read are refused by column).
+# Whatever comes next is refused by name.
+NATIVE_READER_FEATURES = {
+    "timestampNtz", "vacuumProtocolCheck", "v2Checkpoint", "columnMapping", "deletionVectors", "typeWidening", "typeWidening-preview",
+}
+
+PARQUET_FIELD_ID_KEY = "parquet.field.id"  # Spark's metadata key for a field's Parquet field id
 
 _FACTORY_CLASS = "LakelogFileIndexFactory"
 _FACTORY_SOURCE = r"""
@@ -137,6 +151,27 @@ public class LakelogFileIndexFactory {
         scala.Option.empty(), new SnapshotFiles(byDirectory), scala.Option.apply(spec), scala.Option.empty());
   }
 
+  /**
+   * The deleted rows of files with deletion vectors as a DataFrame (file, row): paths is JSON [[path,
+   * number of deleted rows], ...]; rows the row indexes of all of them in that order, as little-endian
+   * 64-bit integers. Each path is given in the form Spark's _metadata.file_path gives it (Path.toUri).
+   */
+  public org.apache.spark.sql.Dataset deletedRows(org.apache.spark.sql.SparkSession session, String paths, byte[] rows,
+                                                  StructType schema) throws Exception {
+    List files = (List) new ObjectMapper().readValue(paths, List.class);
+    java.nio.LongBuffer positions = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+    ArrayList out = new ArrayList(positions.remaining());
+    for (int i = 0; i < files.size(); i++) {
+      List f = (List) files.get(i);
+      String uri = new Path((String) f.get(0)).toUri().toString();
+      long n = ((Number) f.get(1)).longValue();
+      for (long j = 0; j < n; j++) {
+        out.add(org.apache.spark.sql.RowFactory.create(new Object[] {uri, Long.valueOf(positions.get())}));
+      }
+    }
+    return session.createDataFrame(out, schema);
+  }
+
   private static InternalRow[] partitionRows(List partitions, StructType schema) throws Exception {
     InternalRow[] rows = new InternalRow[partitions.size()];
     int n = schema.fields().length;
@@ -182,17 +217,54 @@ def _factory(spark):
         return entry[1]
 
 
+def _spark_widens(from_type: str, to_type: str) -> bool:
+    """Whether Spark's Parquet readers (the vectorized one included) read ``from_type`` values as
+    ``to_type``. Both readers widen integers, float to double, integers to double, date to
+    timestamp_ntz, decimals, and integers to decimals; but the vectorized reader reads a 32-bit Parquet
+    integer as a decimal only with at least 10 digits before the point, so byte and short columns
+    widened to a narrower decimal (Spark's own byte -> decimal(4,1)) fail there."""
+    m = re.match(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$", to_type)
+    return not (from_type in ("byte", "short") and m is not None and int(m.group(1)) - int(m.group(2)) < 10)
+
+
+def unreadable_type_changes(schema_string: str) -> list[str]:
+    """The recorded type changes Spark's Parquet reader cannot apply, as ``typeWidening (column: from -> to)``."""
+    if TYPE_CHANGES not in schema_string:
+        return []
+    out: list[str] = []
+
+    def walk(t: Any, where: str) -> None:
+        if not isinstance(t, dict):
+            return
+        kind = t.get("type")
+        if kind == "struct":
+            for f in t.get("fields") or []:
+                name = f"{where}{f.get('name')}"
+                changes = (f.get("metadata") or {}).get(TYPE_CHANGES)
+                if isinstance(changes, str):
+                    changes = orjson.loads(changes)
+                for c in changes or []:
+                    if not _spark_widens(str(c.get("fromType")), str(c.get("toType"))):
+                        path = f"{name}.{c['fieldPath']}" if c.get("fieldPath") else name
+                        out.append(f"typeWidening (column {path!r} from {c.get('fromType')} to {c.get('toType')})")
+                walk(f.get("type"), name + ".")
+        elif kind == "array":
+            walk(t.get("elementType"), where + "element.")
+        elif kind == "map":
+            walk(t.get("keyType"), where + "key.")
+            walk(t.get("valueType"), where + "value.")
+
+    walk(orjson.loads(schema_string), "")
+    return out
+
+
 def check_native_readable(snapshot: Snapshot) -> None:
     """Refuse, by name, what a plain Parquet scan cannot honour (lakelog's own protocol checks ran
     when the snapshot was loaded)."""
     snapshot.check_readable()
     p = snapshot.protocol
     features = sorted(set(p.reader_features or []) - NATIVE_READER_FEATURES) if p.min_reader_version >= 3 else []
-    mode = snapshot.column_mapping.mode
-    if mode == "id":  # Spark's Parquet source matches field ids only under a session setting
-        features.append(f"columnMapping (mode {mode!r})")
-    if "deletionVectors" not in features and any(a.deletion_vector is not None for a in snapshot.files.values()):
-        features.append("deletionVectors (files with deleted rows)")
+    features += unreadable_type_changes(snapshot.metadata.schema_string)
     if features:
         raise UnsupportedFeatureError(
             f"table uses {', '.join(features)}, which Spark's Parquet source cannot apply; spark_ext.read refuses it. "
@@ -257,18 +329,19 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     Spark's ``_metadata.file_path`` gives it (see ``spark_path``)."""
     check_native_readable(snapshot)
     schema, part_cols = snapshot.schema, snapshot.partition_columns
+    mapping = snapshot.column_mapping
+    physical = {c: mapping.physical_name(c) for c in schema.names}
     root = _spark_root(storage)
     if "_spark_metadata" in root.split("/"):
         raise UnsupportedFeatureError(f"table root {root!r} is inside a directory named _spark_metadata, which Spark's file index skips")
     types = [schema.field(c).type for c in part_cols]
-    mapping = snapshot.column_mapping  # mode none or name (check_native_readable)
-    # Spark reads the files' columns and the partition values by their physical names; the select below
-    # renames them (a struct's fields through a cast, which Spark applies by position).
-    part_keys = [mapping.physical_name(c) for c in part_cols]
+    part_keys = [physical[c] for c in part_cols]  # partitionValues are keyed by physical names
     keys: dict[tuple, int] = {}  # partition values as strings for Spark -> index
     index_of: dict[tuple, int] = {}  # raw logged partition values -> index
-    groups: list[list[list]] = []  # files split so that no directory holds two partitions in one group
-    dir_keys: dict[str, list[int]] = {}
+    plain: list[list[list]] = []  # files without deleted rows, split so that no directory holds two partitions in one group
+    deleted: list[list[list]] = []  # the same for files with a deletion vector
+    dir_keys: dict[tuple[bool, str], list[int]] = {}
+    with_dv: list[tuple[str, Any]] = []
     chosen = snapshot.files.items() if files is None else ((rel, snapshot.files[rel]) for rel in files)
     for rel, a in chosen:
         *dirs, name = rel.split("/")
@@ -284,9 +357,13 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         if index is None:
             key = tuple(_spark_value(parse_partition_value(v, t)) for v, t in zip(raw, types))
             index = index_of[raw] = keys.setdefault(key, len(keys))
-        seen = dir_keys.setdefault(rel.rsplit("/", 1)[0] if "/" in rel else "", [])
+        has_dv = a.deletion_vector is not None and a.deletion_vector.cardinality > 0
+        if has_dv:
+            with_dv.append((rel, a))
+        seen = dir_keys.setdefault((has_dv, rel.rsplit("/", 1)[0] if "/" in rel else ""), [])
         if index not in seen:
             seen.append(index)
+        groups = deleted if has_dv else plain
         group = seen.index(index)
         while len(groups) <= group:
             groups.append([])
@@ -295,27 +372,109 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
 
     jvm, jsession = spark._jvm, spark._jsparkSession
     sources = jvm.org.apache.spark.sql.execution.datasources
-    data_fields = pa.schema([f for f in schema if f.name not in part_cols])
-    part_fields = pa.schema([schema.field(c).with_name(k) for c, k in zip(part_cols, part_keys)])
-    if mapping.active:
-        data_fields = pa.schema([f.remove_metadata() for f in physical_schema(mapping.schema_string, data_fields)])
-    part_schema = jsession.parseDataType(from_arrow_schema(part_fields, prefer_timestamp_ntz=True).json())
-    data_schema = jsession.parseDataType(from_arrow_schema(data_fields, prefer_timestamp_ntz=True).json()).asNullable()
-    logical_types = from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    logical = from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    delta_fields = {f["name"]: f for f in mapping.fields} if mapping.active else {}
+    spark_fields = {f.name: f for f in logical.fields}
+
+    def physical_json(name: str) -> dict:
+        """The Spark field of column ``name`` as the files name it (physical names, nested ones too;
+        Parquet field ids in id mode, used where the session enables spark.sql.parquet.fieldId.read)."""
+        f = spark_fields[name].jsonValue()
+        return _physical_field(f, delta_fields[name], mapping.mode) if mapping.active else f
+
+    part_schema = jsession.parseDataType(orjson.dumps({"type": "struct", "fields": [physical_json(c) for c in part_cols]}).decode())
+    data_json = {"type": "struct", "fields": [physical_json(c) for c in schema.names if c not in part_cols]}
+    data_schema = jsession.parseDataType(orjson.dumps(data_json).decode()).asNullable()
+    columns = []
+    for c in schema.names:
+        col = F.col(_quoted(physical[c]))
+        f = physical_json(c)
+        if mapping.active and _renamed_inside(f["type"]):
+            col = col.cast(spark_fields[c].dataType)  # a struct cast renames fields by position
+        columns.append(col.alias(c) if physical[c] != c else col)
     options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap({})
     factory = _factory(spark)
-    frames = []
-    for files in groups or [[]]:
+
+    def relation(files: list[list]) -> DataFrame:
         index = factory.create(jsession, orjson.dumps(files).decode(), partitions, part_schema, options)
-        relation = sources.HadoopFsRelation(index, part_schema, data_schema, jvm.scala.Option.empty(), sources.parquet.ParquetFileFormat(), options, jsession)
-        if mapping.active:
-            columns = [F.col(_quoted(mapping.physical_name(n))).cast(logical_types[n].dataType).alias(n) for n in schema.names]
-        else:
-            columns = [F.col(_quoted(n)) for n in schema.names]
-        if file_column is not None:
-            columns.append(F.col("_metadata.file_path").alias(file_column))
-        frames.append(DataFrame(jsession.baseRelationToDataFrame(relation), spark).select(*columns))
+        rel = sources.HadoopFsRelation(index, part_schema, data_schema, jvm.scala.Option.empty(), sources.parquet.ParquetFileFormat(), options, jsession)
+        return DataFrame(jsession.baseRelationToDataFrame(rel), spark)
+
+    extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
+    frames = [relation(g).select(*columns, *extra) for g in plain]
+    if deleted:
+        gone = _deleted_rows(spark, storage, factory, root, with_dv)
+        gone = F.broadcast(gone.select(
+            (F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW))).alias(_DV_KEY), F.hash(_DV_PATH).cast("long").alias(_DV_HASH), F.col(_DV_ROW).alias(_DV_GONE),
+        ))
+        for g in deleted:
+            scan = relation(g).select(*columns, *extra, F.col("_metadata.file_path").alias(_DV_PATH), F.col("_metadata.row_index").alias(_DV_ROW))
+            scan = scan.withColumn(_DV_KEY, F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW)))
+            # One long join key (Spark's fast long-keyed hash relation); the rest of the match is checked
+            # only for rows whose key matches, written as differences so that Spark keeps them out of the key.
+            same = (scan[_DV_KEY] == gone[_DV_KEY]) & ((F.hash(scan[_DV_PATH]).cast("long") - gone[_DV_HASH]) == 0) & ((scan[_DV_ROW] - gone[_DV_GONE]) == 0)
+            frames.append(scan.join(gone, same, "left_anti").drop(_DV_PATH, _DV_ROW, _DV_KEY))
+    if not frames:
+        frames = [relation([]).select(*columns, *extra)]
     df = frames[0]
     for other in frames[1:]:
         df = df.union(other)
     return df
+
+
+# Columns of the deletion vector join. A scanned row and a deleted one match when their file paths agree
+# in 96 hash bits (xxhash64 in the key, murmur3 in the condition; two files of one read colliding in both
+# is beyond any realistic chance) and their row indexes are equal. The deleted rows' table holds three
+# numbers a row, not a path string: broadcasting and probing it stay cheap (paths made it ~10 MB for 100k rows).
+_DV_PATH, _DV_ROW, _DV_KEY, _DV_HASH, _DV_GONE = "__lakelog_dv_file", "__lakelog_dv_row", "__lakelog_dv_key", "__lakelog_dv_hash", "__lakelog_dv_gone"
+
+
+def _deleted_rows(spark, storage: Storage, factory, root: str, files: list[tuple[str, Any]]) -> DataFrame:
+    """(file path as ``_metadata.file_path`` gives it, row index) of every deleted row of ``files``.
+    Each deletion vector is read and checked by lakelog (a missing or damaged one is a typed error
+    naming it); the rows go to the JVM as one byte array, where Hadoop's ``Path.toUri`` gives each path
+    Spark's form (escapes included)."""
+    dvs = DeletionVectors(storage)
+    rows = [dvs.rows(a) for _, a in files]
+    paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
+    data = np.concatenate(rows).astype("<i8").tobytes()
+    schema = spark._jsparkSession.parseDataType(
+        orjson.dumps({"type": "struct", "fields": [
+            {"name": _DV_PATH, "type": "string", "nullable": False, "metadata": {}},
+            {"name": _DV_ROW, "type": "long", "nullable": False, "metadata": {}},
+        ]}).decode()
+    )
+    return DataFrame(factory.deletedRows(spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), schema), spark)
+
+
+def _physical_field(f: dict, delta: dict, mode: str) -> dict:
+    meta = {PARQUET_FIELD_ID_KEY: delta["metadata"][FIELD_ID]} if mode == "id" and isinstance((delta.get("metadata") or {}).get(FIELD_ID), int) else {}
+    return {**f, "name": physical_name(delta), "metadata": meta, "type": _physical_type(f["type"], delta.get("type"), mode)}
+
+
+def _physical_type(t: Any, delta: Any, mode: str) -> Any:
+    if not isinstance(t, dict) or not isinstance(delta, dict):
+        return t
+    kind = t.get("type")
+    if kind == "struct":
+        by_name = {d["name"]: d for d in delta.get("fields") or []}
+        return {**t, "fields": [_physical_field(f, by_name[f["name"]], mode) for f in t["fields"]]}
+    if kind == "array":
+        return {**t, "elementType": _physical_type(t["elementType"], delta.get("elementType"), mode)}
+    if kind == "map":
+        return {**t, "keyType": _physical_type(t["keyType"], delta.get("keyType"), mode), "valueType": _physical_type(t["valueType"], delta.get("valueType"), mode)}
+    return t
+
+
+def _renamed_inside(t: Any) -> bool:
+    """Whether a physical type holds struct fields (whose names differ from the logical ones)."""
+    if not isinstance(t, dict):
+        return False
+    kind = t.get("type")
+    if kind == "struct":
+        return True
+    if kind == "array":
+        return _renamed_inside(t["elementType"])
+    if kind == "map":
+        return _renamed_inside(t["keyType"]) or _renamed_inside(t["valueType"])
+    return False

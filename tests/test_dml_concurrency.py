@@ -43,8 +43,10 @@ def _table(path):
         lakelog.write_table(path, data.slice(k * 100, 100), partition_by=["part"])
 
 
-def test_two_processes_incrementing_the_same_rows_lose_no_update(table_path):
-    lakelog.write_table(table_path, pa.table({"id": pa.array(range(10), pa.int64()), "x": pa.array([0] * 10, pa.int64())}))
+@pytest.mark.parametrize("deletion_vectors", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_two_processes_incrementing_the_same_rows_lose_no_update(table_path, deletion_vectors):
+    lakelog.write_table(table_path, pa.table({"id": pa.array(range(10), pa.int64()), "x": pa.array([0] * 10, pa.int64())}),
+                        configuration={"delta.enableDeletionVectors": "true"} if deletion_vectors else None)
     procs = [_worker("increment", table_path, N) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
@@ -54,6 +56,9 @@ def test_two_processes_incrementing_the_same_rows_lose_no_update(table_path):
     assert got == {i: (2 * N if i < 5 else 0) for i in range(10)}
     history = lakelog.Table(table_path).history()
     assert sum(h["operation"] == "UPDATE" for h in history) == 2 * N
+    if deletion_vectors:  # the first file was never rewritten: its first five rows are marked deleted
+        files = lakelog.Table(table_path).snapshot.files.values()
+        assert sum(a.deletion_vector is not None and a.deletion_vector.cardinality == 5 for a in files) == 1
 
 
 def test_concurrent_append_to_another_partition_does_not_conflict(table_path):

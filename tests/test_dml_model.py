@@ -300,3 +300,40 @@ def test_row_level_operations_match_the_model_and_deltalake(initial, ops):
             assert _sorted(lakelog.read_table(lk, version=v).to_pylist()) == _sorted(DeltaTable(lk, version=v).to_pyarrow_table().to_pylist())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _peer_rows(path: str, version: int) -> list[dict]:
+    """The rows deltalake's SQL engine (which applies deletion vectors) reads at ``version``."""
+    from deltalake import QueryBuilder
+
+    got = QueryBuilder().register("t", DeltaTable(path, version=version)).execute("select id, p, x, s from t").read_all()
+    return _sorted(pa.table(got).to_pylist())
+
+
+@settings(
+    max_examples=FUZZ or 10, deadline=None, derandomize=not FUZZ, suppress_health_check=list(HealthCheck),
+)
+@given(initial=rows_strategy(st.integers(0, 30), min_size=1), ops=st.lists(operations, min_size=1, max_size=4))
+def test_row_level_operations_with_deletion_vectors_match_the_model(initial, ops):
+    """The same sequences on a table with deletion vectors enabled (merge-on-read): lakelog and
+    deltalake's SQL engine read every version as the model says."""
+    tmp = tempfile.mkdtemp(prefix="lakelog-dml-model-dv-")
+    try:
+        lk = os.path.join(tmp, "lk")
+        lakelog.write_table(lk, _table(initial), partition_by=["p"], configuration={"delta.enableDeletionVectors": "true"})
+        model = _sorted(initial)
+        expected_at = {0: model}
+        for op in ops:
+            model_rows, expected = model_apply(model, op)
+            model = _sorted(model_rows)
+            got = run_lakelog(lk, op)
+            for k, v in expected.items():
+                assert got[k] == v, (k, op)
+            expected_at[lakelog.Table(lk).version] = model
+        latest = lakelog.Table(lk).version
+        for v in range(latest + 1):
+            want = expected_at[max(k for k in expected_at if k <= v)]
+            assert _sorted(lakelog.read_table(lk, version=v).to_pylist()) == want, ("lakelog", v)
+            assert _peer_rows(lk, v) == want, ("deltalake QueryBuilder", v)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,13 +1,13 @@
 """Spark- and Databricks-written tables with deletion vectors, column mapping and type widening
 (tests/data, see its README) read with exactly their expected rows through every read path:
 read_table, Table.to_pyarrow/to_pandas/read_batches, time travel, filters (stats and partition pruning
-included), Spark's format("lakelog") and its streaming source; spark_ext.read (a plain Parquet scan)
-refuses them by name."""
+included), Spark's format("lakelog") and its streaming source, and spark_ext.read (Spark's own Parquet scan)."""
 
 from __future__ import annotations
 
 import json
 import operator
+import re
 import shutil
 
 import pyarrow as pa
@@ -227,17 +227,101 @@ def test_spark_streaming_source_snapshot_drops_deleted_rows(spark, name):
         q.stop()
 
 
-@pytest.mark.parametrize(
-    "name, feature",
-    [("with-short-dv", "deletionVectors"), ("dv-with-columnmapping", "deletionVectors"), ("table-with-columnmapping-mode-id", "columnMapping"),
-     ("type-widening", "typeWidening")],
-)
-def test_spark_ext_read_refuses_what_a_parquet_scan_cannot_apply(spark, name, feature):
-    """spark_ext.read hands the files to Spark's Parquet source, which would return deleted rows and
-    could not match field ids (column mapping mode id; mode name is applied): it refuses such tables
-    by feature name and points to format("lakelog")."""
+NATIVE_TABLES = [n for n in TABLES if n != "type-widening"]
+
+
+@pytest.mark.parametrize("name", NATIVE_TABLES)
+def test_spark_ext_read_returns_exactly_the_expected_rows(spark, name):
+    """spark_ext.read (Spark's own Parquet scan) drops deleted rows, maps physical to logical names
+    (nested fields, partition values keyed by physical names, id mode) and widens types; with a filter
+    on a logical column, a projection without it, and at every listed version."""
+    import spark_ext
+    from pyspark.sql import functions as F
+
+    e = expected(name)
+    df = spark_ext.read(spark, table_path(name))
+    assert df.columns == e["columns"]
+    assert canonical_rows(df.toArrow()) == e["rows"]
+    column, op, value = FILTERS[name]
+    col = F.col(".".join(f"`{p}`" for p in column.split(".")))
+    cond = {"=": col == value, "<": col < value, "<=": col <= value, ">": col > value, ">=": col >= value}[op]
+    want = _expected_filtered(e["rows"], column, op, value)
+    assert canonical_rows(df.where(cond).toArrow()) == want
+    others = [c for c in e["columns"] if c != column.split(".")[0]][:1]
+    got = df.where(cond).select(*[F.col(f"`{c}`") for c in others])
+    if others:
+        assert canonical_rows(got.toArrow()) == sorted(({c: r[c] for c in others} for r in want), key=_key)
+    assert got.count() == len(want)
+    for version, v in (e.get("versions") or {}).items():
+        got = spark_ext.read(spark, table_path(name), version=int(version))
+        assert canonical_rows(got.toArrow()) == v["rows"], version
+
+
+@pytest.mark.parametrize("name", ["dv-with-columnmapping", "dv-partitioned-with-checkpoint"])
+def test_spark_ext_read_prunes_by_logical_names_with_deletion_vectors(spark, name):
+    """Filters on logical names reach Spark's scan as partition filters and Parquet filters on the
+    physical names; the deleted rows stay out whichever files the filter keeps."""
     import spark_ext
 
-    with pytest.raises(UnsupportedFeatureError, match=feature) as info:
-        spark_ext.read(spark, table_path(name))
+    table = lakelog.Table(table_path(name))
+    mapping = table.snapshot.column_mapping
+    df = spark_ext.read(spark, table_path(name))
+    plan = df.where("part = 0 and col1 >= 5").select("col1")._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "Batched: true" in plan
+    assert f"PartitionFilters: [isnotnull({mapping.physical_name('part')}" in plan
+    col1 = re.escape(mapping.physical_name("col1"))
+    assert re.search(rf"PushedFilters: \[IsNotNull\(`?{col1}`?\), GreaterThanOrEqual\(", plan)  # row-group skipping
+    rows = expected(name)["rows"]
+    got = canonical_rows(df.where("part = 0 and col1 >= 5").toArrow())
+    assert got == [r for r in rows if r["part"] == 0 and r["col1"] >= 5]
+
+
+def test_spark_ext_read_names_a_missing_or_damaged_deletion_vector(spark, tmp_path):
+    import spark_ext
+    from lakelog.errors import CorruptDeletionVectorError, MissingDeletionVectorError
+
+    dst = tmp_path / "t"
+    shutil.copytree(table_path("table-with-dv-small"), dst)
+    (dv,) = [p for p in dst.iterdir() if p.name.startswith("deletion_vector_")]
+    data = bytearray(dv.read_bytes())
+    data[-6] ^= 0xFF
+    dv.write_bytes(bytes(data))
+    with pytest.raises(CorruptDeletionVectorError, match=dv.name):
+        spark_ext.read(spark, str(dst))
+    dv.unlink()
+    with pytest.raises(MissingDeletionVectorError, match=dv.name):
+        spark_ext.read(spark, str(dst))
+    assert canonical_rows(spark_ext.read(spark, str(dst), version=0).toArrow()) == expected("table-with-dv-small")["versions"]["0"]["rows"]
+
+
+def test_spark_ext_read_refuses_type_changes_spark_cannot_read(spark):
+    """Spark's vectorized reader cannot read a byte or short Parquet column as decimal(4,1)/(6,1): such a
+    table is refused naming the columns and pointing to format("lakelog"), which reads it."""
+    import spark_ext
+
+    with pytest.raises(UnsupportedFeatureError, match="typeWidening") as info:
+        spark_ext.read(spark, table_path("type-widening"))
+    assert "byte_decimal" in str(info.value) and "short_decimal" in str(info.value)
+    assert "int_decimal" not in str(info.value)  # Spark reads that one
     assert 'format("lakelog")' in str(info.value)
+
+
+def test_spark_ext_read_id_mode_matches_by_field_id_where_the_session_enables_it(spark, tmp_path):
+    """In id mode the relation's fields carry their Parquet field ids: with Spark's field-id matching on,
+    the files' columns are found by id (nested fields too), even where the log's physical names are
+    not the files' column names (here: renamed in a copy of the log)."""
+    import spark_ext
+
+    dst = tmp_path / "t"
+    shutil.copytree(table_path("table-with-columnmapping-mode-id"), dst)
+    log = dst / "_delta_log" / "00000000000000000000.json"
+    text = log.read_text()
+    assert text.count('physicalName\\":\\"col-') > 10
+    log.write_text(text.replace('physicalName\\":\\"col-', 'physicalName\\":\\"moved-col-'))
+    rows = expected("table-with-columnmapping-mode-id")["rows"]
+    assert canonical_rows(lakelog.read_table(str(dst))) == rows  # lakelog matches by id
+    spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    try:
+        assert canonical_rows(spark_ext.read(spark, str(dst)).toArrow()) == rows
+    finally:
+        spark.conf.unset("spark.sql.parquet.fieldId.read.enabled")

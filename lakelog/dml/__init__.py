@@ -1,8 +1,10 @@
 """Row-level changes: delete, update, merge, predicate and dynamic partition overwrite.
 
-Every operation is copy-on-write: it prunes candidate files by partition values and stats, reads only
-those (in bounded groups), rewrites the files that hold touched rows and commits one transaction
-whose read set is the files it read. SQL predicates and expressions are evaluated by DuckDB
+Every operation prunes candidate files by partition values and stats, reads only those (in bounded
+groups), and commits one transaction whose read set is the files it read. Files that hold touched
+rows are rewritten (copy-on-write, ``rewrite.CopyOnWrite``), or, on tables with
+``delta.enableDeletionVectors=true``, keep their data and get a deletion vector (merge-on-read,
+``merge_on_read.MergeOnRead``). SQL predicates and expressions are evaluated by DuckDB
 (``lakelog.sql``), which only these modules import.
 """
 

@@ -1,4 +1,4 @@
-"""DELETE: remove the rows a predicate selects (copy-on-write: files with such rows are rewritten)."""
+"""DELETE: remove the rows a predicate selects (files with such rows are rewritten, or get a deletion vector)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _delete(op: RowLevelOperation, predicate: Any) -> dict[str, Any]:
         {"predicate": predicate_parameter(pred.text)},
         {
             "numDeletedRows": deleted,
-            "numRemovedFiles": len(op.removes),
+            "numRemovedFiles": op.num_removed_files,
             "numAddedFiles": op.num_added_files,
             "numCopiedRows": op.copied_rows,
         },
@@ -41,7 +41,7 @@ def _delete(op: RowLevelOperation, predicate: Any) -> dict[str, Any]:
     metrics.update(
         num_deleted_rows=deleted,
         num_added_files=op.num_added_files,
-        num_removed_files=len(op.removes),
+        num_removed_files=op.num_removed_files,
         num_copied_rows=op.copied_rows,
     )
     return {**metrics, "version": op.snapshot.version if version is None else version}

@@ -320,14 +320,14 @@ class _Merge:
             "numTargetRowsMatchedUpdated": self.counts["matched_update"], "numTargetRowsNotMatchedBySourceUpdated": self.counts["nmbs_update"],
             "numTargetRowsDeleted": deleted, "numTargetRowsMatchedDeleted": self.counts["matched_delete"],
             "numTargetRowsNotMatchedBySourceDeleted": self.counts["nmbs_delete"], "numTargetRowsCopied": copied,
-            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(op.removes),
+            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": op.num_removed_files,
         }
         commit_metrics["numTargetFilesAdded"] = op.num_added_files
         version = op.commit("MERGE", params, commit_metrics)
         return {
             "num_source_rows": n_src, "num_target_rows_inserted": inserted, "num_target_rows_updated": updated,
             "num_target_rows_deleted": deleted, "num_target_rows_copied": copied, "num_output_rows": inserted + updated + copied,
-            "num_target_files_added": op.num_added_files, "num_target_files_removed": len(op.removes),
+            "num_target_files_added": op.num_added_files, "num_target_files_removed": op.num_removed_files,
             "version": op.snapshot.version if version is None else version,
         }
 

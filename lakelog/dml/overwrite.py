@@ -143,7 +143,7 @@ def _commit_where(op: RowLevelOperation, old_pred: Predicate, written: int) -> i
         params["partitionBy"] = orjson.dumps(op.partition_columns).decode()
     params["predicate"] = old_pred.text
     version = op.commit("WRITE", params, {
-        "numFiles": op.num_added_files, "numOutputRows": written, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files,
+        "numFiles": op.num_added_files, "numOutputRows": written, "numRemovedFiles": op.num_removed_files, "numAddedFiles": op.num_added_files,
         "numDeletedRows": deleted, "numCopiedRows": op.copied_rows,
     })
     return op.snapshot.version if version is None else version
@@ -272,7 +272,7 @@ def _commit_partitions(op: RowLevelOperation, written: int) -> int:
         params["partitionBy"] = orjson.dumps(parts).decode()
     params["partitionOverwriteMode"] = "dynamic"
     version = op.commit("WRITE", params, {
-        "numFiles": len(adds), "numOutputRows": written, "numRemovedFiles": len(op.removes), "numAddedFiles": len(adds),
+        "numFiles": len(adds), "numOutputRows": written, "numRemovedFiles": op.num_removed_files, "numAddedFiles": len(adds),
     })
     return op.snapshot.version if version is None else version
 

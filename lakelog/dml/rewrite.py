@@ -3,8 +3,9 @@ positions, the "delete these rows of file F" seam, and one commit with a read pr
 
 Rows are always tracked by their position in their data file (``ROW``, the file row index of the
 Delta protocol), so that marking rows deleted is one call per file, ``RowDeleter.delete_rows``.
-Copy-on-write implements it by rewriting the file without those rows; a deletion-vector
-implementation replaces only that class.
+Copy-on-write (``CopyOnWrite``) implements it by rewriting the file without those rows;
+merge-on-read (``MergeOnRead``, tables with deletion vectors enabled) by marking them in the file's
+deletion vector.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction
 from ..column_mapping import ColumnMapping
 from ..write import DataWriter
+from .merge_on_read import MergeOnRead
+from ..features import is_supported
 
 FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
@@ -111,6 +114,9 @@ class CopyOnWrite:
     a small thread pool with its own writer, so files are rewritten in parallel; at most
     ``2 * workers`` rewrites are in flight, which bounds memory.
     """
+
+    readded = 0  # files re-added with a new deletion vector (merge-on-read only)
+    dv_metrics: dict[str, int] = {}
 
     def __init__(self, op: "RowLevelOperation"):
         self.op = op
@@ -193,8 +199,17 @@ class CopyOnWrite:
             self._pool = None
         return list(self._adds)
 
+    def discard(self) -> None:
+        """Nothing beyond the new files (which the caller deletes)."""
 
-RowDeleter = CopyOnWrite  # deletion vectors (merge-on-read) will provide another implementation
+
+RowDeleter = CopyOnWrite | MergeOnRead
+
+
+def uses_deletion_vectors(snapshot: Snapshot) -> bool:
+    """Whether row-level changes mark rows in deletion vectors: ``delta.enableDeletionVectors=true`` on a
+    table whose protocol has the ``deletionVectors`` feature (the property alone does not allow them)."""
+    return bool(snapshot.properties.get("delta.enableDeletionVectors")) and is_supported(snapshot.protocol, "deletionVectors")
 
 
 # ---------------------------------------------------------------- one operation
@@ -250,7 +265,7 @@ class RowLevelOperation:
         self.schema = self.snapshot.schema
         self.partition_columns = self.snapshot.partition_columns
         self.engine = Engine()
-        self.deleter = RowDeleter(self)
+        self.deleter: RowDeleter = MergeOnRead(self) if uses_deletion_vectors(self.snapshot) else CopyOnWrite(self)
         self.removes: dict[str, RemoveFile] = {}
         self.read_files: dict[str, AddFile] = {}
         self.read_prunes: list[pc.Expression | None] = []
@@ -474,7 +489,7 @@ class RowLevelOperation:
         actions.extend(adds)
         if not self.removes and not adds and self.metadata is None and self.app_id is None:
             return None
-        metrics = dict(metrics)
+        metrics = {**metrics, **self.dv_metrics}
         metrics.setdefault("executionTimeMs", int((time.perf_counter() - self.started) * 1000))
         txn = Transaction(
             self.storage, self.snapshot, operation, parameters,
@@ -491,9 +506,20 @@ class RowLevelOperation:
 
     @property
     def num_added_files(self) -> int:
+        """New data files (files re-added with a new deletion vector are not new)."""
         if self._adds is None:
             raise RuntimeError("call finish() first")
-        return len(self._adds)
+        return len(self._adds) - self.deleter.readded
+
+    @property
+    def num_removed_files(self) -> int:
+        """Files removed or rewritten (files that only got a new deletion vector stay)."""
+        return len(self.removes) - self.deleter.readded
+
+    @property
+    def dv_metrics(self) -> dict[str, int]:
+        """Delta's deletion-vector commit metrics (empty without deletion vectors)."""
+        return dict(self.deleter.dv_metrics)
 
     def abort(self) -> None:
         """Delete the files written so far (unless a commit was attempted) and close the engine."""
@@ -505,7 +531,10 @@ class RowLevelOperation:
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:
+        self.deleter.discard()
         for a in adds:
+            if a.deletion_vector is not None and decode_path(a.path) in self.removes:
+                continue  # an existing file re-added with a new deletion vector: not ours to delete
             try:
                 self.storage.delete(self.storage.join(a.relative_path))
             except (OSError, LakelogError):
@@ -566,6 +595,7 @@ def run(op: RowLevelOperation, body) -> Any:
 
 
 __all__ = [
-    "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "RowDeleter",
+    "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "MergeOnRead", "RowDeleter",
+    "uses_deletion_vectors",
     "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "split_by_file", "run",
 ]

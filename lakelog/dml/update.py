@@ -1,4 +1,4 @@
-"""UPDATE: set columns of the rows a predicate selects to SQL expressions (copy-on-write).
+"""UPDATE: set columns of the rows a predicate selects to SQL expressions.
 
 Updated rows are written as new rows (through the table's writer, so a changed partition value moves
 the row to its new partition) and deleted from their files through the row-deletion seam.
@@ -82,7 +82,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     version = op.commit(
         "UPDATE",
         {"predicate": predicate_parameter(pred.text)},
-        {"numUpdatedRows": updated, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": op.copied_rows},
+        {"numUpdatedRows": updated, "numRemovedFiles": op.num_removed_files, "numAddedFiles": op.num_added_files, "numCopiedRows": op.copied_rows},
     )
-    metrics.update(num_updated_rows=updated, num_added_files=op.num_added_files, num_removed_files=len(op.removes), num_copied_rows=op.copied_rows)
+    metrics.update(num_updated_rows=updated, num_added_files=op.num_added_files, num_removed_files=op.num_removed_files, num_copied_rows=op.copied_rows)
     return {**metrics, "version": op.snapshot.version if version is None else version}
