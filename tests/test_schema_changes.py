@@ -205,3 +205,20 @@ def test_rename_and_drop_on_a_spark_written_table(tmp_path):
     assert got == sorted(want, key=lambda r: json.dumps(r, sort_keys=True))
     assert canonical_rows(Table(path, version=t.version - 3).to_pyarrow()) == exp
     assert sorted(t.to_pyarrow(filters=[("long_renamed", ">=", 3)]).column("long_renamed").to_pylist()) == [3, 4]
+
+
+def test_deletion_vectors_on_a_renamed_column_mapping_table(tmp_path):
+    """delta.enableDeletionVectors=true on a (2, 5) column-mapping table moves it to (3, 7) with both
+    features listed; a delete by a renamed column writes a deletion vector and both readers agree."""
+    path = str(tmp_path / "t")
+    write_table(path, pa.table({"id": list(range(10)), "p": ["a", "b"] * 5}), partition_by="p", configuration={"delta.columnMapping.mode": "name"})
+    t = Table(path)
+    t.set_properties({"delta.enableDeletionVectors": True})
+    p = t.protocol
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7)
+    assert {"columnMapping", "deletionVectors"} <= set(p.reader_features) and {"columnMapping", "deletionVectors"} <= set(p.writer_features)
+    t.rename_column("id", "key")
+    assert t.delete("key in (1, 2, 3)")["num_deleted_rows"] == 3
+    assert all(a.deletion_vector is not None for a in t.snapshot.files.values())
+    assert sorted(t.to_pyarrow().column("key").to_pylist()) == [0, 4, 5, 6, 7, 8, 9]
+    assert [r["key"] for r in _peer(path, "key")] == [0, 4, 5, 6, 7, 8, 9]
