@@ -16,6 +16,7 @@ are read.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import CorruptLogError, IncompatibleDataFileError
+from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
@@ -228,3 +229,132 @@ def _convert(arr: pa.Array, dtype: Any, target: pa.DataType, mode: str) -> pa.Ar
     if pa.types.is_nested(arr.type):
         raise _Mismatch(f"expected {target}, found {arr.type}")
     return arr.cast(target)
+
+
+# ---------------------------------------------------------------- writing
+
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+
+
+def _child_types(dtype: Any) -> list[tuple[str, Any]]:
+    """(key, nested type) pairs under a Delta type that may hold struct fields."""
+    if not isinstance(dtype, dict):
+        return []
+    if dtype.get("type") == "array":
+        return [("elementType", dtype.get("elementType"))]
+    if dtype.get("type") == "map":
+        return [("keyType", dtype.get("keyType")), ("valueType", dtype.get("valueType"))]
+    return []
+
+
+def _fields_of(dtype: Any) -> list[dict] | None:
+    return dtype.get("fields") if isinstance(dtype, dict) and dtype.get("type") == "struct" else None
+
+
+def _max_id(fields: list[dict]) -> int:
+    top = 0
+    for f in fields:
+        top = max(top, _mapped_id(f) or 0)
+        top = max(top, _max_id_type(f.get("type")))
+    return top
+
+
+def _max_id_type(dtype: Any) -> int:
+    sub = _fields_of(dtype)
+    if sub is not None:
+        return _max_id(sub)
+    return max((_max_id_type(t) for _, t in _child_types(dtype)), default=0)
+
+
+def mapped_schema_string(schema_json: dict, sources: list[str | None], max_id: int) -> tuple[str, int]:
+    """``schema_json`` (a Delta struct type without column mapping metadata) with it, and the new
+    ``delta.columnMapping.maxColumnId``.
+
+    A field keeps the metadata of the same-named field (at the same place) in the first of ``sources``
+    (schema strings) that has one; a kept field without a physical name or id gets its logical name as
+    physical name and a new id (as Delta does when column mapping is enabled on an existing table: the
+    files already name the column so). A new field gets a new id and the physical name ``col-<uuid>``,
+    so it can never pick up the values of a dropped or renamed column.
+    """
+    parsed = [orjson.loads(s)["fields"] for s in sources if s]
+    counter = [max(max_id, *(_max_id(p) for p in parsed))] if parsed else [max_id]
+
+    def next_id() -> int:
+        counter[0] += 1
+        return counter[0]
+
+    def walk_type(dtype: Any, olds: list[Any]) -> Any:
+        sub = _fields_of(dtype)
+        if sub is not None:
+            return {**dtype, "fields": walk(sub, [_fields_of(o) or [] for o in olds])}
+        out = dict(dtype) if isinstance(dtype, dict) else dtype
+        for key, t in _child_types(dtype):
+            out[key] = walk_type(t, [o.get(key) for o in olds if isinstance(o, dict)])
+        return out
+
+    def walk(fields: list[dict], olds: list[list[dict]]) -> list[dict]:
+        out = []
+        for f in fields:
+            matches = [o for old in olds for o in old if o.get("name") == f["name"]]
+            meta = dict(matches[0].get("metadata") or {}) if matches else {}
+            if not matches:
+                meta[PHYSICAL_NAME] = f"col-{uuid.uuid4()}"
+            elif not meta.get(PHYSICAL_NAME):
+                meta[PHYSICAL_NAME] = f["name"]
+            if _mapped_id({"metadata": meta}) is None:
+                meta[FIELD_ID] = next_id()
+            out.append({**f, "type": walk_type(f["type"], [m.get("type") for m in matches]), "metadata": meta})
+        return out
+
+    fields = walk(schema_json["fields"], parsed)
+    return orjson.dumps({**schema_json, "fields": fields}).decode(), counter[0]
+
+
+def physical_schema(schema_string: str, logical: pa.Schema) -> pa.Schema:
+    """The Arrow schema data files are written with: physical names, and Parquet field ids (Spark
+    writes them in both modes), for the columns of ``logical`` (a subset of the table's, same types)."""
+    by_name = {f["name"]: f for f in orjson.loads(schema_string)["fields"]}
+
+    def field_of(f: pa.Field, df: dict) -> pa.Field:
+        meta = {PARQUET_FIELD_ID: str(_mapped_id(df)).encode()} if _mapped_id(df) is not None else None
+        return pa.field(physical_name(df), type_of(f.type, df.get("type")), f.nullable, metadata=meta)
+
+    def type_of(t: pa.DataType, dtype: Any) -> pa.DataType:
+        if pa.types.is_struct(t):
+            subs = {d["name"]: d for d in _fields_of(dtype) or []}
+            return pa.struct([field_of(t.field(i), subs.get(t.field(i).name, {"name": t.field(i).name})) for i in range(t.num_fields)])
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            vf = t.value_field
+            elem = pa.field(vf.name, type_of(vf.type, dtype.get("elementType") if isinstance(dtype, dict) else None), vf.nullable)
+            return pa.large_list(elem) if pa.types.is_large_list(t) else pa.list_(elem)
+        if pa.types.is_map(t):
+            kt = type_of(t.key_type, dtype.get("keyType") if isinstance(dtype, dict) else None)
+            it = type_of(t.item_type, dtype.get("valueType") if isinstance(dtype, dict) else None)
+            return pa.map_(pa.field(t.key_field.name, kt, False), pa.field(t.item_field.name, it, t.item_field.nullable), t.keys_sorted)
+        return t
+
+    return pa.schema([field_of(f, by_name[f.name]) for f in logical])
+
+
+def to_physical(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` (logical columns) under the physical ``schema``: a zero-copy relabelling."""
+    return pa.RecordBatch.from_arrays([c.view(f.type) for c, f in zip(batch.columns, schema)], schema=schema)
+
+
+def check_mode_change(old: str, new: str) -> None:
+    """Refuse a change of ``delta.columnMapping.mode`` Delta does not allow on an existing table: only
+    none -> name (existing columns keep their names as physical names; no data is rewritten)."""
+    if old == new or (old == "none" and new == "name"):
+        return
+    why = (
+        "column mapping cannot be turned off once on (data files name columns by physical name)"
+        if new == "none"
+        else "an existing table can only go from none to name (id mode needs field ids in every file, so only new tables get it)"
+        if old == "none"
+        else "the mode of a table that has column mapping cannot change"
+    )
+    raise InvalidTablePropertyError(
+        f"table property delta.columnMapping.mode cannot change from {old!r} to {new!r}: {why}",
+        key="delta.columnMapping.mode",
+        value=new,
+    )

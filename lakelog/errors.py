@@ -45,6 +45,10 @@ class UnsupportedFeatureError(LakelogError):
     """The table uses a protocol version or table feature lakelog does not implement."""
 
 
+class ColumnMappingRequiredError(UnsupportedFeatureError):
+    """A schema change (rename or drop of a column) needs column mapping, which the table does not use."""
+
+
 class VersionNotFoundError(LakelogError):
     """The requested version or timestamp is not reconstructable from the log."""
 

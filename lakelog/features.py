@@ -61,7 +61,9 @@ REGISTRY: dict[str, Feature] = {
            "files written unclustered (no clusteringProvider, which the protocol allows); the delta.clustering domain kept"),
         _f("columnMapping", True, True, True,
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
-           "data writes refused while delta.columnMapping.mode is name or id; maintenance that writes no data allowed"),
+           "data files name columns by physical name with Parquet field ids (both modes), partition values and stats keyed by physical name; "
+           "new columns get col-<uuid> physical names and fresh ids (delta.columnMapping.maxColumnId); set_properties enables mode name "
+           "(existing columns keep their names as physical names; reader 2/writer 5, or listed on 3/7); rename_column and drop_column commit metaData only"),
         _f("deletionVectors", True, True, True, "deleted rows dropped on every read path (to_pyarrow_dataset refused)",
            "with delta.enableDeletionVectors=true, delete/update/merge write 'u' deletion vectors (one DV file per commit); "
            "optimize rewrites files without their deleted rows"),
@@ -177,6 +179,9 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
         writer.add("v2Checkpoint")
     if props.in_commit_timestamps:
         writer.add("inCommitTimestamp")
+    if props.column_mapping_mode != "none":
+        reader.add("columnMapping")
+        writer.add("columnMapping")
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")

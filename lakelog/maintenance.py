@@ -414,10 +414,10 @@ def optimize(
     committing = False
     try:
         for i, group in enumerate(bins):
-            writer = DataWriter(storage, schema, parts, max_indexed, "part")
+            writer = DataWriter(storage, schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping)
             try:
                 # read_batches drops the rows deletion vectors delete; the new files have no DV
-                for batch in scan.read_batches(storage, schema, parts, group):
+                for batch in scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping):
                     writer.write(cast_batch(batch, schema))
                 added = writer.finish()
             except BaseException:

@@ -237,7 +237,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.targetFileSize", None, _int_parser(1, _INT64), "a positive number of bytes", "int", used=True),
         Property(
             "delta.columnMapping.mode", "none", _enum_parser("none", "id", "name"), "none, id or name", used=True,
-            refuse=lambda v: None if v == "none" else "lakelog does not implement column mapping",
         ),
         Property("delta.enableInCommitTimestamps", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableDeletionVectors", "false", _parse_bool, _BOOL, "bool", used=True),

@@ -177,9 +177,6 @@ class Snapshot:
         enforce or produce."""
         props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
-        mode = self.column_mapping.mode
-        if mode != "none":
-            in_use.append(f"column mapping (mode {mode!r}; lakelog reads such tables but does not write them yet)")
         features = set(self.protocol.writer_features or [])
         in_use.extend(sorted({what for f, what in NO_DATA_WRITES.items() if f in features}))
         if '"delta.generationExpression"' in self.metadata.schema_string:

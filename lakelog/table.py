@@ -241,6 +241,37 @@ class Table:
             app_id=app_id, app_version=app_version, user_metadata=user_metadata,
         )
 
+    # ------------------------------------------------------------ schema changes (lakelog.schema_changes)
+    # Metadata-only commits on the latest version; they leave this Table there.
+
+    def set_properties(self, props: dict[str, Any]) -> int:
+        """Set table properties (``{"delta.appendOnly": True, ...}``) in one commit, upgrading the protocol
+        when one needs a table feature (``{"delta.columnMapping.mode": "name"}`` enables column mapping,
+        which ``rename_column`` and ``drop_column`` need). Returns the version."""
+        from .schema_changes import set_properties
+
+        version = set_properties(self.storage, props)
+        self.refresh()
+        return version
+
+    def rename_column(self, old: str, new: str) -> int:
+        """Rename a column (``"a.b"`` names a struct's field) in one metadata-only commit; data files are
+        not rewritten. Needs column mapping (``ColumnMappingRequiredError`` otherwise). Returns the version."""
+        from .schema_changes import rename_column
+
+        version = rename_column(self.storage, old, new)
+        self.refresh()
+        return version
+
+    def drop_column(self, name: str) -> int:
+        """Drop a column (``"a.b"`` names a struct's field; not a partition column) in one metadata-only
+        commit; data files are not rewritten. Needs column mapping. Returns the version."""
+        from .schema_changes import drop_column
+
+        version = drop_column(self.storage, name)
+        self.refresh()
+        return version
+
     def check(self):
         """Check this table's log and the data files of its current version; returns a ``CheckReport``
         (``.ok``, ``.problems``, ``.warnings``, ``.orphans``). Problems are reported, never raised."""

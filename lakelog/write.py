@@ -17,9 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
+from .column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, mapped_schema_string, physical_schema, to_physical
 from .features import features_for_properties
 from .log import DeltaLog
-from .errors import InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from .errors import CommitConflictError, InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from .conform import cast_batch, merge_schema
 from .schema import (
     canonical_schema,
@@ -27,6 +28,7 @@ from .schema import (
     format_timestamp,
     delta_type_string,
     hive_escape,
+    arrow_field_to_delta,
     schema_to_string,
     serialize_partition_value,
     to_arrow_stream,
@@ -202,6 +204,10 @@ def default_max_open_files() -> int:
 class DataWriter:
     """Writes batches into uniquely named Parquet files under ``k=v/`` directories; returns add actions.
 
+    With ``column_mapping`` (a table whose mode is name or id) files name columns by physical name and
+    carry Parquet field ids, and partition values are keyed by physical names (so are the stats, which
+    are read from the files' footers).
+
     Nothing written here is visible until a commit names the files. Rows are buffered per partition
     into large row groups; at most ``max_open_files`` files are open at once (the least recently
     written one is finished when another must open, and its partition continues in a new file) and at
@@ -216,6 +222,7 @@ class DataWriter:
     use_dictionary: bool | list[str] = True  # Parquet dictionary encoding: all columns, or only these
     max_open_files: int = 0  # 0: default_max_open_files()
     max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
+    column_mapping: ColumnMapping | None = None
     _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
     _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
     _created: list[str] = field(default_factory=list)
@@ -230,6 +237,10 @@ class DataWriter:
         self._required_partitions = [c for c in self.partition_columns if not self.schema.field(c).nullable]
         self.max_open_files = self.max_open_files or default_max_open_files()
         self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
+        mapped = self.column_mapping is not None and self.column_mapping.active
+        self.file_schema = physical_schema(self.column_mapping.schema_string, self.data_schema) if mapped else self.data_schema
+        self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
+        self._mapped = mapped
 
     @property
     def open_files(self) -> int:
@@ -267,6 +278,8 @@ class DataWriter:
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
         data = batch.select(self.data_schema.names)
+        if self._mapped:
+            data = to_physical(data, self.file_schema)
         f = self._parts.pop(key, None)
         if f is None:
             f = self._new_part(pvals)
@@ -297,13 +310,14 @@ class DataWriter:
         self._write_pending(f)
 
     def _write_pending(self, f: _PartFile) -> None:
-        table = pa.Table.from_batches(f.pending, schema=self.data_schema)
+        table = pa.Table.from_batches(f.pending, schema=self.file_schema)
         f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         f.nbytes += f.pending_bytes
         self._buffered -= f.pending_bytes
         f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
     def _new_part(self, pvals: dict[str, str | None]) -> _PartFile:
+        pvals = {self._partition_keys[c]: v for c, v in pvals.items()}
         directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
         name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
         self._counter += 1
@@ -317,7 +331,7 @@ class DataWriter:
             self._made_dirs.add(parent)
         self._created.append(f.rel_path)
         f.sink = self.storage.open_output(full)
-        f.writer = pq.ParquetWriter(f.sink, self.data_schema, compression="snappy", use_dictionary=self.use_dictionary)
+        f.writer = pq.ParquetWriter(f.sink, self.file_schema, compression="snappy", use_dictionary=self.use_dictionary)
 
     def _close(self, key: tuple) -> None:
         f = self._parts.pop(key)
@@ -339,7 +353,7 @@ class DataWriter:
                 size=size,
                 modification_time=now_ms(),
                 data_change=True,
-                stats=stats_from_parquet_metadata(self.data_schema, f.writer.writer.metadata, self.max_indexed_cols),
+                stats=stats_from_parquet_metadata(self.file_schema, f.writer.writer.metadata, self.max_indexed_cols),
             )
         )
 
@@ -420,22 +434,49 @@ def _plan_schema(
     return merged, snapshot.partition_columns, merged != current
 
 
+def mapped_schema(schema: pa.Schema, configuration: dict[str, str], sources: list[str | None]) -> tuple[str, dict[str, str]]:
+    """(schemaString, configuration) of a column-mapping table with ``schema``: fields keep the column
+    mapping metadata they have in the first of ``sources`` (schema strings) naming them; new fields get
+    fresh ids and physical names, and ``delta.columnMapping.maxColumnId`` follows."""
+    plain = {"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}
+    string, max_id = mapped_schema_string(plain, sources, int(configuration.get(MAX_COLUMN_ID) or 0))
+    return string, {**configuration, MAX_COLUMN_ID: str(max_id)}
+
+
+def evolved_metadata(snapshot: Snapshot, schema: pa.Schema, configuration: dict[str, str] | None = None, sources: list[str | None] = ()) -> Metadata:
+    """The snapshot's ``metaData`` with ``schema`` (column mapping kept; new columns mapped, ``sources``
+    first: where files for them were already written) and ``configuration``."""
+    m = snapshot.metadata
+    conf = {**m.configuration, **(configuration or {})}
+    if TableProperties(conf).column_mapping_mode != "none":
+        schema_string, conf = mapped_schema(schema, conf, [m.schema_string, *sources])
+    else:
+        schema_string = schema_to_string(schema)
+    return Metadata(id=m.id, schema_string=schema_string, partition_columns=m.partition_columns, configuration=conf, created_time=m.created_time,
+                    name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options)
+
+
 def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
     so do properties that turn a feature on (``delta.checkpointPolicy=v2``: ``v2Checkpoint``;
     ``delta.enableInCommitTimestamps``: ``inCommitTimestamp``, writer version 7); on writer version 7 every
-    feature in use must be listed, so ``appendOnly`` is listed when it is on.
+    feature in use must be listed, so ``appendOnly`` is listed when it is on. Column mapping alone takes
+    the legacy (2, 5), as Delta does; with other features it is listed in both lists.
     """
     append_only = TableProperties(configuration).append_only
     by_properties_reader, by_properties_writer = features_for_properties(configuration)
-    if current is None and not uses_timestamp_ntz(schema) and not by_properties_writer:
-        return Protocol(1, 2)
-    if current is not None and current.min_writer_version < 7 and not uses_timestamp_ntz(schema) and not by_properties_writer:
-        if append_only and current.min_writer_version < 2:
-            return Protocol(current.min_reader_version, 2)  # appendOnly needs writer version 2
-        return None  # legacy versions from 2 on imply appendOnly
+    if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= {"columnMapping"}:
+        # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5.
+        reader_version, writer_version = (1, 2) if current is None else (current.min_reader_version, current.min_writer_version)
+        if append_only:
+            writer_version = max(writer_version, 2)  # legacy versions from 2 on imply appendOnly
+        if by_properties_writer:
+            reader_version, writer_version = max(reader_version, 2), max(writer_version, 5)
+        if current is not None and (reader_version, writer_version) == (current.min_reader_version, current.min_writer_version):
+            return None
+        return Protocol(reader_version, writer_version)
     needs_reader = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | by_properties_reader
     needs_writer = needs_reader | by_properties_writer | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
@@ -477,6 +518,7 @@ class WritePlan:
     max_indexed_cols: int = 32
     skip: bool = False  # mode="ignore" on an existing table: nothing to do
     txn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    column_mapping: ColumnMapping | None = None  # the table's mapping the files are written for (mode name or id)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
 
     def __getstate__(self) -> dict:
@@ -499,7 +541,7 @@ class WritePlan:
             return []
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or type(data).__module__.startswith("pandas"):
             _, data = to_arrow_stream(data)
-        w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix)
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix, column_mapping=self.column_mapping)
         try:
             for b in data:
                 w.write(cast_batch(b, self.schema))
@@ -600,22 +642,33 @@ class WritePlan:
         _discard(storage, [a for a in adds if a.path not in referenced])
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
-        configuration = self.configuration
-        effective = {**(snapshot.configuration if snapshot else {}), **(configuration or {})}
+        configuration = dict(self.configuration or {})
+        effective = {**(snapshot.configuration if snapshot else {}), **configuration}
         actions: list[Action] = []
         protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
         if protocol is not None:
             actions.append(protocol)
+        mode = TableProperties(effective).column_mapping_mode
+        if snapshot is not None:
+            check_mode_change(snapshot.column_mapping.mode, mode)
+        schema_string = snapshot.metadata.schema_string if snapshot is not None and not meta_changed else None
+        if mode != "none" and (schema_string is None or snapshot.column_mapping.mode == "none"):
+            sources = [snapshot.metadata.schema_string if snapshot is not None else None, self.column_mapping.schema_string if self.column_mapping else None]
+            schema_string, mapped_conf = mapped_schema(schema, effective, sources)
+            configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
+        elif schema_string is None:
+            schema_string = schema_to_string(schema)
+        self._check_physical(ColumnMapping(mode, schema_string), snapshot)
         if snapshot is None:
-            actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_to_string(schema), partition_columns=parts, configuration=dict(configuration or {}), created_time=now_ms()))
-        elif meta_changed or (configuration and {**snapshot.configuration, **configuration} != snapshot.configuration):
+            actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=parts, configuration=configuration, created_time=now_ms()))
+        elif meta_changed or schema_string != snapshot.metadata.schema_string or {**snapshot.configuration, **configuration} != snapshot.configuration:
             m = snapshot.metadata
             actions.append(
                 Metadata(
                     id=m.id,
-                    schema_string=schema_to_string(schema) if meta_changed else m.schema_string,
+                    schema_string=schema_string,
                     partition_columns=parts,
-                    configuration={**m.configuration, **(configuration or {})},
+                    configuration={**m.configuration, **configuration},
                     created_time=m.created_time,
                     name=m.name,
                     description=m.description,
@@ -630,6 +683,27 @@ class WritePlan:
             actions.extend(a.remove(ts) for a in snapshot.files.values())
         actions.extend(adds)
         return actions
+
+    def _check_physical(self, final: ColumnMapping, snapshot: Snapshot | None) -> None:
+        """Refuse to commit files whose physical columns are not the ones the committed schema maps to
+        (column mapping changed after the files were written)."""
+        planned = self.column_mapping if self.column_mapping is not None else ColumnMapping("none", "")
+        data = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
+        if not planned.active and not final.active:
+            return
+        try:
+            same = (physical_schema(final.schema_string, data) if final.active else data).equals(
+                physical_schema(planned.schema_string, data) if planned.active else data, check_metadata=True
+            ) and all(final.physical_name(c) == planned.physical_name(c) for c in self.partition_columns)
+        except (KeyError, TypeError, ValueError):
+            same = False
+        if not same:
+            raise CommitConflictError(
+                "the table's column mapping changed after this write was planned (a column was renamed, dropped or "
+                "added concurrently, or column mapping was enabled), so its files name columns differently; nothing "
+                "was committed. Retry the write",
+                read_version=snapshot.version if snapshot is not None else None,
+            )
 
 
 def plan_write(
@@ -664,6 +738,13 @@ def plan_write(
         return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
     conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
+    mode_after = TableProperties(conf).column_mapping_mode
+    mapping = None
+    if snapshot is not None:
+        check_mode_change(snapshot.column_mapping.mode, mode_after)
+    if mode_after != "none":
+        mapped, _ = mapped_schema(table_schema, conf, [snapshot.metadata.schema_string if snapshot is not None else None])
+        mapping = ColumnMapping(mode_after, mapped)
     return WritePlan(
         path=str(path),
         storage_options=storage_options,
@@ -675,6 +756,7 @@ def plan_write(
         configuration=configuration,
         read_version=snapshot.version if snapshot is not None else -1,
         max_indexed_cols=TableProperties(conf).num_indexed_cols,
+        column_mapping=mapping,
         snapshot=snapshot,
     )
 

@@ -94,7 +94,7 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
 
 
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 prefix: str, column_mapping=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
     row per file (its add action as JSON) and one with the task's row counts by KIND."""
 
@@ -103,7 +103,7 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
 
         ctx = TaskContext.get()
         name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
-        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name)
+        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping)
         counts = [0, 0, 0]
         try:
             for b in batches:
@@ -180,7 +180,7 @@ class SparkOperation:
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
         task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
-                            snap.properties.num_indexed_cols, self.prefix)
+                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping)
         adds: list[AddFile] = []
         counts = [0, 0, 0]
         rows = df.mapInArrow(task, "add string, counts string").collect()

@@ -32,11 +32,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from lakelog.actions import Metadata
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
-from lakelog.schema import canonical_schema, check_column_names, schema_to_string
+from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import parse_expression
-from lakelog.write import _plan_protocol
+from lakelog.write import _plan_protocol, evolved_metadata
 
 from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
 
@@ -188,12 +187,7 @@ class _SparkMerge:
                 arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
                 schema = pa.schema(list(op.schema) + [pa.field(f.name, f.type, True) for f in arrow_new])
                 check_column_names(schema)
-                m = op.snapshot.metadata
-                metadata = Metadata(
-                    id=m.id, schema_string=schema_to_string(schema), partition_columns=m.partition_columns, configuration=m.configuration,
-                    created_time=m.created_time, name=m.name, description=m.description, format_provider=m.format_provider,
-                    format_options=m.format_options,
-                )
+                metadata = evolved_metadata(op.snapshot, schema)
                 protocol = _plan_protocol(schema, op.snapshot.protocol)
                 op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_names = list(op.schema.names)

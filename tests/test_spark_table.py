@@ -2,7 +2,7 @@
 and merge run on Spark, checked against rows computed independently (plain Python / pandas), with
 deltalake reading every version and the commits compared with the Python row-level API's."""
 
-import datetime as dt
+import json
 import glob
 import os
 import shutil
@@ -10,6 +10,7 @@ import shutil
 import deltalake
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
@@ -446,3 +447,39 @@ def test_foreach_batch_merge_replayed_by_spark_commits_once(spark, tmp_path):
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
     assert m["num_deleted_rows"] == 0 and 1 in {r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}
     _check_versions(path)
+
+
+def test_spark_writes_and_row_level_operations_on_a_column_mapping_table(spark, tmp_path):
+    """format("lakelog") appends and LakelogTable delete/update/merge on a renamed column-mapping table:
+    Spark's tasks write physical names; lakelog and deltalake's SQL engine read the expected rows."""
+    path = str(tmp_path / "t")
+    df = _make(path)
+    lakelog.Table(path).set_properties({"delta.columnMapping.mode": "name"})
+    lakelog.Table(path).rename_column("s", "label")
+    cols = ["id", "p", "x", "label"]
+    spark.createDataFrame([(100, "a", 1.0, "w1"), (101, "d", None, "w2")], "id long, p string, x double, label string") \
+        .write.format("lakelog").mode("append").save(path)
+    t = LakelogTable.forPath(spark, path)
+    t.delete("x > 20")
+    t.update("id = 100", {"label": "'upd'"})
+    src = spark.createDataFrame([(0, "a", 5.0, "m0", "e0"), (200, "e", 2.0, "m200", "e200")], "id long, p string, x double, label string, extra string")
+    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().execute()
+    want = {}
+    for r in df.astype(object).where(df.notna(), None).to_dict("records"):
+        want[r["id"]] = {"id": r["id"], "p": r["p"], "x": r["x"], "label": r["s"], "extra": None}
+    want[100] = {"id": 100, "p": "a", "x": 1.0, "label": "w1", "extra": None}
+    want[101] = {"id": 101, "p": "d", "x": None, "label": "w2", "extra": None}
+    want = {k: v for k, v in want.items() if not (v["x"] is not None and v["x"] > 20)}
+    want[100]["label"] = "upd"
+    want[0] = {"id": 0, "p": "a", "x": 5.0, "label": "m0", "extra": "e0"}
+    want[200] = {"id": 200, "p": "e", "x": 2.0, "label": "m200", "extra": "e200"}
+    key = lambda r: r["id"]  # noqa: E731
+    got = sorted(lakelog.Table(path).to_pyarrow(columns=cols + ["extra"]).to_pylist(), key=key)
+    assert got == sorted(want.values(), key=key)
+    peer = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("select id, p, x, label, extra from t").read_all())
+    assert sorted(peer.to_pylist(), key=key) == got
+    assert sorted(spark.read.format("lakelog").load(path).toArrow().to_pylist(), key=key) == got
+    fields = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in json.loads(lakelog.Table(path).metadata.schema_string)["fields"]}
+    assert fields["label"] == "s" and fields["extra"].startswith("col-")
+    for a in lakelog.Table(path).snapshot.files.values():
+        assert set(a.partition_values) == {"p"} and set(pq.read_schema(f"{path}/{a.relative_path}").names) <= set(fields.values())

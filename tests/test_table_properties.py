@@ -151,7 +151,6 @@ def test_unknown_delta_keys_are_refused_and_user_keys_pass_through(table_path):
     [
         {"delta.enableChangeDataFeed": True},
         {"delta.enableChangeDataCapture": "true"},
-        {"delta.columnMapping.mode": "name"},
         {"delta.enableRowTracking": "true"},
         {"delta.constraints.positive": "id > 0"},
         {"delta.feature.deletionVectors": "supported"},

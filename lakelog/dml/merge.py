@@ -28,12 +28,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..actions import Metadata
 from ..errors import MultipleSourceMatchesError, PredicateError
-from ..schema import canonical_schema, check_column_names, schema_to_string, to_arrow_stream
+from ..schema import canonical_schema, check_column_names, to_arrow_stream
 from ..sql import column_refs, parse_expression, prune_expression, quote_ident
 from ..storage import Storage
-from ..write import _plan_protocol
+from ..write import _plan_protocol, evolved_metadata
 from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
 
 SRC = "__lakelog_src"  # a source row's position in the source
@@ -159,11 +158,7 @@ class _Merge:
         if added:
             schema = pa.schema(list(op.schema) + added)
             check_column_names(schema)
-            m = op.snapshot.metadata
-            metadata = Metadata(
-                id=m.id, schema_string=schema_to_string(schema), partition_columns=m.partition_columns, configuration=m.configuration,
-                created_time=m.created_time, name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options,
-            )
+            metadata = evolved_metadata(op.snapshot, schema)
             protocol = _plan_protocol(schema, op.snapshot.protocol)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_schema = op.schema

@@ -10,14 +10,16 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..actions import AddFile, Metadata
+from ..actions import AddFile
 from ..errors import PredicateViolationError, SchemaMismatchError
+from ..column_mapping import ColumnMapping
 from ..conform import cast_batch
-from ..schema import parse_partition_value, schema_to_string, to_arrow_stream
+from ..scan import read_batches
+from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
 from ..sql import Engine
 from ..storage import Storage
-from ..write import WritePlan, _discard, _plan_protocol, plan_write
+from ..write import WritePlan, _discard, _plan_protocol, evolved_metadata, plan_write
 from .delete import delete_matching
 from .rewrite import Predicate, RowLevelOperation, compile_predicate, run, select_positions
 
@@ -37,10 +39,9 @@ def _evolve(op: RowLevelOperation, plan: WritePlan) -> None:
     conf = {**snap.configuration, **(plan.configuration or {})}
     if plan.schema == snap.schema and conf == snap.configuration:
         return
-    m = snap.metadata
-    metadata = Metadata(id=m.id, schema_string=schema_to_string(plan.schema), partition_columns=m.partition_columns, configuration=conf,
-                        created_time=m.created_time, name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options)
-    protocol = _plan_protocol(plan.schema, snap.protocol)
+    planned = [plan.column_mapping.schema_string] if plan.column_mapping is not None else []
+    metadata = evolved_metadata(snap, plan.schema, plan.configuration, planned)
+    protocol = _plan_protocol(plan.schema, snap.protocol, metadata.configuration)
     op.evolve_schema(plan.schema, metadata, [protocol] if protocol is not None else [])
 
 
@@ -84,21 +85,23 @@ def check_predicate(predicate: Any, schema: pa.Schema) -> str:
         engine.close()
 
 
-def _typed_partitions(schema: pa.Schema, partition_columns: list[str], adds: list[AddFile], rows: list[int]) -> dict[str, pa.Array]:
+def _typed_partitions(schema: pa.Schema, partition_columns: list[str], adds: list[AddFile], rows: list[int], mapping: ColumnMapping | None = None) -> dict[str, pa.Array]:
     out = {}
     for c in partition_columns:
         t = schema.field(c).type
-        out[c] = pa.array([parse_partition_value(a.partition_values.get(c), t) for a, n in zip(adds, rows) for _ in range(n)], t)
+        key = mapping.physical_name(c) if mapping is not None else c
+        out[c] = pa.array([parse_partition_value(a.partition_values.get(key), t) for a, n in zip(adds, rows) for _ in range(n)], t)
     return out
 
 
-def _check_files(storage: Storage, schema: pa.Schema, partition_columns: list[str], adds: list[AddFile], pred: Predicate, engine: Engine) -> None:
+def _check_files(storage: Storage, schema: pa.Schema, partition_columns: list[str], adds: list[AddFile], pred: Predicate, engine: Engine,
+                 mapping: ColumnMapping | None = None) -> None:
     """Raise ``PredicateViolationError`` unless every row of the (uncommitted) files satisfies ``pred``.
     A predicate on partition columns only is checked on the files' partition values, without reading them."""
     if not adds:
         return
     if pred.sql is not None and pred.columns and pred.columns <= set(partition_columns):
-        table = pa.table(_typed_partitions(schema, partition_columns, adds, [1] * len(adds)))
+        table = pa.table(_typed_partitions(schema, partition_columns, adds, [1] * len(adds), mapping))
         hit = select_positions(engine, pred, table)
         if len(hit) != len(adds):
             missing = sorted(set(range(len(adds))) - set(hit.tolist()))
@@ -106,6 +109,15 @@ def _check_files(storage: Storage, schema: pa.Schema, partition_columns: list[st
             raise _violation(pred, bad, table.slice(missing[0], 1).to_pylist()[0])
         return
     wanted = schema.names if pred.columns is None else [c for c in schema.names if c in pred.columns]
+    if mapping is not None and mapping.active:  # the files name columns by physical name: read them mapped
+        for a in adds:
+            for batch in read_batches(storage, schema, partition_columns, [a], wanted, None, mapping):
+                table = pa.Table.from_batches([batch])
+                hit = select_positions(engine, pred, table)
+                if len(hit) != table.num_rows:
+                    missing = sorted(set(range(table.num_rows)) - set(hit.tolist()))
+                    raise _violation(pred, table.num_rows - len(hit), table.slice(missing[0], 1).to_pylist()[0])
+        return
     for a in adds:
         with storage.arrow_fs.open_input_file(storage.join(a.relative_path)) as f:
             pf = pq.ParquetFile(f)
@@ -199,7 +211,7 @@ def commit_overwrite_where(plan: WritePlan, adds: list[AddFile], predicate: Any,
         try:
             pred = compile_predicate(predicate, plan.schema, engine, "overwrite predicate")
             if not rows_checked:
-                _check_files(storage, plan.schema, plan.partition_columns, adds, pred, engine)
+                _check_files(storage, plan.schema, plan.partition_columns, adds, pred, engine, plan.column_mapping)
         except BaseException:
             _discard(storage, adds)
             raise
@@ -222,7 +234,7 @@ def commit_overwrite_where(plan: WritePlan, adds: list[AddFile], predicate: Any,
         data_pred = compile_predicate(predicate, op.schema, op.engine, "overwrite predicate")
         old_pred = compile_predicate(predicate, op.snapshot.schema, op.engine, "overwrite predicate")
         if not rows_checked:
-            _check_files(storage, op.schema, op.partition_columns, adds, data_pred, op.engine)
+            _check_files(storage, op.schema, op.partition_columns, adds, data_pred, op.engine, op.column_mapping)
         op.add_files(adds)
         return _commit_where(op, old_pred, _written_rows(adds))
 
@@ -245,8 +257,10 @@ def _commit_partitions(op: RowLevelOperation, written: int) -> int:
     parts = op.partition_columns
     adds: list[AddFile] = op._adds or []
 
+    keys = [op.snapshot.column_mapping.physical_name(c) for c in parts]  # (the new files use the same names)
+
     def key(a: AddFile) -> tuple:
-        return tuple(a.partition_values.get(c) for c in parts)
+        return tuple(a.partition_values.get(c) for c in keys)
 
     replaced = {key(a) for a in adds}
     op.read_checks.append(lambda a: key(a) in replaced)  # concurrent changes to these partitions conflict

@@ -26,13 +26,14 @@ import pyarrow.parquet as pq
 from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
-from ..scan import _data_file_error, files_dataset
+from ..scan import _data_file_error, files_dataset, partition_values
 from ..conform import cast_batch
 from ..schema import parse_partition_value
 from ..snapshot import Snapshot
 from ..sql import Engine, column_refs, filters_to_sql, prune_expression
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction
+from ..column_mapping import ColumnMapping
 from ..write import DataWriter
 from .merge_on_read import MergeOnRead
 from ..features import is_supported
@@ -296,14 +297,22 @@ class RowLevelOperation:
     def new_writer(self, like: AddFile | None = None) -> DataWriter:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
-        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols)
-        if like is not None:
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols, column_mapping=self.column_mapping)
+        if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default
                 missing = [c for c in w.data_schema.names if not any(p == c or p.startswith(c + ".") for p in kept)
                            and c not in self._file_columns.get(decode_path(like.path), ())]
                 w.use_dictionary = list(kept) + missing
         return w
+
+    @property
+    def column_mapping(self) -> ColumnMapping | None:
+        """How new files name their columns (None without column mapping), for the schema being written."""
+        mapping = self.snapshot.column_mapping
+        if not mapping.active:
+            return None
+        return ColumnMapping(mapping.mode, self.metadata.schema_string) if self.metadata is not None else mapping
 
     def evolve_schema(self, schema: pa.Schema, metadata: Metadata, extra: list[Action]) -> None:
         """Write with ``schema`` and commit ``metadata`` (and ``extra``, e.g. a protocol upgrade)."""
@@ -319,7 +328,7 @@ class RowLevelOperation:
         if prune is None or not files:
             return files
         snap = self.snapshot
-        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, files, filters=prune)
+        d = files_dataset(snap.storage, snap.schema, snap.partition_columns, files, filters=prune, mapping=snap.column_mapping)
         keep = {frag.path for frag in d.get_fragments(filter=prune)}
         return [a for a in files if snap.storage.join(a.relative_path) in keep]
 
@@ -332,7 +341,7 @@ class RowLevelOperation:
             if prune is None:
                 return True
             try:
-                d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add], filters=prune)
+                d = files_dataset(snap.storage, snap.schema, snap.partition_columns, [add], filters=prune, mapping=snap.column_mapping)
                 if any(True for _ in d.get_fragments(filter=prune)):
                     return True
             except (pa.ArrowException, LakelogError, ValueError, KeyError):
@@ -345,12 +354,19 @@ class RowLevelOperation:
         self.read_files[decode_path(add.path)] = add
         snap = self.snapshot
         schema = snap.schema
+        mapping = snap.column_mapping
         names = schema.names if columns is None else [c for c in schema.names if c in columns]
         try:
             with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
                 pf = pq.ParquetFile(f)
                 present = set(pf.schema_arrow.names)
-                data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns], use_threads=False)
+                if mapping.active:  # files name columns by physical name (or field id)
+                    data_names = [c for c in names if c not in snap.partition_columns]
+                    fc = mapping.file_columns(pf.schema_arrow, data_names, add.path)
+                    data = pa.table(fc.convert(pf.read(columns=fc.to_read, use_threads=False), schema), names=data_names)
+                    present = set(data_names)
+                else:
+                    data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns], use_threads=False)
         except (OSError, pa.ArrowInvalid) as e:
             err = _data_file_error(snap, e)
             if err is None:
@@ -364,7 +380,7 @@ class RowLevelOperation:
         for name in names:
             t = schema.field(name).type
             if name in snap.partition_columns:
-                value = parse_partition_value(add.partition_values.get(name), t)
+                value = parse_partition_value(partition_values(add, snap.partition_columns, mapping).get(name), t)
                 cols.append(pa.repeat(pa.scalar(value, t), n))
             elif name in present:
                 col = data.column(name)
@@ -561,7 +577,8 @@ def partition_table(op: RowLevelOperation, files: list[AddFile]) -> pa.Table:
     cols = {}
     for c in op.partition_columns:
         t = op.snapshot.schema.field(c).type
-        cols[c] = pa.array([parse_partition_value(a.partition_values.get(c), t) for a in files], t)
+        key = op.snapshot.column_mapping.physical_name(c)
+        cols[c] = pa.array([parse_partition_value(a.partition_values.get(key), t) for a in files], t)
     cols[FILE] = pa.array(np.arange(len(files), dtype=np.int64))
     return pa.table(cols)
 

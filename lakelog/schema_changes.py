@@ -1,0 +1,140 @@
+"""Changes to a table's metadata that rewrite no data: table properties, and renaming or dropping
+columns (which column mapping makes possible: files name columns by physical name, so only the
+logical name in ``metaData.schemaString`` changes, and a dropped column's values are simply no
+longer read). Each is one commit of ``metaData`` (and ``protocol`` when a property needs a feature);
+every earlier version still reads as it did, through its own metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from .actions import Action
+from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
+from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError
+from .properties import TableProperties, validate_new
+from .schema import schema_from_string
+from .snapshot import Snapshot
+from .storage import Storage
+from .transaction import Transaction
+from .write import _plan_protocol
+
+ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
+
+
+def set_properties(storage: Storage, props: dict[str, Any]) -> int:
+    """Set table properties in one ``SET TBLPROPERTIES`` commit; return the table's version after it.
+
+    Values are validated as ``write_table(configuration=...)`` validates them (``InvalidTablePropertyError``,
+    nothing committed). A property that needs a table feature upgrades the protocol in the same commit.
+    Turning ``delta.columnMapping.mode`` from none to name gives every column an id and keeps its name as
+    its physical name (the files already use it); other mode changes are refused, as Delta refuses them.
+    Nothing is committed when nothing would change.
+    """
+    if not isinstance(props, dict) or not props:
+        raise InvalidArgumentError(f"set_properties takes a non-empty dict of table properties, not {props!r}")
+    new = validate_new(props)
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    old_mode = snap.properties.column_mapping_mode
+    configuration = {**snap.configuration, **new}
+    new_mode = TableProperties(configuration).column_mapping_mode
+    check_mode_change(old_mode, new_mode)
+    schema_string = snap.metadata.schema_string
+    if new_mode != old_mode:
+        max_id = int(snap.configuration.get(MAX_COLUMN_ID, "0") or 0)
+        schema_string, max_id = mapped_schema_string(orjson.loads(schema_string), [schema_string], max_id)
+        configuration[MAX_COLUMN_ID] = str(max_id)
+    protocol = _plan_protocol(snap.schema, snap.protocol, configuration)
+    if configuration == snap.configuration and protocol is None:
+        return snap.version
+    actions: list[Action] = [protocol] if protocol is not None else []
+    actions.append(replace(snap.metadata, schema_string=schema_string, configuration=configuration))
+    params = {"properties": orjson.dumps(new).decode()}
+    return Transaction(storage, snap, "SET TBLPROPERTIES", params).commit(actions).version
+
+
+def _mapped_snapshot(storage: Storage, what: str) -> Snapshot:
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    if not snap.column_mapping.active:
+        raise ColumnMappingRequiredError(
+            f"{what} needs column mapping (files name columns by physical name, so only the metadata changes), "
+            f"and this table does not use it; enable it first with Table.{ENABLE_HINT} (a metadata-only commit; "
+            "readers then need Delta reader version 2)"
+        )
+    snap.check_writable()
+    return snap
+
+
+def _locate(fields: list[dict], path: str) -> tuple[list[dict], int, list[str]]:
+    """(the field list holding the column ``path``, its index there, its path as names). A name with
+    dots is first looked up whole at the top level, then as a path through structs."""
+    for i, f in enumerate(fields):
+        if f.get("name") == path:
+            return fields, i, [path]
+    parts = path.split(".")
+    current, names = fields, []
+    for depth, part in enumerate(parts):
+        idx = next((i for i, f in enumerate(current) if f.get("name") == part), None)
+        if idx is None:
+            where = f"in struct {'.'.join(names)!r}" if names else "in the table"
+            raise SchemaMismatchError(f"column {path!r} does not exist: no field {part!r} {where}")
+        names.append(part)
+        if depth == len(parts) - 1:
+            return current, idx, names
+        t = current[idx].get("type")
+        if not (isinstance(t, dict) and t.get("type") == "struct"):
+            raise SchemaMismatchError(f"column {path!r} does not exist: {'.'.join(names)!r} is not a struct")
+        current = t["fields"]
+    raise SchemaMismatchError(f"column {path!r} does not exist")
+
+
+def _commit_schema(storage: Storage, snap: Snapshot, schema: dict, partition_columns: list[str], operation: str, params: dict) -> int:
+    schema_string = orjson.dumps(schema).decode()
+    schema_from_string(schema_string)  # still a valid schema (names unique, types readable)
+    metadata = replace(snap.metadata, schema_string=schema_string, partition_columns=partition_columns)
+    return Transaction(storage, snap, operation, params).commit([metadata]).version
+
+
+def rename_column(storage: Storage, old: str, new: str) -> int:
+    """Rename column ``old`` (``"a.b"``: field ``b`` of struct ``a``) to ``new`` (the new name of that
+    field) in one ``RENAME COLUMN`` commit; return the new version. Needs column mapping."""
+    if not isinstance(new, str) or not new or not isinstance(old, str) or not old:
+        raise InvalidArgumentError(f"rename_column takes two non-empty column names, not {old!r} and {new!r}")
+    snap = _mapped_snapshot(storage, f"renaming column {old!r}")
+    schema = orjson.loads(snap.metadata.schema_string)
+    fields, idx, names = _locate(schema["fields"], old)
+    if new == fields[idx]["name"]:
+        return snap.version
+    clash = next((f["name"] for j, f in enumerate(fields) if j != idx and f["name"].lower() == new.lower()), None)
+    if clash is not None:
+        raise SchemaMismatchError(f"cannot rename {old!r} to {new!r}: a column {clash!r} already exists there (names are case-insensitive)")
+    fields[idx] = {**fields[idx], "name": new}
+    parts = list(snap.partition_columns)
+    if len(names) == 1 and names[0] in parts:
+        parts[parts.index(names[0])] = new
+    new_path = ".".join(names[:-1] + [new])
+    return _commit_schema(storage, snap, schema, parts, "RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": new_path})
+
+
+def drop_column(storage: Storage, name: str) -> int:
+    """Drop column ``name`` (``"a.b"``: field ``b`` of struct ``a``) in one ``DROP COLUMNS`` commit;
+    return the new version. Needs column mapping; partition columns cannot be dropped (as in Delta)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"drop_column takes a non-empty column name, not {name!r}")
+    snap = _mapped_snapshot(storage, f"dropping column {name!r}")
+    schema = orjson.loads(snap.metadata.schema_string)
+    fields, idx, names = _locate(schema["fields"], name)
+    if len(names) == 1 and names[0] in snap.partition_columns:
+        raise SchemaMismatchError(f"cannot drop partition column {name!r} (Delta does not allow it); rewrite the table without it instead")
+    if len(fields) == 1:
+        what = "a struct's only field" if len(names) > 1 else "the table's only column"
+        raise SchemaMismatchError(f"cannot drop {name!r}: it is {what}")
+    if len(names) == 1 and len(fields) - 1 == len(snap.partition_columns):
+        raise SchemaMismatchError(f"cannot drop {name!r}: a table needs at least one column that is not a partition column")
+    del fields[idx]
+    return _commit_schema(storage, snap, schema, list(snap.partition_columns), "DROP COLUMNS", {"columns": orjson.dumps([name]).decode()})
