@@ -180,10 +180,27 @@ def overwrite_where(path: str, data: Any, predicate: Any, *, partition_by=None, 
 
 def _planned_operation(plan: WritePlan, adds: list[AddFile], app_id, app_version, user_metadata) -> RowLevelOperation:
     """The operation committing ``adds`` against the version ``plan`` was made on (so that changes
-    committed since are checked for conflicts, not silently replaced)."""
+    committed since are checked for conflicts, not silently replaced). On failure ``adds`` are deleted."""
     storage = plan.storage
-    snapshot = plan.snapshot if plan.snapshot is not None else Snapshot.load(storage, version=plan.read_version)
-    return RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata, snapshot=snapshot)
+    try:
+        snapshot = plan.snapshot if plan.snapshot is not None else Snapshot.load(storage, version=plan.read_version)
+        return RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata, snapshot=snapshot)
+    except BaseException:
+        _discard(storage, adds)
+        raise
+
+
+def _adopt(op: RowLevelOperation, plan: WritePlan, adds: list[AddFile]) -> int | None:
+    """Prepare ``op`` to commit files written by ``plan``: the version already committed when the
+    operation's txn is a duplicate (the files are deleted), else None after evolving the schema as the
+    plan did and checking the partitioning matches."""
+    if op.duplicate:
+        _discard(op.storage, adds)
+        return op.snapshot.version
+    _evolve(op, plan)
+    if op.partition_columns != plan.partition_columns:
+        raise SchemaMismatchError(f"the files were written partitioned by {plan.partition_columns}, the table by {op.partition_columns}")
+    return None
 
 
 def _commit_new_table(plan: WritePlan, adds: list[AddFile], app_id, app_version, user_metadata, extra: dict[str, Any] | None) -> int:
@@ -218,19 +235,11 @@ def commit_overwrite_where(plan: WritePlan, adds: list[AddFile], predicate: Any,
         finally:
             engine.close()
         return _commit_new_table(plan, adds, app_id, app_version, user_metadata, {"predicate": pred.text})
-    try:
-        op = _planned_operation(plan, adds, app_id, app_version, user_metadata)
-    except BaseException:
-        _discard(storage, adds)
-        raise
+    op = _planned_operation(plan, adds, app_id, app_version, user_metadata)
 
     def body(op: RowLevelOperation) -> int:
-        if op.duplicate:
-            _discard(storage, adds)
-            return op.snapshot.version
-        _evolve(op, plan)
-        if op.partition_columns != plan.partition_columns:
-            raise SchemaMismatchError(f"the files were written partitioned by {plan.partition_columns}, the table by {op.partition_columns}")
+        if (done := _adopt(op, plan, adds)) is not None:
+            return done
         data_pred = compile_predicate(predicate, op.schema, op.engine, "overwrite predicate")
         old_pred = compile_predicate(predicate, op.snapshot.schema, op.engine, "overwrite predicate")
         if not rows_checked:
@@ -307,22 +316,13 @@ def commit_overwrite_partitions(plan: WritePlan, adds: list[AddFile], *, app_id:
     version ``plan`` was made on (a concurrent change to a replaced partition is a
     ``CommitConflictError``; one to another partition is not). On any error nothing is committed and
     the files are deleted."""
-    storage = plan.storage
     if plan.snapshot is None and plan.read_version < 0:
         return _commit_new_table(plan, adds, app_id, app_version, user_metadata, {"partitionOverwriteMode": "dynamic"})
-    try:
-        op = _planned_operation(plan, adds, app_id, app_version, user_metadata)
-    except BaseException:
-        _discard(storage, adds)
-        raise
+    op = _planned_operation(plan, adds, app_id, app_version, user_metadata)
 
     def body(op: RowLevelOperation) -> int:
-        if op.duplicate:
-            _discard(storage, adds)
-            return op.snapshot.version
-        _evolve(op, plan)
-        if op.partition_columns != plan.partition_columns:
-            raise SchemaMismatchError(f"the files were written partitioned by {plan.partition_columns}, the table by {op.partition_columns}")
+        if (done := _adopt(op, plan, adds)) is not None:
+            return done
         op.add_files(adds)
         return _commit_partitions(op, _written_rows(adds))
 
