@@ -105,6 +105,33 @@ def column_refs(expr: dict) -> list[tuple[str, ...]]:
     return [tuple(n["column_names"]) for n in _walk(expr) if n.get("class") == "COLUMN_REF"]
 
 
+def and_terms(node: dict) -> list[dict]:
+    """The conjuncts of a parse tree (the tree itself when it is no AND)."""
+    if node.get("type") == "CONJUNCTION_AND":
+        return [t for c in node["children"] for t in and_terms(c)]
+    return [node]
+
+
+def equality_column_pairs(tree: dict, resolve_target: Callable, resolve_source: Callable) -> list[tuple[str, str]]:
+    """``(target column, source column)`` of each ``a = b`` conjunct of a merge condition comparing a
+    target column with a source column (either side first); the resolvers map a name path to a column
+    name or None."""
+    pairs = []
+    for term in and_terms(tree):
+        if term.get("type") != "COMPARE_EQUAL":
+            continue
+        sides = [term["left"], term["right"]]
+        if not all(s.get("class") == "COLUMN_REF" for s in sides):
+            continue
+        refs = [tuple(s["column_names"]) for s in sides]
+        t_col, s_col = resolve_target(refs[0]), resolve_source(refs[1])
+        if t_col is None or s_col is None:
+            t_col, s_col = resolve_target(refs[1]), resolve_source(refs[0])
+        if t_col is not None and s_col is not None:
+            pairs.append((t_col, s_col))
+    return pairs
+
+
 # ---------------------------------------------------------------- the engine
 
 class Engine:

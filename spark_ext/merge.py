@@ -34,7 +34,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema import canonical_schema, check_column_names
-from lakelog.sql import parse_expression
+from lakelog.sql import equality_column_pairs, parse_expression
 from lakelog.write import _plan_protocol, evolved_metadata
 
 from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
@@ -267,27 +267,9 @@ class _SparkMerge:
             tree = parse_expression(self.text)
         except Exception:
             return []
-        terms, stack = [], [tree]
-        while stack:
-            node = stack.pop()
-            if node.get("type") == "CONJUNCTION_AND":
-                stack.extend(node["children"])
-            else:
-                terms.append(node)
         schema = self.op.snapshot.schema
         pairs = []
-        for term in terms:
-            if term.get("type") != "COMPARE_EQUAL":
-                continue
-            sides = [term["left"], term["right"]]
-            if not all(s.get("class") == "COLUMN_REF" for s in sides):
-                continue
-            refs = [tuple(s["column_names"]) for s in sides]
-            t_col, s_col = self._resolve_target(refs[0]), self._resolve_source(refs[1])
-            if t_col is None or s_col is None:
-                t_col, s_col = self._resolve_target(refs[1]), self._resolve_source(refs[0])
-            if t_col is None or s_col is None:
-                continue
+        for t_col, s_col in equality_column_pairs(tree, self._resolve_target, self._resolve_source):
             tt = schema.field(t_col).type
             if not (pa.types.is_integer(tt) or pa.types.is_string(tt) or pa.types.is_large_string(tt) or pa.types.is_date(tt)):
                 continue  # floats (NaN, signed zeros), timestamps (time zones) and the rest: no bound

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from ..errors import MultipleSourceMatchesError, PredicateError
 from ..schema import canonical_schema, check_column_names, to_arrow_stream
-from ..sql import column_refs, parse_expression, prune_expression, quote_ident
+from ..sql import column_refs, equality_column_pairs, parse_expression, prune_expression, quote_ident
 from ..storage import Storage
 from ..write import _plan_protocol, evolved_metadata
 from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
@@ -116,12 +116,6 @@ def _source_table(source: Any) -> pa.Table:
     t = pa.Table.from_batches(list(batches), schema=schema)
     cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in t.columns]
     return pa.table(cols, names=t.column_names)
-
-
-def _and_terms(node: dict) -> list[dict]:
-    if node.get("type") == "CONJUNCTION_AND":
-        return [t for c in node["children"] for t in _and_terms(c)]
-    return [node]
 
 
 class _Merge:
@@ -217,18 +211,7 @@ class _Merge:
         """For each ``target.k = source.k2`` conjunct: the source's keys as a bound on ``k``."""
         out = []
         schema = self.op.snapshot.schema
-        for term in _and_terms(self.tree):
-            if term.get("type") != "COMPARE_EQUAL":
-                continue
-            sides = [term["left"], term["right"]]
-            if not all(s.get("class") == "COLUMN_REF" for s in sides):
-                continue
-            refs = [tuple(s["column_names"]) for s in sides]
-            t_col, s_col = self._resolve_target(refs[0]), self._resolve_source(refs[1])
-            if t_col is None or s_col is None:
-                t_col, s_col = self._resolve_target(refs[1]), self._resolve_source(refs[0])
-            if t_col is None or s_col is None:
-                continue
+        for t_col, s_col in equality_column_pairs(self.tree, self._resolve_target, self._resolve_source):
             tt, st = schema.field(t_col).type, self.src.schema.field(s_col).type
             same = tt == st or (pa.types.is_integer(tt) and pa.types.is_integer(st)) or (pa.types.is_string(tt) and pa.types.is_large_string(st))
             if not same or pa.types.is_floating(tt) or pa.types.is_nested(tt) or pa.types.is_boolean(tt):
