@@ -46,7 +46,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -54,6 +53,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from benchmarks.timing import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -558,16 +559,6 @@ class Run:
 
     def close(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def machine() -> str:
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            mem = f" {int(f.readline().split()[1]) // 1024 // 1024} GiB"
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores,{mem} {platform.system()}, Python {platform.python_version()}"
 
 
 def label(files: int) -> str:

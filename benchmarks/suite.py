@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -35,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import lakelog
+from benchmarks.timing import machine as timing_machine
 from benchmarks.timing import median_times
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
 
@@ -232,13 +232,7 @@ class Suite:
 
 
 def machine() -> str:
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            mem = f" {int(f.readline().split()[1]) // 1024 // 1024} GiB"
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores,{mem} {platform.system()}, Python {platform.python_version()}, pyarrow {pa.__version__}"
+    return timing_machine(f", pyarrow {pa.__version__}")
 
 
 def run(quick: bool = False, spark: bool = False) -> list[dict]:

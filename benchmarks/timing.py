@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import statistics
 import time
 from typing import Callable
@@ -23,3 +25,14 @@ def median_times(fns: list[Callable[[], object]], runs: int, setup: Callable[[],
             fn()
             times[i].append(time.perf_counter() - t0)
     return [statistics.median(t) for t in times]
+
+
+def machine(extra: str = "") -> str:
+    """The machine the figures were taken on: architecture, cores, memory, OS, Python (and ``extra``)."""
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f" {int(f.readline().split()[1]) // 1024 // 1024} GiB"
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores,{mem} {platform.system()}, Python {platform.python_version()}{extra}"
