@@ -183,22 +183,6 @@ def _add_rows(adds: list[AddFile]) -> list[dict]:
     ]
 
 
-def _as_checkpoint_adds(rows: pa.StructArray) -> pa.StructArray:
-    """Checkpoint add rows read back (possibly written by another engine, with more or differently typed
-    fields) in the add type lakelog writes, ``dataChange`` false."""
-    target = CHECKPOINT_SCHEMA.field("add").type
-    n = len(rows)
-    children = []
-    for f in target:
-        if f.name == "dataChange":
-            children.append(pa.repeat(pa.scalar(False), n))
-        elif rows.type.get_field_index(f.name) >= 0:
-            children.append(rows.field(f.name).cast(f.type))
-        else:
-            children.append(pa.nulls(n, f.type))
-    return pa.StructArray.from_arrays(children, fields=list(target))
-
-
 def _rows(kind: str, values: list) -> pa.Array:
     return pa.array(values, CHECKPOINT_SCHEMA.field(kind).type)
 
@@ -299,7 +283,8 @@ def checkpoint_rows(snapshot: TableState, now: int | None = None) -> pa.Table:
     # One block of rows per action kind, in this order; checkpoint add rows stay Arrow columns.
     blocks = _non_file_blocks(snapshot)
     for kind, arr in _file_blocks(snapshot, now):
-        blocks.append(("add", _as_checkpoint_adds(arr)) if kind == "base" else (kind, arr))
+        # checkpoint add rows read back (maybe another engine's, with more or other fields) in lakelog's add type
+        blocks.append(("add", _conform(arr, CHECKPOINT_SCHEMA.field("add").type)) if kind == "base" else (kind, arr))
     # The domainMetadata column only when there are domains: the checkpoints of other tables stay as before.
     schema = CHECKPOINT_SCHEMA if any(not d.removed for d in snapshot.domains.values()) else CHECKPOINT_SCHEMA.remove(CHECKPOINT_SCHEMA.get_field_index("domainMetadata"))
     return pa.concat_tables(_one_kind_table(schema, kind, arr) for kind, arr in blocks if len(arr) and kind in schema.names)
