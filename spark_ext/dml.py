@@ -258,9 +258,9 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     version = run.commit(
         "DELETE",
         {"predicate": predicate_parameter(text)},
-        {"numDeletedRows": deleted, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
+        {"numDeletedRows": deleted, "numRemovedFiles": op.num_removed_files, "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
     )
-    return {"num_deleted_rows": deleted, "num_added_files": op.num_added_files, "num_removed_files": len(op.removes),
+    return {"num_deleted_rows": deleted, "num_added_files": op.num_added_files, "num_removed_files": op.num_removed_files,
             "num_copied_rows": copied, "version": version}
 
 
@@ -313,9 +313,9 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     version = run.commit(
         "UPDATE",
         {"predicate": predicate_parameter(text)},
-        {"numUpdatedRows": updated, "numRemovedFiles": len(op.removes), "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
+        {"numUpdatedRows": updated, "numRemovedFiles": op.num_removed_files, "numAddedFiles": op.num_added_files, "numCopiedRows": copied},
     )
-    return {"num_updated_rows": updated, "num_added_files": op.num_added_files, "num_removed_files": len(op.removes),
+    return {"num_updated_rows": updated, "num_added_files": op.num_added_files, "num_removed_files": op.num_removed_files,
             "num_copied_rows": copied, "version": version}
 
 

@@ -367,13 +367,13 @@ class _SparkMerge:
             "numTargetRowsMatchedUpdated": counts["matched_update"], "numTargetRowsNotMatchedBySourceUpdated": counts["nmbs_update"],
             "numTargetRowsDeleted": deleted, "numTargetRowsMatchedDeleted": counts["matched_delete"],
             "numTargetRowsNotMatchedBySourceDeleted": counts["nmbs_delete"], "numTargetRowsCopied": copied,
-            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(op.removes),
+            "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": op.num_removed_files,
             "numTargetFilesAdded": op.num_added_files,
         }
         self.metrics = {
             "num_source_rows": n_src, "num_target_rows_inserted": inserted, "num_target_rows_updated": updated,
             "num_target_rows_deleted": deleted, "num_target_rows_copied": copied, "num_output_rows": inserted + updated + copied,
-            "num_target_files_added": op.num_added_files, "num_target_files_removed": len(op.removes),
+            "num_target_files_added": op.num_added_files, "num_target_files_removed": op.num_removed_files,
         }
 
     def _find_touched(self, files, cond: Column, counts: dict) -> list:
