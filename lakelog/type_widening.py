@@ -15,7 +15,7 @@ short, integer and long: Spark writes ``byte -> decimal(4,1)``, which the protoc
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -53,19 +53,31 @@ def is_widening(from_type: Any, to_type: Any) -> bool:
     return from_type in _DIGITS and to_dec[0] - to_dec[1] >= _DIGITS[from_type]
 
 
-def check_type_changes(schema_string: str) -> None:
-    """Refuse (``UnsupportedFeatureError``) a schema whose ``delta.typeChanges`` record a change that is
-    not an accepted widening; a malformed record is a ``CorruptLogError``."""
+def recorded_type_changes(schema_string: str) -> Iterator[tuple[str, Any, Any]]:
+    """Every type change ``delta.typeChanges`` records in a schema, as ``(column path, fromType,
+    toType)`` (nested fields as ``a.b``, ``a.element``, ``m.key``, ``m.value``); a malformed record is a
+    ``CorruptLogError`` when the walk reaches it."""
     if TYPE_CHANGES not in schema_string:
         return
     try:
         root = orjson.loads(schema_string)
     except orjson.JSONDecodeError as e:
         raise CorruptLogError(f"metaData.schemaString is not JSON ({e})") from None
-    _walk(root, "")
+    yield from _walk(root, "")
 
 
-def _walk(t: Any, where: str) -> None:
+def check_type_changes(schema_string: str) -> None:
+    """Refuse (``UnsupportedFeatureError``) a schema whose ``delta.typeChanges`` record a change that is
+    not an accepted widening; a malformed record is a ``CorruptLogError``."""
+    for path, from_type, to_type in recorded_type_changes(schema_string):
+        if not is_widening(from_type, to_type):
+            raise UnsupportedFeatureError(
+                f"column {path!r} was changed from {from_type!r} to {to_type!r}, which is not a type "
+                "widening lakelog reads (see specs/PROTOCOL.md); read the table with the engine that changed it"
+            )
+
+
+def _walk(t: Any, where: str) -> Iterator[tuple[str, Any, Any]]:
     if not isinstance(t, dict):
         return
     kind = t.get("type")
@@ -76,16 +88,18 @@ def _walk(t: Any, where: str) -> None:
             name = f"{where}{f.get('name')}"
             changes = (f.get("metadata") or {}).get(TYPE_CHANGES)
             if changes is not None:
-                _check(changes, name)
-            _walk(f.get("type"), name + ".")
+                for c in _changes(changes, name):
+                    path = f"{name}.{c['fieldPath']}" if c.get("fieldPath") else name
+                    yield path, c.get("fromType"), c.get("toType")
+            yield from _walk(f.get("type"), name + ".")
     elif kind == "array":
-        _walk(t.get("elementType"), where + "element.")
+        yield from _walk(t.get("elementType"), where + "element.")
     elif kind == "map":
-        _walk(t.get("keyType"), where + "key.")
-        _walk(t.get("valueType"), where + "value.")
+        yield from _walk(t.get("keyType"), where + "key.")
+        yield from _walk(t.get("valueType"), where + "value.")
 
 
-def _check(changes: Any, column: str) -> None:
+def _changes(changes: Any, column: str) -> list[dict]:
     if isinstance(changes, str):  # some writers store the list as JSON text
         try:
             changes = orjson.loads(changes)
@@ -93,10 +107,4 @@ def _check(changes: Any, column: str) -> None:
             changes = None
     if not isinstance(changes, list) or not all(isinstance(c, dict) for c in changes):
         raise CorruptLogError(f"column {column!r} has a malformed {TYPE_CHANGES} field metadata: {changes!r}")
-    for c in changes:
-        if not is_widening(c.get("fromType"), c.get("toType")):
-            path = f"{column}.{c['fieldPath']}" if c.get("fieldPath") else column
-            raise UnsupportedFeatureError(
-                f"column {path!r} was changed from {c.get('fromType')!r} to {c.get('toType')!r}, which is not a type "
-                "widening lakelog reads (see specs/PROTOCOL.md); read the table with the engine that changed it"
-            )
+    return changes

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -48,7 +47,7 @@ from lakelog.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema import parse_partition_value
 from lakelog.snapshot import Snapshot
-from lakelog.type_widening import TYPE_CHANGES
+from lakelog.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
@@ -229,33 +228,11 @@ def _spark_widens(from_type: str, to_type: str) -> bool:
 
 def unreadable_type_changes(schema_string: str) -> list[str]:
     """The recorded type changes Spark's Parquet reader cannot apply, as ``typeWidening (column: from -> to)``."""
-    if TYPE_CHANGES not in schema_string:
-        return []
-    out: list[str] = []
-
-    def walk(t: Any, where: str) -> None:
-        if not isinstance(t, dict):
-            return
-        kind = t.get("type")
-        if kind == "struct":
-            for f in t.get("fields") or []:
-                name = f"{where}{f.get('name')}"
-                changes = (f.get("metadata") or {}).get(TYPE_CHANGES)
-                if isinstance(changes, str):
-                    changes = orjson.loads(changes)
-                for c in changes or []:
-                    if not _spark_widens(str(c.get("fromType")), str(c.get("toType"))):
-                        path = f"{name}.{c['fieldPath']}" if c.get("fieldPath") else name
-                        out.append(f"typeWidening (column {path!r} from {c.get('fromType')} to {c.get('toType')})")
-                walk(f.get("type"), name + ".")
-        elif kind == "array":
-            walk(t.get("elementType"), where + "element.")
-        elif kind == "map":
-            walk(t.get("keyType"), where + "key.")
-            walk(t.get("valueType"), where + "value.")
-
-    walk(orjson.loads(schema_string), "")
-    return out
+    return [
+        f"typeWidening (column {path!r} from {from_type} to {to_type})"
+        for path, from_type, to_type in recorded_type_changes(schema_string)
+        if not _spark_widens(str(from_type), str(to_type))
+    ]
 
 
 def check_native_readable(snapshot: Snapshot) -> None:
