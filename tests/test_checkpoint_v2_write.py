@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
-from lakelog import checkpoint_v2
+from lakelog.checkpoint import v2 as checkpoint_v2
 from lakelog.last_checkpoint import json_checksum
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage

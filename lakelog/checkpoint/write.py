@@ -1,0 +1,271 @@
+"""Writing checkpoints: a classic single-file V1 checkpoint by default; with ``delta.checkpointPolicy=v2``
+(on a table with the ``v2Checkpoint`` feature) a UUID-named V2 Parquet checkpoint whose file actions go to
+sidecars, written batch by batch (``lakelog.checkpoint.v2``). Then ``_last_checkpoint`` (``lakelog.last_checkpoint``)."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import Iterator
+from typing import Protocol as TypingProtocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..actions import (
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    now_ms,
+)
+from . import v2 as checkpoint_v2
+from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, SidecarWriter
+from ..last_checkpoint import hint_needs_update, read_hint, write_hint
+from ..log import checkpoint_name, uuid_checkpoint_name
+from ..properties import TableProperties
+from .schema import CHECKPOINT_SCHEMA, NON_FILE_COLUMNS, _add_rows, _conform, _dv_row, _items, _rows
+
+
+class TableState(TypingProtocol):
+    """What a checkpoint is written from (a ``lakelog.snapshot.Snapshot``, which sits above this module)."""
+
+    storage: object
+    log: object
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    file_set: object
+    tombstones: dict[tuple[str, str | None], RemoveFile]  # by logical file key (path, DV id)
+    txns: dict[str, Txn]
+    domains: dict[str, DomainMetadata]
+
+    @property
+    def num_files(self) -> int: ...
+
+
+def _non_file_blocks(snapshot: TableState) -> list[tuple[str, pa.Array]]:
+    """protocol, metaData, txn and domainMetadata rows (domain tombstones are not kept, as the protocol says)."""
+    p, m = snapshot.protocol, snapshot.metadata
+    return [
+        (
+            "protocol",
+            _rows(
+                "protocol",
+                [
+                    {
+                        "minReaderVersion": p.min_reader_version,
+                        "minWriterVersion": p.min_writer_version,
+                        "readerFeatures": p.reader_features,
+                        "writerFeatures": p.writer_features,
+                    }
+                ],
+            ),
+        ),
+        (
+            "metaData",
+            _rows(
+                "metaData",
+                [
+                    {
+                        "id": m.id,
+                        "name": m.name,
+                        "description": m.description,
+                        "format": {"provider": m.format_provider, "options": _items(m.format_options)},
+                        "schemaString": m.schema_string,
+                        "partitionColumns": m.partition_columns,
+                        "configuration": _items(m.configuration),
+                        "createdTime": m.created_time,
+                    }
+                ],
+            ),
+        ),
+        ("txn", _rows("txn", [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()])),
+        (
+            "domainMetadata",
+            _rows(
+                "domainMetadata",
+                [{"domain": d.domain, "configuration": d.configuration, "removed": False} for d in snapshot.domains.values() if not d.removed],
+            ),
+        ),
+    ]
+
+
+def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) -> Iterator[tuple[str, pa.Array]]:
+    """The file actions in blocks of at most ``batch_rows`` rows (None: one block per kind): ``("base", rows)``
+    for add rows of the checkpoint the snapshot started from that are still live (as read: any fields),
+    ``("add", rows)`` for the other live files, ``("remove", rows)`` for unexpired tombstones."""
+    retention = TableProperties(snapshot.metadata.configuration).deleted_file_retention_ms
+
+    def chunks(items: list) -> Iterator[list]:
+        step = batch_rows or max(len(items), 1)
+        for i in range(0, len(items), step):
+            yield items[i : i + step]
+
+    kept = snapshot.file_set.base_rows_kept()
+    if kept is not None and len(kept):
+        step = batch_rows or len(kept)
+        for i in range(0, len(kept), step):
+            yield "base", kept.slice(i, step)
+    for chunk in chunks(snapshot.file_set.changed_adds()):
+        yield "add", _rows("add", _add_rows(chunk))
+    # expired tombstones are dropped, as Delta does
+    removes = [r for r in snapshot.tombstones.values() if r.deletion_timestamp is None or r.deletion_timestamp >= now - retention]
+    for chunk in chunks(removes):
+        yield "remove", _rows(
+            "remove",
+            [
+                {
+                    "path": r.path,
+                    "deletionTimestamp": r.deletion_timestamp,
+                    "dataChange": False,
+                    "extendedFileMetadata": r.extended_file_metadata,
+                    "partitionValues": _items(r.partition_values),
+                    "size": r.size,
+                    "deletionVector": _dv_row(r.deletion_vector),
+                }
+                for r in chunk
+            ],
+        )
+
+
+def _one_kind_table(schema: pa.Schema, kind: str, arr: pa.Array) -> pa.Table:
+    """A table of ``schema`` whose column ``kind`` holds ``arr`` and every other column nulls."""
+    return pa.table({name: arr if name == kind else pa.nulls(len(arr), schema.field(name).type) for name in schema.names}, schema=schema)
+
+
+def checkpoint_rows(snapshot: TableState, now: int | None = None) -> pa.Table:
+    """The checkpoint content of ``snapshot`` as an Arrow table with Delta's classic checkpoint schema."""
+    now = now_ms() if now is None else now
+    # One block of rows per action kind, in this order; checkpoint add rows stay Arrow columns.
+    blocks = _non_file_blocks(snapshot)
+    for kind, arr in _file_blocks(snapshot, now):
+        # checkpoint add rows read back (maybe another engine's, with more or other fields) in lakelog's add type
+        blocks.append(("add", _conform(arr, CHECKPOINT_SCHEMA.field("add").type)) if kind == "base" else (kind, arr))
+    # The domainMetadata column only when there are domains: the checkpoints of other tables stay as before.
+    schema = CHECKPOINT_SCHEMA if any(not d.removed for d in snapshot.domains.values()) else CHECKPOINT_SCHEMA.remove(CHECKPOINT_SCHEMA.get_field_index("domainMetadata"))
+    return pa.concat_tables(_one_kind_table(schema, kind, arr) for kind, arr in blocks if len(arr) and kind in schema.names)
+
+
+def write_checkpoint(snapshot: TableState) -> int:
+    """Write the checkpoint for ``snapshot.version`` and then ``_last_checkpoint``; return the version.
+
+    A V2 checkpoint with sidecars when the table asks for one (``delta.checkpointPolicy=v2`` and the
+    ``v2Checkpoint`` feature), a classic single-file checkpoint otherwise."""
+    storage = snapshot.storage
+    if uses_v2_checkpoints(snapshot.protocol, snapshot.metadata):
+        hint = _write_v2(snapshot)
+    else:
+        hint = _write_classic(snapshot)
+    if hint_needs_update(read_hint(storage), snapshot.version, lambda h: _hint_target_exists(storage, h)):
+        write_hint(storage, hint)
+    return snapshot.version
+
+
+def uses_v2_checkpoints(protocol: Protocol, metadata: Metadata) -> bool:
+    """Whether writers make V2 checkpoints for this table (``delta.checkpointPolicy=v2`` with the feature)."""
+    return "v2Checkpoint" in (protocol.writer_features or []) and TableProperties(metadata.configuration).checkpoint_policy == "v2"
+
+
+def _write_classic(snapshot: TableState) -> dict:
+    storage = snapshot.storage
+    table = checkpoint_rows(snapshot)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="snappy")
+    data = buf.getvalue()
+    path = storage.log_file(checkpoint_name(snapshot.version))
+    try:
+        storage.put_if_absent(path, data)
+    except FileExistsError:
+        pass  # another writer checkpointed this version; both describe the same state
+    return {"version": snapshot.version, "size": table.num_rows, "sizeInBytes": len(data), "numOfAddFiles": snapshot.num_files}
+
+
+def _v2_add_type(kept: pa.StructArray | None) -> pa.StructType:
+    """The add type of V2 sidecars: the classic checkpoint's add fields, then any other field the rows of
+    the previous checkpoint carry (written by another engine), unchanged."""
+    base = CHECKPOINT_SCHEMA.field("add").type
+    if kept is None:
+        return base
+    extra = [kept.type.field(i) for i in range(kept.type.num_fields) if base.get_field_index(kept.type.field(i).name) < 0]
+    return pa.struct(list(base) + extra)
+
+
+def _write_v2(snapshot: TableState, max_sidecar_actions: int | None = None) -> dict:
+    """A UUID-named V2 Parquet checkpoint: non-file actions in the checkpoint file, file actions in sidecars
+    written one batch (``SIDECAR_ROW_GROUP_ROWS`` actions) at a time; then the checkpoint file, which
+    makes the sidecars part of the table. Returns its ``_last_checkpoint`` hint."""
+    storage, version, now = snapshot.storage, snapshot.version, now_ms()
+    kept = snapshot.file_set.base_rows_kept()
+    add_type = _v2_add_type(kept)
+    remove_type = CHECKPOINT_SCHEMA.field("remove").type
+    sidecar_schema = pa.schema([("add", add_type), ("remove", remove_type)])
+    writer = SidecarWriter(storage, version, sidecar_schema, **({"max_actions": max_sidecar_actions} if max_sidecar_actions else {}))
+    try:
+        num_adds = 0
+        for kind, arr in _file_blocks(snapshot, now, checkpoint_v2.SIDECAR_ROW_GROUP_ROWS):
+            if kind == "remove":
+                writer.write(_one_kind_table(sidecar_schema, "remove", arr))
+            else:
+                num_adds += len(arr)
+                writer.write(_one_kind_table(sidecar_schema, "add", _conform(arr, add_type)))
+        sidecars = writer.close()
+        sidecar_bytes = sum(s.size_in_bytes for s in sidecars)
+        meta = CheckpointMetadata(
+            version,
+            {"sidecarNumActions": str(writer.num_actions), "sidecarSizeInBytes": str(sidecar_bytes), "numOfAddFiles": str(num_adds)},
+        )
+        schema = pa.schema(
+            [CHECKPOINT_SCHEMA.field(c) for c in NON_FILE_COLUMNS]
+            + [("checkpointMetadata", CHECKPOINT_METADATA_TYPE), ("sidecar", SIDECAR_TYPE), ("add", add_type), ("remove", remove_type)]
+        )
+        blocks = [("checkpointMetadata", pa.array([{"version": version, "tags": _items(meta.tags)}], CHECKPOINT_METADATA_TYPE))]
+        blocks += _non_file_blocks(snapshot)
+        blocks.append(
+            (
+                "sidecar",
+                pa.array(
+                    [{"path": s.path, "sizeInBytes": s.size_in_bytes, "modificationTime": s.modification_time, "tags": _items(s.tags)} for s in sidecars],
+                    SIDECAR_TYPE,
+                ),
+            )
+        )
+        table = pa.concat_tables(_one_kind_table(schema, kind, arr) for kind, arr in blocks if len(arr))
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="snappy")
+        data = buf.getvalue()
+        name = uuid_checkpoint_name(version, str(uuid.uuid4()))
+        storage.put_if_absent(storage.log_file(name), data)
+    except BaseException:
+        writer.abort()
+        raise
+    non_file = [
+        {k: v for k, v in a.to_json().items()}
+        for a in [meta, snapshot.protocol, snapshot.metadata, *snapshot.txns.values(), *(d for d in snapshot.domains.values() if not d.removed)]
+    ]
+    v2: dict = {"path": name, "sizeInBytes": len(data), "modificationTime": now}
+    if len(non_file) <= _HINT_MAX_ACTIONS and len(sidecars) <= _HINT_MAX_ACTIONS:
+        v2["nonFileActions"] = non_file
+        v2["sidecarFiles"] = [s.to_json()["sidecar"] for s in sidecars]
+    return {
+        "version": version,
+        "size": table.num_rows + writer.num_actions,
+        "sizeInBytes": len(data) + sidecar_bytes,
+        "numOfAddFiles": num_adds,
+        "v2Checkpoint": v2,
+    }
+
+
+_HINT_MAX_ACTIONS = 100  # a hint embeds the V2 checkpoint's actions only while they stay small
+
+
+def _hint_target_exists(storage, hint: dict) -> bool:
+    """Whether the checkpoint a ``_last_checkpoint`` hint names exists."""
+    v2 = hint.get("v2Checkpoint")
+    if isinstance(v2, dict) and isinstance(v2.get("path"), str):
+        return storage.exists(storage.log_file(v2["path"].rsplit("/", 1)[-1]))
+    parts = hint.get("parts")
+    if isinstance(parts, int) and not isinstance(parts, bool) and parts > 1:
+        return storage.exists(storage.log_file(f"{hint['version']:020d}.checkpoint.{parts:010d}.{parts:010d}.parquet"))
+    return storage.exists(storage.log_file(checkpoint_name(hint["version"])))
