@@ -64,7 +64,7 @@ from .schema import (
 )
 from .storage import Storage, _mtime_ms
 from .transaction import Transaction
-from .write import _plan_protocol, stats_from_parquet_metadata
+from .write import plan_protocol, stats_from_parquet_metadata
 
 __all__ = [
     "convert",
@@ -165,7 +165,7 @@ def convert(
         )
         for f in files
     ]
-    protocol = _plan_protocol(schema, None)
+    protocol = plan_protocol(schema, None)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         schema_string=schema_to_string(schema),

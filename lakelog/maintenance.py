@@ -50,7 +50,7 @@ from .schema import hive_escape, parse_partition_value
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
 from .transaction import Transaction
-from .write import DataWriter
+from .write import DataWriter, discard_files
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # as delta-rs: delta.targetFileSize, else 100 MiB
 _DELETE_CHUNK = 500  # files per bulk delete on object stores
@@ -448,17 +448,9 @@ def optimize(
         # was written), the new files are unreferenced. Other errors during the commit leave its outcome
         # unknown, so the files stay (vacuum deletes them if they turn out to be orphans).
         if not committing or isinstance(e, LakelogError):
-            _discard(storage, new_files)
+            discard_files(storage, new_files)
         raise
     return metrics
-
-
-def _discard(storage: Storage, files: list[AddFile]) -> None:
-    for a in files:
-        try:
-            storage.delete(storage.join(a.relative_path))
-        except (OSError, LakelogError):
-            pass
 
 
 # ---------------------------------------------------------------- restore

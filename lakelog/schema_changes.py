@@ -20,7 +20,7 @@ from .schema import schema_from_string
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
-from .write import _plan_protocol
+from .write import plan_protocol
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -48,7 +48,7 @@ def set_properties(storage: Storage, props: dict[str, Any]) -> int:
         max_id = int(snap.configuration.get(MAX_COLUMN_ID, "0") or 0)
         schema_string, max_id = mapped_schema_string(orjson.loads(schema_string), [schema_string], max_id)
         configuration[MAX_COLUMN_ID] = str(max_id)
-    protocol = _plan_protocol(snap.schema, snap.protocol, configuration)
+    protocol = plan_protocol(snap.schema, snap.protocol, configuration)
     if configuration == snap.configuration and protocol is None:
         return snap.version
     actions: list[Action] = [protocol] if protocol is not None else []

@@ -35,7 +35,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import equality_column_pairs, parse_expression
-from lakelog.write import _plan_protocol, evolved_metadata
+from lakelog.write import plan_protocol, evolved_metadata
 
 from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
 
@@ -188,7 +188,7 @@ class _SparkMerge:
                 schema = pa.schema(list(op.schema) + [pa.field(f.name, f.type, True) for f in arrow_new])
                 check_column_names(schema)
                 metadata = evolved_metadata(op.snapshot, schema)
-                protocol = _plan_protocol(schema, op.snapshot.protocol)
+                protocol = plan_protocol(schema, op.snapshot.protocol)
                 op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_names = list(op.schema.names)
         self.target_names = target

@@ -47,14 +47,14 @@ class FailAfterLastBatchWriter(LakelogWriter):
 
         # The writer buffers rows in memory until a row group fills; with no buffer allowance every batch
         # goes to its file at once, so the attempt's file is on disk when the failure comes.
-        import lakelog.write
+        import lakelog.write.files
 
-        saved = lakelog.write.MAX_BUFFERED_BYTES
-        lakelog.write.MAX_BUFFERED_BYTES = 1
+        saved = lakelog.write.files.MAX_BUFFERED_BYTES
+        lakelog.write.files.MAX_BUFFERED_BYTES = 1
         try:
             return super().write(batches_then_failure())
         finally:
-            lakelog.write.MAX_BUFFERED_BYTES = saved
+            lakelog.write.files.MAX_BUFFERED_BYTES = saved
 
 
 class FailFirstAttemptLakelog(LakelogDataSource):

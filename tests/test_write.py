@@ -351,7 +351,7 @@ _LOW_FD_CHILD = r"""
 import os, resource, sys
 import pyarrow as pa
 import lakelog
-from lakelog import write as lw
+from lakelog.write import files as lw
 
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))

@@ -32,7 +32,7 @@ from ..errors import MultipleSourceMatchesError, PredicateError
 from ..schema import canonical_schema, check_column_names, to_arrow_stream
 from ..sql import column_refs, equality_column_pairs, parse_expression, prune_expression, quote_ident
 from ..storage import Storage
-from ..write import _plan_protocol, evolved_metadata
+from ..write import plan_protocol, evolved_metadata
 from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
 
 SRC = "__lakelog_src"  # a source row's position in the source
@@ -153,7 +153,7 @@ class _Merge:
             schema = pa.schema(list(op.schema) + added)
             check_column_names(schema)
             metadata = evolved_metadata(op.snapshot, schema)
-            protocol = _plan_protocol(schema, op.snapshot.protocol)
+            protocol = plan_protocol(schema, op.snapshot.protocol)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_schema = op.schema
         src_names = set(self.src.column_names)

@@ -19,7 +19,7 @@ from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
 from ..sql import Engine
 from ..storage import Storage
-from ..write import WritePlan, _discard, _plan_protocol, evolved_metadata, plan_write
+from ..write import WritePlan, discard_files, plan_protocol, evolved_metadata, plan_write
 from .delete import delete_matching
 from .rewrite import Predicate, RowLevelOperation, compile_predicate, run, select_positions
 
@@ -41,7 +41,7 @@ def _evolve(op: RowLevelOperation, plan: WritePlan) -> None:
         return
     planned = [plan.column_mapping.schema_string] if plan.column_mapping is not None else []
     metadata = evolved_metadata(snap, plan.schema, plan.configuration, planned)
-    protocol = _plan_protocol(plan.schema, snap.protocol, metadata.configuration)
+    protocol = plan_protocol(plan.schema, snap.protocol, metadata.configuration)
     op.evolve_schema(plan.schema, metadata, [protocol] if protocol is not None else [])
 
 
@@ -186,7 +186,7 @@ def _planned_operation(plan: WritePlan, adds: list[AddFile], app_id, app_version
         snapshot = plan.snapshot if plan.snapshot is not None else Snapshot.load(storage, version=plan.read_version)
         return RowLevelOperation(storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata, snapshot=snapshot)
     except BaseException:
-        _discard(storage, adds)
+        discard_files(storage, adds)
         raise
 
 
@@ -195,7 +195,7 @@ def _adopt(op: RowLevelOperation, plan: WritePlan, adds: list[AddFile]) -> int |
     operation's txn is a duplicate (the files are deleted), else None after evolving the schema as the
     plan did and checking the partitioning matches."""
     if op.duplicate:
-        _discard(op.storage, adds)
+        discard_files(op.storage, adds)
         return op.snapshot.version
     _evolve(op, plan)
     if op.partition_columns != plan.partition_columns:
@@ -230,7 +230,7 @@ def commit_overwrite_where(plan: WritePlan, adds: list[AddFile], predicate: Any,
             if not rows_checked:
                 _check_files(storage, plan.schema, plan.partition_columns, adds, pred, engine, plan.column_mapping)
         except BaseException:
-            _discard(storage, adds)
+            discard_files(storage, adds)
             raise
         finally:
             engine.close()
@@ -256,7 +256,7 @@ def _run_adding(op: RowLevelOperation, adds: list[AddFile], body) -> int:
         return run(op, body)
     except BaseException:
         if not op._committing:
-            _discard(op.storage, adds)
+            discard_files(op.storage, adds)
         raise
 
 

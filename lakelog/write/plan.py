@@ -1,405 +1,39 @@
-"""Writing data: Parquet files (partitioned, with stats) and ``write_table`` through the one transaction path."""
+"""Planning and committing a write: schema and protocol changes, ``WritePlan`` (files prepared, then one
+commit) and ``write_table``, all through the one transaction path."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import math
-import os
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from .actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, encode_path, now_ms
-from .column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, mapped_schema_string, physical_schema, to_physical
-from .features import features_for_properties
-from .log import DeltaLog
-from .errors import CommitConflictError, InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
-from .conform import cast_batch, merge_schema
-from .schema import (
+from ..actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, now_ms
+from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, mapped_schema_string, physical_schema
+from ..features import features_for_properties
+from ..log import DeltaLog
+from ..errors import CommitConflictError, InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from ..conform import cast_batch, merge_schema
+from ..schema import (
     canonical_schema,
     check_column_names,
-    format_timestamp,
     delta_type_string,
-    hive_escape,
     arrow_field_to_delta,
     schema_to_string,
-    serialize_partition_value,
     to_arrow_stream,
     uses_timestamp_ntz,
 )
-from .properties import TableProperties, validate_new
-from .snapshot import Snapshot
-from .storage import Storage
-from .transaction import DuplicateTransaction, Transaction
+from ..properties import TableProperties, validate_new
+from ..snapshot import Snapshot
+from ..storage import Storage
+from ..transaction import DuplicateTransaction, Transaction
+from .files import DataWriter
 
-STRING_STATS_PREFIX = 32
-ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
-ROW_GROUP_ROWS = 1024 * 1024
-ROW_GROUP_BYTES = 64 * 1024 * 1024
-MAX_OPEN_FILES = 64  # data files one writer keeps open at once (fewer under a low file-descriptor limit)
-MAX_BUFFERED_BYTES = 512 * 1024 * 1024  # rows one writer keeps in memory across all partitions
+
 MODES = ("append", "overwrite", "error", "ignore")
 ABORT_CLOCK_SKEW_MS = 15 * 60 * 1000
 
-
-# ---------------------------------------------------------------- stats
-
-def _stat_value(v: Any) -> Any:
-    if isinstance(v, dt.datetime):
-        return format_timestamp(v)
-    if isinstance(v, dt.date):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return orjson.Fragment(format(v, "f").encode())  # exact digits, as a JSON number
-    return v
-
-
-def _has_minmax(t: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_string(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-    )
-
-
-def _string_upper_bound(s: str) -> str | None:
-    """A string of at most STRING_STATS_PREFIX characters that is >= ``s`` (None if there is none)."""
-    if len(s) <= STRING_STATS_PREFIX:
-        return s
-    for i in range(STRING_STATS_PREFIX - 1, -1, -1):
-        c = ord(s[i]) + 1
-        if 0xD800 <= c <= 0xDFFF:
-            c = 0xE000  # no surrogates in UTF-8
-        if c <= 0x10FFFF:
-            return s[:i] + chr(c)
-    return None
-
-
-def _leaves(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType | None]]:
-    """Parquet leaf columns in file order: (path, type), type None for leaves under a list or map."""
-    out: list[tuple[tuple[str, ...], pa.DataType | None]] = []
-
-    def walk(path: tuple[str, ...], t: pa.DataType, in_collection: bool) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(path + (t.field(i).name,), t.field(i).type, in_collection)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            walk(path, t.value_type, True)
-        elif pa.types.is_map(t):
-            walk(path, t.key_type, True)
-            walk(path, t.item_type, True)
-        else:
-            out.append((path, None if in_collection else t))
-
-    for f in schema:
-        walk((f.name,), f.type, False)
-    return out
-
-
-def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, max_indexed_cols: int = 32) -> str:
-    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from a Parquet footer.
-
-    Only the first ``max_indexed_cols`` eligible leaf columns (``delta.dataSkippingNumIndexedCols``;
-    -1 = all) get stats; list and map contents get none. A bound is left out when some row group lacks
-    it, when it is infinite, or when no upper bound fits in 32 characters.
-    """
-    mins: dict = {}
-    maxs: dict = {}
-    nulls: dict = {}
-
-    def put(d: dict, path: tuple[str, ...], v: Any) -> None:
-        for name in path[:-1]:
-            d = d.setdefault(name, {})
-        d[path[-1]] = v
-
-    leaves = _leaves(schema)
-    indexed = 0
-    for j, (path, t) in enumerate(leaves):
-        if t is None:
-            continue
-        if max_indexed_cols >= 0 and indexed >= max_indexed_cols:
-            break
-        indexed += 1
-        lo = hi = None
-        null_count, bounds_known = 0, _has_minmax(t)
-        for r in range(metadata.num_row_groups):
-            rg = metadata.row_group(r)
-            st = rg.column(j).statistics
-            if st is None or not st.has_null_count:
-                null_count, bounds_known = None, False
-                break
-            null_count += st.null_count
-            if st.null_count == rg.num_rows:
-                continue  # all null: no values to bound
-            if not st.has_min_max:
-                bounds_known = False
-                continue
-            try:
-                st_min, st_max = st.min, st.max
-            except (OverflowError, ValueError):  # a date or timestamp beyond Python's years 1..9999
-                bounds_known = False
-                continue
-            lo = st_min if lo is None else min(lo, st_min)
-            hi = st_max if hi is None else max(hi, st_max)
-        if null_count is None:
-            continue
-        put(nulls, path, null_count)
-        if not bounds_known or lo is None:
-            continue
-        if isinstance(lo, str):
-            lo, hi = lo[:STRING_STATS_PREFIX], _string_upper_bound(hi)
-        if isinstance(lo, float) and math.isinf(lo):
-            lo = None
-        if isinstance(hi, float) and math.isinf(hi):
-            hi = None
-        if lo is not None:
-            put(mins, path, _stat_value(lo))
-        if hi is not None:
-            put(maxs, path, _stat_value(hi))
-    return orjson.dumps({"numRecords": metadata.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}).decode()
-
-
-# ---------------------------------------------------------------- file writing
-
-@dataclass
-class _PartFile:
-    """The data file being written for one partition: rows buffered in memory, and the Parquet file
-    itself once the first row group is written (a file is opened only when it has data to take)."""
-
-    rel_path: str
-    partition_values: dict[str, str | None]
-    writer: pq.ParquetWriter | None = None
-    sink: Any = None
-    nbytes: int = 0
-    pending: list = field(default_factory=list)
-    pending_rows: int = 0
-    pending_bytes: int = 0
-
-
-def default_max_open_files() -> int:
-    """Data files one writer keeps open at once: a small share of the process's file-descriptor limit."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ImportError, OSError, ValueError):
-        return MAX_OPEN_FILES
-    if soft == resource.RLIM_INFINITY:
-        return MAX_OPEN_FILES
-    return max(2, min(MAX_OPEN_FILES, soft // 8))
-
-
-@dataclass
-class DataWriter:
-    """Writes batches into uniquely named Parquet files under ``k=v/`` directories; returns add actions.
-
-    With ``column_mapping`` (a table whose mode is name or id) files name columns by physical name and
-    carry Parquet field ids, and partition values are keyed by physical names (so are the stats, which
-    are read from the files' footers).
-
-    Nothing written here is visible until a commit names the files. Rows are buffered per partition
-    into large row groups; at most ``max_open_files`` files are open at once (the least recently
-    written one is finished when another must open, and its partition continues in a new file) and at
-    most ``max_buffered_bytes`` of rows wait in memory (the largest buffers are written out first).
-    """
-
-    storage: Storage
-    schema: pa.Schema  # full table schema (canonical types)
-    partition_columns: list[str]
-    max_indexed_cols: int = 32
-    file_prefix: str = "part"
-    use_dictionary: bool | list[str] = True  # Parquet dictionary encoding: all columns, or only these
-    max_open_files: int = 0  # 0: default_max_open_files()
-    max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
-    column_mapping: ColumnMapping | None = None
-    _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
-    _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
-    _created: list[str] = field(default_factory=list)
-    _done: list[AddFile] = field(default_factory=list)
-    _buffered: int = 0
-    _counter: int = 0
-    _made_dirs: set = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
-        self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
-        self._required_partitions = [c for c in self.partition_columns if not self.schema.field(c).nullable]
-        self.max_open_files = self.max_open_files or default_max_open_files()
-        self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
-        mapped = self.column_mapping is not None and self.column_mapping.active
-        self.file_schema = physical_schema(self.column_mapping.schema_string, self.data_schema) if mapped else self.data_schema
-        self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
-        self._mapped = mapped
-
-    @property
-    def open_files(self) -> int:
-        return len(self._open_lru)
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
-        if not self.partition_columns:
-            self._write_part((), {}, batch)
-            return
-        # Group rows by partition: sort on dictionary codes (cheap integers, not the values themselves),
-        # one take, then zero-copy slices per run of equal codes. Nulls get code -1 so runs compare plainly.
-        codes = [pc.fill_null(pc.dictionary_encode(batch.column(c)).indices, -1) for c in self.partition_columns]
-        coded = pa.record_batch(codes, names=[f"k{i}" for i in range(len(codes))])
-        order = pc.sort_indices(coded, sort_keys=[(n, "ascending") for n in coded.schema.names])
-        ordered = batch.take(order)
-        n = batch.num_rows
-        changed = None
-        for col in coded.take(order).columns:
-            step = pc.not_equal(col.slice(1), col.slice(0, n - 1))
-            changed = step if changed is None else pc.or_(changed, step)
-        starts = [0] + [i + 1 for i in pc.indices_nonzero(changed).to_pylist()]
-        for start, end in zip(starts, starts[1:] + [n]):
-            first = ordered.slice(start, 1)
-            pvals = {c: serialize_partition_value(first.column(c)[0].as_py(), self._ptypes[c]) for c in self.partition_columns}
-            pvals = {c: (None if v == "" else v) for c, v in pvals.items()}  # '' means null in Delta
-            for c in self._required_partitions:
-                if pvals[c] is None:
-                    raise SchemaMismatchError(
-                        f"partition column {c!r} is not nullable, but the data has an empty value there, which Delta "
-                        "stores as null (an empty partition value means null); use another value"
-                    )
-            self._write_part(tuple(pvals.values()), pvals, ordered.slice(start, end - start))
-
-    def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
-        data = batch.select(self.data_schema.names)
-        if self._mapped:
-            data = to_physical(data, self.file_schema)
-        f = self._parts.pop(key, None)
-        if f is None:
-            f = self._new_part(pvals)
-        self._parts[key] = f  # now the most recently written
-        if key in self._open_lru:
-            self._open_lru[key] = self._open_lru.pop(key)
-        # Small incoming batches (Spark sends 10k rows) are buffered into large row groups.
-        f.pending.append(data)
-        f.pending_rows += data.num_rows
-        f.pending_bytes += data.nbytes
-        self._buffered += data.nbytes
-        if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush(key, f)
-        if f.nbytes >= ROLL_FILE_BYTES:
-            self._close(key)
-        while self._buffered > self.max_buffered_bytes:
-            biggest = max(self._parts, key=lambda k: self._parts[k].pending_bytes)
-            self._flush(biggest, self._parts[biggest])
-
-    def _flush(self, key: tuple, f: _PartFile) -> None:
-        if not f.pending:
-            return
-        if f.writer is None:
-            while len(self._open_lru) >= self.max_open_files:
-                self._close(next(iter(self._open_lru)))
-            self._open(f)
-            self._open_lru[key] = None
-        self._write_pending(f)
-
-    def _write_pending(self, f: _PartFile) -> None:
-        table = pa.Table.from_batches(f.pending, schema=self.file_schema)
-        f.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        f.nbytes += f.pending_bytes
-        self._buffered -= f.pending_bytes
-        f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
-
-    def _new_part(self, pvals: dict[str, str | None]) -> _PartFile:
-        pvals = {self._partition_keys[c]: v for c, v in pvals.items()}
-        directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
-        name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
-        self._counter += 1
-        return _PartFile(f"{directory}/{name}" if directory else name, dict(pvals))
-
-    def _open(self, f: _PartFile) -> None:
-        full = self.storage.join(f.rel_path)
-        parent = full.rsplit("/", 1)[0]
-        if parent not in self._made_dirs:
-            self.storage.makedirs(parent)
-            self._made_dirs.add(parent)
-        self._created.append(f.rel_path)
-        f.sink = self.storage.open_output(full)
-        f.writer = pq.ParquetWriter(f.sink, self.file_schema, compression="snappy", use_dictionary=self.use_dictionary)
-
-    def _close(self, key: tuple) -> None:
-        f = self._parts.pop(key)
-        self._open_lru.pop(key, None)
-        self._finish_file(f)
-
-    def _finish_file(self, f: _PartFile) -> None:
-        if f.writer is None:
-            self._open(f)
-        if f.pending:
-            self._write_pending(f)
-        f.writer.close()
-        size = f.sink.tell()
-        f.sink.close()
-        self._done.append(
-            AddFile(
-                path=encode_path(f.rel_path),
-                partition_values=f.partition_values,
-                size=size,
-                modification_time=now_ms(),
-                data_change=True,
-                stats=stats_from_parquet_metadata(self.file_schema, f.writer.writer.metadata, self.max_indexed_cols),
-            )
-        )
-
-    def finish(self) -> list[AddFile]:
-        """Write out every buffer and close every file; return the add actions of all files written."""
-        for key in list(self._open_lru):
-            self._close(key)
-        rest = list(self._parts.values())
-        workers = min(len(rest), os.cpu_count() or 1)
-        if workers > 1:
-            # Files of different partitions are independent; pyarrow writes them without holding the GIL.
-            # In chunks of max_open_files: the chunk's files are opened here, in a fixed order (as every
-            # storage call is), then written and closed on the pool.
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for i in range(0, len(rest), self.max_open_files):
-                    chunk = rest[i : i + self.max_open_files]
-                    for f in chunk:
-                        if f.writer is None:
-                            self._open(f)
-                    list(pool.map(self._finish_file, chunk))
-        else:
-            for f in rest:
-                self._finish_file(f)
-        self._parts.clear()
-        self._buffered = 0
-        return list(self._done)
-
-    def abort(self) -> None:
-        """Delete every file this writer created (none of them is committed)."""
-        for f in self._parts.values():
-            if f.writer is not None:
-                try:
-                    f.writer.close()
-                    f.sink.close()
-                except Exception:
-                    pass
-        self._parts.clear()
-        self._open_lru.clear()
-        for rel in self._created:
-            try:
-                self.storage.delete(self.storage.join(rel))
-            except (FileNotFoundError, OSError):
-                pass
-
-
-# ---------------------------------------------------------------- schema planning
 
 def _plan_schema(
     data_schema: pa.Schema,
@@ -456,7 +90,7 @@ def evolved_metadata(snapshot: Snapshot, schema: pa.Schema, configuration: dict[
                     name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options)
 
 
-def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
+def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
@@ -494,8 +128,6 @@ def _plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: d
         reader_version, reader_features = (current.min_reader_version if current else 1), None
     return Protocol(reader_version, 7, reader_features, sorted(writer | needs_writer))
 
-
-# ---------------------------------------------------------------- two-phase write
 
 @dataclass
 class WritePlan:
@@ -570,19 +202,19 @@ class WritePlan:
         try:
             app_id, app_version = _check_txn(app_id, app_version)
         except InvalidArgumentError:
-            _discard(storage, adds)  # nothing can commit them
+            discard_files(storage, adds)  # nothing can commit them
             raise
         for _ in range(3):  # more rounds only when the table is created concurrently
             snapshot = self._latest(storage)
             if snapshot is not None:
                 if self.mode == "error":
-                    _discard(storage, adds)
+                    discard_files(storage, adds)
                     raise TableExistsError(f"a table already exists at {self.path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
                 if self.mode == "ignore":
-                    _discard(storage, adds)
+                    discard_files(storage, adds)
                     return snapshot.version
                 if app_id is not None and app_id in snapshot.txns and snapshot.txns[app_id].version >= app_version:
-                    _discard(storage, adds)
+                    discard_files(storage, adds)
                     return snapshot.version
                 if self.mode == "overwrite" and 0 <= self.read_version < snapshot.version:
                     snapshot = Snapshot.load(storage, version=self.read_version, listing=snapshot.listing)
@@ -603,19 +235,19 @@ class WritePlan:
                 txn.txn_id = self.txn_id  # lets abort() recognise a commit that landed
                 return txn.commit(actions).version
             except DuplicateTransaction as d:
-                _discard(storage, adds)
+                discard_files(storage, adds)
                 return d.version
             except TableExistsError:
                 if snapshot is not None:
-                    _discard(storage, adds)
+                    discard_files(storage, adds)
                     raise
                 continue  # created concurrently: plan again against the new table
             except LakelogError:
                 # Raised before our commit file was written (conflict, schema, protocol): the files are
                 # unreferenced. Other exceptions leave the outcome unknown, so the files stay.
-                _discard(storage, adds)
+                discard_files(storage, adds)
                 raise
-        _discard(storage, adds)
+        discard_files(storage, adds)
         raise TableExistsError(f"the table at {self.path!r} was created and changed concurrently; retry the write")
 
     def abort(self, adds: list[AddFile]) -> None:
@@ -631,7 +263,7 @@ class WritePlan:
         try:
             listing = DeltaLog(storage).list()
         except TableNotFoundError:
-            _discard(storage, adds)
+            discard_files(storage, adds)
             return
         since = min(a.modification_time for a in adds) - ABORT_CLOCK_SKEW_MS
         times = listing.commit_timestamps()
@@ -639,13 +271,13 @@ class WritePlan:
         referenced: set[str] = set()
         for actions in DeltaLog(storage).read_commits(recent).values():
             referenced.update(a.path for a in actions if isinstance(a, AddFile))
-        _discard(storage, [a for a in adds if a.path not in referenced])
+        discard_files(storage, [a for a in adds if a.path not in referenced])
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
         configuration = dict(self.configuration or {})
         effective = {**(snapshot.configuration if snapshot else {}), **configuration}
         actions: list[Action] = []
-        protocol = _plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
+        protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
         if protocol is not None:
             actions.append(protocol)
         mode = TableProperties(effective).column_mapping_mode
@@ -761,8 +393,6 @@ def plan_write(
     )
 
 
-# ---------------------------------------------------------------- public API
-
 def write_table(
     path: str,
     data: Any,
@@ -809,9 +439,10 @@ def _load_or_none(storage: Storage) -> Snapshot | None:
         return None
 
 
-def _discard(storage: Storage, files: list[AddFile]) -> None:
+def discard_files(storage: Storage, files: list[AddFile]) -> None:
+    """Delete data files written for a commit that did not happen (best effort: they are unreferenced)."""
     for a in files:
         try:
             storage.delete(storage.join(a.relative_path))
-        except (FileNotFoundError, OSError, LakelogError):
+        except (OSError, LakelogError):
             pass
