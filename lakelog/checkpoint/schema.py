@@ -89,8 +89,6 @@ CHECKPOINT_SCHEMA = pa.schema(
 
 # The columns of non-file actions, and those only V2 spec checkpoints have.
 NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata")
-
-
 V2_COLUMNS = ("checkpointMetadata", "sidecar")
 
 
