@@ -1,0 +1,164 @@
+"""``optimize``: bin-packing compaction of small files into files of the target size, per partition."""
+
+from __future__ import annotations
+
+import numbers
+from collections import defaultdict
+from typing import Any
+
+import orjson
+import pyarrow.compute as pc
+
+from ..actions import Action, AddFile, now_ms
+from ..conform import cast_batch
+from ..snapshot import Snapshot
+from ..storage import Storage
+from ..write import DataWriter, discard_files
+from ..errors import InvalidArgumentError, LakelogError, SchemaMismatchError
+from .commits import MaintenanceTransaction, Progress
+
+
+DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # as delta-rs: delta.targetFileSize, else 100 MiB
+
+
+def _file_stats(sizes: list[int]) -> dict[str, Any]:
+    if not sizes:
+        return {"avg": 0.0, "max": 0, "min": 0, "totalFiles": 0, "totalSize": 0}
+    return {"avg": sum(sizes) / len(sizes), "max": max(sizes), "min": min(sizes), "totalFiles": len(sizes), "totalSize": sum(sizes)}
+
+
+def _check_partition_filters(snapshot: Snapshot, filters: Any) -> None:
+    if filters is None:
+        return
+    if isinstance(filters, pc.Expression):
+        raise ValueError("optimize takes DNF filter tuples on partition columns, e.g. [('day', '=', '2024-01-01')]")
+    flat = [filters] if filters and isinstance(filters[0], tuple) else filters
+    for conj in flat:
+        for term in conj:
+            if len(term) != 3:
+                raise ValueError(f"filter {term!r} is not a (column, op, value) tuple")
+            if term[0] not in snapshot.partition_columns:
+                raise SchemaMismatchError(
+                    f"optimize filters may only name partition columns ({snapshot.partition_columns}); "
+                    f"{term[0]!r} is not one"
+                )
+
+
+def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
+    """The bin size: ``target_size``, else the table's ``delta.targetFileSize``, else 100 MiB."""
+    if target_size is None:
+        return snapshot.properties.target_file_size or DEFAULT_TARGET_FILE_SIZE
+    if isinstance(target_size, bool) or not isinstance(target_size, numbers.Integral) or target_size <= 0:
+        raise InvalidArgumentError(f"target_size must be a positive integer number of bytes, not {target_size!r}")
+    return int(target_size)
+
+
+def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
+    """Bin-pack files smaller than ``target_size`` per partition, in insertion order. A file with a
+    deletion vector is always a candidate, and a bin holding one is kept even alone: compaction
+    rewrites it without its deleted rows and drops the deletion vector.
+
+    Returns (bins with at least two files or a deletion vector, number of candidate files considered).
+    """
+    by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
+    for a in files:
+        if a.size < target_size or a.deletion_vector is not None:
+            by_partition[tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))].append(a)
+    bins: list[list[AddFile]] = []
+    for key in sorted(by_partition, key=repr):
+        current: list[AddFile] = []
+        size = 0
+        for a in sorted(by_partition[key], key=lambda a: (a.modification_time, a.path)):
+            if current and size + a.size > target_size:
+                bins.append(current)
+                current, size = [], 0
+            current.append(a)
+            size += a.size
+        if current:
+            bins.append(current)
+    keep = [b for b in bins if len(b) > 1 or any(a.deletion_vector is not None for a in b)]
+    return keep, sum(len(v) for v in by_partition.values())
+
+
+def optimize(
+    storage: Storage,
+    *,
+    target_size: int | None = None,
+    filters: Any = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Compact small files per partition into files near ``target_size`` bytes, in one commit.
+
+    The commit (operation ``OPTIMIZE``) removes the small files and adds the new ones, all with
+    ``dataChange=false``: the data at the new version equals the data before, and older versions are
+    untouched. A concurrent commit that removes one of the compacted files makes this one fail with
+    ``CommitConflictError`` (the new files are then deleted); concurrent appends do not conflict.
+    Returns metrics named as delta-rs names them, plus ``version`` (None when nothing was compacted).
+    """
+    from .. import scan
+
+    snapshot = Snapshot.load(storage)
+    snapshot.check_writable()
+    target = target_file_size(snapshot, target_size)
+    _check_partition_filters(snapshot, filters)
+    selected = [snapshot.files[p] for p in scan.pruned_files(snapshot, filters)]
+    bins, considered = plan_bins(selected, target)
+    metrics: dict[str, Any] = {
+        "numFilesAdded": 0,
+        "numFilesRemoved": 0,
+        "filesAdded": _file_stats([]),
+        "filesRemoved": _file_stats([]),
+        "partitionsOptimized": len({tuple(sorted(b[0].partition_values.items())) for b in bins}),
+        "numBatches": len(bins),
+        "totalConsideredFiles": len(selected),
+        "totalFilesSkipped": len(selected) - sum(len(b) for b in bins),
+        "preserveInsertionOrder": True,
+        "targetSize": target,
+        "version": None,
+    }
+    if not bins:
+        return metrics
+    storage.check_atomic_commits()
+    max_indexed = snapshot.properties.num_indexed_cols
+    schema, parts = snapshot.schema, snapshot.partition_columns
+    new_files: list[AddFile] = []
+    committing = False
+    try:
+        for i, group in enumerate(bins):
+            writer = DataWriter(storage, schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping)
+            try:
+                # read_batches drops the rows deletion vectors delete; the new files have no DV
+                for batch in scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping):
+                    writer.write(cast_batch(batch, schema))
+                added = writer.finish()
+            except BaseException:
+                writer.abort()
+                raise
+            for a in added:
+                a.data_change = False
+            new_files.extend(added)
+            if progress:
+                progress(i + 1, len(bins))
+        ts = now_ms()
+        removed = [a for group in bins for a in group]
+        actions: list[Action] = [a.remove(ts, data_change=False) for a in removed]
+        actions.extend(new_files)
+        metrics.update(
+            numFilesAdded=len(new_files),
+            numFilesRemoved=len(removed),
+            filesAdded=_file_stats([a.size for a in new_files]),
+            filesRemoved=_file_stats([a.size for a in removed]),
+        )
+        commit_metrics = {k: v for k, v in metrics.items() if k not in ("version", "targetSize")}
+        params = {"targetSize": str(target), "predicate": orjson.dumps(filters or [], default=str).decode()}
+        txn = MaintenanceTransaction(storage, snapshot, "OPTIMIZE", params, metrics=commit_metrics)
+        committing = True
+        metrics["version"] = txn.commit(actions).version
+    except BaseException as e:
+        # Before the commit, or a LakelogError from it (conflict, protocol: raised before our commit file
+        # was written), the new files are unreferenced. Other errors during the commit leave its outcome
+        # unknown, so the files stay (vacuum deletes them if they turn out to be orphans).
+        if not committing or isinstance(e, LakelogError):
+            discard_files(storage, new_files)
+        raise
+    return metrics
