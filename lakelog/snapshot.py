@@ -5,12 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import warnings
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
+from .commit_columns import AddColumns, ParsedCommit, decode_path_list
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
@@ -255,9 +258,8 @@ class Snapshot:
                 f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup "
                 "(or remove a commit file that does not belong to this table)."
             )
-        commits = log.read_commits(needed)
-        for v in needed:
-            state.apply(commits[v], v)
+        for v, commit in log.read_commits_for_replay(needed):
+            state.apply(commit, v)
 
         if state.protocol is None:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
@@ -277,12 +279,13 @@ class Snapshot:
         newer = sorted(v for v in listing.commits if v > self.version)
         if latest < self.version or len(newer) != latest - self.version:
             return Snapshot.load(self.storage, listing=listing)
-        snap = self.advance(self.log.read_commits(newer))
+        snap = self.advance(dict(self.log.read_commits_for_replay(newer)))
         snap.listing = listing
         return snap
 
-    def advance(self, new_actions: dict[int, list]) -> "Snapshot":
-        """A new snapshot: this one plus the given later commits (contiguous, in order)."""
+    def advance(self, new_actions: dict[int, list | ParsedCommit]) -> "Snapshot":
+        """A new snapshot: this one plus the given later commits (contiguous, in order): lists of actions,
+        or commits parsed by ``DeltaLog.read_commits_for_replay``."""
         state = _Replay(self.file_set.copy())
         state.protocol, state.metadata = self.protocol, self.metadata
         state.tombstones, state.txns, state.domains = dict(self.tombstones), dict(self.txns), dict(self.domains)
@@ -297,32 +300,103 @@ class Snapshot:
         return snap
 
 
+class Changes(Mapping):
+    """The changes of the JSON commits a file set replayed: decoded path -> its live ``add``, or None when
+    removed. Backed by the commits' add columns (``blocks``; ``rows`` maps a path to a row counted over
+    all blocks): the ``AddFile`` of a path is built only when asked for."""
+
+    __slots__ = ("rows", "blocks", "starts")
+
+    def __init__(self, rows: dict[str, int | None] | None = None, blocks: list[AddColumns] | None = None, starts: list[int] | None = None) -> None:
+        self.rows: dict[str, int | None] = {} if rows is None else rows
+        self.blocks: list[AddColumns] = [] if blocks is None else blocks
+        self.starts: list[int] = [] if starts is None else starts  # the row of each block's first add
+
+    def copy(self) -> "Changes":
+        # Blocks are never modified once appended: copies share them.
+        return Changes(dict(self.rows), list(self.blocks), list(self.starts))
+
+    def __getitem__(self, path: str) -> AddFile | None:
+        row = self.rows[path]
+        return None if row is None else self.add_file(row)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.rows
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _locate(self, row: int) -> tuple[AddColumns, int]:
+        j = bisect_right(self.starts, row) - 1
+        return self.blocks[j], row - self.starts[j]
+
+    def add_file(self, row: int) -> AddFile:
+        block, i = self._locate(row)
+        return block.add_file(i)
+
+    def dv_id(self, path: str) -> Any:
+        """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when removed (``path`` is a key)."""
+        row = self.rows[path]
+        if row is None:
+            return NOT_LIVE
+        block, i = self._locate(row)
+        dvs = block.deletion_vector
+        return None if dvs is None or dvs[i] is None else dvs[i].unique_id
+
+    def append(self, adds: AddColumns, paths: list[str]) -> None:
+        """Make ``adds`` (decoded paths ``paths``, each once) the live adds of their paths."""
+        start = self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+        self.blocks.append(adds)
+        self.starts.append(start)
+        self.rows.update(zip(paths, range(start, start + len(paths))))
+
+    def live_paths(self) -> list[str]:
+        return [p for p, r in self.rows.items() if r is not None]
+
+    def live_blocks(self):
+        """(block, its live rows) for every block with live rows, in commit order."""
+        live = sorted(r for r in self.rows.values() if r is not None)
+        k = 0
+        for block, start in zip(self.blocks, self.starts):
+            end = start + len(block)
+            j = bisect_left(live, end, k)
+            if j > k:
+                yield block, [r - start for r in live[k:j]]
+            k = j
+
+
 class FileSet:
     """The live files of a snapshot: the add rows of the checkpoint it started from, kept as Arrow
-    columns, plus the changes of the JSON commits after it (path -> add, or None when removed).
+    columns, plus the changes of the JSON commits after it (``Changes``: path -> add, or None when removed).
 
     Listing paths never builds per-file objects; ``as_dict`` builds them once, when a caller needs them.
     """
 
     __slots__ = ("base", "changes", "_dict")
 
-    def __init__(self, base: CheckpointState | None = None, changes: dict[str, AddFile | None] | None = None) -> None:
+    def __init__(self, base: CheckpointState | None = None, changes: Changes | None = None) -> None:
         self.base = base
-        self.changes: dict[str, AddFile | None] = {} if changes is None else changes
+        self.changes: Changes = Changes() if changes is None else changes
         self._dict: dict[str, AddFile] | None = None
 
     def copy(self) -> "FileSet":
-        return FileSet(self.base, dict(self.changes))
+        return FileSet(self.base, self.changes.copy())
 
     def add(self, path: str, add: AddFile) -> None:
-        self.changes[path] = add
+        self.add_columns(AddColumns.of([add]), [path])
+
+    def add_columns(self, adds: AddColumns, paths: list[str]) -> None:
+        """Make ``adds`` (decoded paths ``paths``, each once) live."""
+        self.changes.append(adds, paths)
         self._dict = None
 
     def live_dv_id(self, path: str) -> Any:
         """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when the path is not live."""
         if path in self.changes:
-            a = self.changes[path]
-            return NOT_LIVE if a is None else dv_id(a)
+            return self.changes.dv_id(path)
         base = self.base
         if base is None or base.dv_ids is None:
             return None  # live or not, no deletion vector: removing it is right either way
@@ -333,9 +407,9 @@ class FileSet:
 
     def remove(self, path: str) -> None:
         if self.base is None:
-            self.changes.pop(path, None)
+            self.changes.rows.pop(path, None)
         else:
-            self.changes[path] = None  # the path may be a checkpoint row
+            self.changes.rows[path] = None  # the path may be a checkpoint row
         self._dict = None
 
     def paths(self) -> list[str]:
@@ -344,7 +418,7 @@ class FileSet:
         if not changes:
             return list(base)
         out = [p for p in base if p not in changes]
-        out.extend(p for p, a in changes.items() if a is not None)
+        out.extend(changes.live_paths())
         return out
 
     def __len__(self) -> int:
@@ -373,6 +447,11 @@ class FileSet:
 
     def changed_adds(self) -> list[AddFile]:
         return [a for a in self.changes.values() if a is not None]
+
+    def changed_add_columns(self):
+        """The live adds of the JSON commits as (columns, live rows of them), in commit order: a checkpoint
+        writes them without ``AddFile`` objects."""
+        return self.changes.live_blocks()
 
 
 NOT_LIVE = object()
@@ -408,23 +487,19 @@ class _Replay:
     def files(self) -> dict[str, AddFile]:
         return self.file_set.as_dict()
 
-    def apply(self, actions: list, version: int | None = None) -> None:
-        """Apply the actions of one commit (``version``, for messages). A commit that names a path in two
-        adds or two removes, or adds and removes the same logical file, is a ``CorruptLogError``: the
-        protocol forbids it, and engines disagree about which action wins. Actions in a commit are not
-        ordered: its removes apply first, so ``remove(p, old DV)`` + ``add(p, new DV)`` leaves the new one."""
+    def apply(self, actions: list | ParsedCommit, version: int | None = None) -> None:
+        """Apply the actions of one commit (``version``, for messages): a list of actions, or a commit
+        parsed with its adds as columns. A commit that names a path in two adds or two removes, or adds
+        and removes the same logical file, is a ``CorruptLogError``: the protocol forbids it, and engines
+        disagree about which action wins. Actions in a commit are not ordered: its removes apply first,
+        so ``remove(p, old DV)`` + ``add(p, new DV)`` leaves the new one."""
+        commit = actions if isinstance(actions, ParsedCommit) else ParsedCommit.of(actions)
         file_set, tombstones = self.file_set, self.tombstones
-        added: dict[str, tuple] = {}
         removes: list[tuple[tuple, RemoveFile]] = []
         removed: set[str] = set()
-        for a in actions:
+        for a in commit.actions:
             t = type(a)
-            if t is AddFile:
-                path = decode_path(a.path)
-                if path in added:
-                    raise _conflicting_actions(version, a.path, "adds it twice")
-                added[path] = logical_file_key(path, a)
-            elif t is RemoveFile:
+            if t is RemoveFile:
                 path = decode_path(a.path)
                 if path in removed:
                     raise _conflicting_actions(version, a.path, "removes it twice")
@@ -438,19 +513,37 @@ class _Replay:
                 self.txns[a.app_id] = a
             elif t is DomainMetadata:
                 self.domains[a.domain] = a
-        for key, r in removes:
-            if added.get(key[0]) == key:
-                raise _conflicting_actions(version, r.path, "both adds and removes it")
-            live = file_set.live_dv_id(key[0])
-            if live is not NOT_LIVE and live == key[1]:
-                file_set.remove(key[0])
-            tombstones[key] = r
-        if added:
-            for a in actions:
-                if type(a) is AddFile:
-                    key = added[decode_path(a.path)]
-                    file_set.add(key[0], a)
-                    tombstones.pop(key, None)
+        adds = commit.adds
+        n = len(adds)
+        paths = decode_path_list(adds.path) if n else []
+        if len(set(paths)) != n:
+            seen: set[str] = set()
+            for p, logged in zip(paths, adds.path):
+                if p in seen:
+                    raise _conflicting_actions(version, logged, "adds it twice")
+                seen.add(p)
+        dv_ids = adds.dv_ids() if n else None
+        if removes:
+            position = {p: i for i, p in enumerate(paths)} if n else {}
+            for key, r in removes:
+                i = position.get(key[0])
+                if i is not None and (None if dv_ids is None else dv_ids[i]) == key[1]:
+                    raise _conflicting_actions(version, r.path, "both adds and removes it")
+                live = file_set.live_dv_id(key[0])
+                if live is not NOT_LIVE and live == key[1]:
+                    file_set.remove(key[0])
+                tombstones[key] = r
+        if n:
+            file_set.add_columns(adds, paths)
+            if tombstones:
+                keys = zip(paths, dv_ids) if dv_ids is not None else ((p, None) for p in paths)
+                if len(tombstones) < n:
+                    added = set(keys)
+                    for key in [k for k in tombstones if k in added]:
+                        del tombstones[key]
+                else:
+                    for key in keys:
+                        tombstones.pop(key, None)
 
 
 def logical_file_key(path: str, action: Any) -> tuple[str, str | None]:
