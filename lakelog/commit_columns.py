@@ -10,10 +10,14 @@ are parsed one by one with ``AddFile.from_json``, which names the first bad line
 
 from __future__ import annotations
 
+import gc
 import re
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from operator import not_
+from itertools import accumulate, chain, compress, repeat
 
 import orjson
 import pyarrow as pa
@@ -86,14 +90,12 @@ class AddColumns:
     def from_json(cls, raws: list[dict]) -> "AddColumns | None":
         """The columns of ``add`` JSON objects, or None when a column check fails (a value of another type
         than ``AddFile.from_json`` takes as is: the caller then parses them one by one)."""
-        g = dict.get
-        paths = [g(d, "path") for d in raws]
-        pvs = [g(d, "partitionValues") for d in raws]
-        sizes = [g(d, "size") for d in raws]
-        mtimes = [g(d, "modificationTime") for d in raws]
-        changes = [g(d, "dataChange") for d in raws]
-        stats = [g(d, "stats") for d in raws]
-        tags = [g(d, "tags") for d in raws]
+
+        def column(key: str) -> list:
+            return list(map(dict.get, raws, repeat(key)))
+
+        paths, pvs, sizes, mtimes = column("path"), column("partitionValues"), column("size"), column("modificationTime")
+        changes, stats, tags = column("dataChange"), column("stats"), column("tags")
         if (
             not set(map(type, paths)) <= {str}
             or not set(map(type, sizes)) <= {int}
@@ -102,7 +104,7 @@ class AddColumns:
             or not set(map(type, stats)) <= _STRINGS
             or not set(map(type, pvs)) <= {dict}
             or not set(map(type, chain.from_iterable(map(dict.values, pvs)))) <= _STRINGS
-            or any(g(d, "deletionVector") is not None for d in raws)
+            or not set(map(type, column("deletionVector"))) <= {_NONE}
         ):
             return None
         tag_types = set(map(type, tags))
@@ -154,6 +156,20 @@ class ParsedCommit:
         return cls([a for a in actions if type(a) is not AddFile], AddColumns.of([a for a in actions if type(a) is AddFile]))
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: replaying a big log allocates millions of acyclic
+    containers (the parsed JSON), each allocation burst triggering a collection that walks all of them
+    (it took a third of a 1M-file replay)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _add_error(name: str, lineno: int, e: Exception) -> CorruptLogError:
     return CorruptLogError(f"log file {name}: line {lineno} has a malformed 'add' action ({e!r})")
 
@@ -170,9 +186,43 @@ def _parse_adds(raws: list[dict], linenos: list[int], name: str) -> list[AddFile
 
 
 def parse_commit(data: bytes, name: str) -> ParsedCommit:
-    """Parse a JSON commit file as ``parse_actions`` does (same checks, same errors), adds as columns."""
+    """Parse a JSON commit file as ``parse_actions`` does (same checks, same errors), adds as columns.
+
+    The common case (every line a JSON object, well-formed adds each alone on its line) takes a path
+    without Python work per line; anything else is parsed line by line, which names the first bad line."""
     if not data.strip():
         raise CorruptLogError(f"incomplete log file {name}: it is empty. Restore it from a backup or remove it if it is the newest commit and was never acknowledged.")
+    try:
+        objs = list(map(orjson.loads, data.splitlines()))
+    except orjson.JSONDecodeError:  # a bad line, or a blank one
+        return _parse_by_line(data, name)
+    if not set(map(type, objs)) <= {dict}:
+        return _parse_by_line(data, name)
+    alone = [len(o) == 1 and "add" in o for o in objs]
+    raws = [o["add"] for o, a in zip(objs, alone) if a]
+    out: list[Action] = []
+    if len(raws) < len(objs):
+        parsers = _PARSERS
+        try:
+            for o in compress(objs, map(not_, alone)):
+                if "add" in o:
+                    raise ValueError("an add next to another action")
+                for key, value in o.items():
+                    parser = parsers.get(key)
+                    if parser is None or value is None:
+                        continue  # unknown actions are ignored, as the protocol requires
+                    if type(value) is not dict:
+                        raise TypeError(key)
+                    out.append(parser(value))
+        except Exception:  # noqa: BLE001 - parsed again line by line, which raises the right error
+            return _parse_by_line(data, name)
+    adds = AddColumns.from_json(raws) if set(map(type, raws)) <= {dict} else None
+    if adds is None:
+        return _parse_by_line(data, name)
+    return ParsedCommit(out, adds)
+
+
+def _parse_by_line(data: bytes, name: str) -> ParsedCommit:
     out: list[Action] = []
     raws: list[dict] = []
     linenos: list[int] = []
@@ -180,29 +230,22 @@ def parse_commit(data: bytes, name: str) -> ParsedCommit:
     lineno = 0
     try:
         for lineno, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError as e:
-                if not line.strip():
-                    continue
                 raise CorruptLogError(
                     f"incomplete log file {name}: line {lineno} is not valid JSON ({e}). "
                     "The commit was torn or edited; restore it from a backup."
                 ) from None
-            if type(obj) is not dict:
+            if not isinstance(obj, dict):
                 raise CorruptLogError(f"incomplete log file {name}: line {lineno} is not a JSON object")
-            add = obj.get("add")
-            if add is not None and len(obj) == 1:
-                if type(add) is not dict:
-                    raise _add_error(name, lineno, TypeError(f"expected a JSON object, got {type(add).__name__}"))
-                raws.append(add)
-                linenos.append(lineno)
-                continue
             for key, value in obj.items():
                 if key == "add":
                     if value is None:
                         continue
-                    if type(value) is not dict:
+                    if not isinstance(value, dict):
                         raise _add_error(name, lineno, TypeError(f"expected a JSON object, got {type(value).__name__}"))
                     raws.append(value)
                     linenos.append(lineno)
@@ -217,7 +260,7 @@ def parse_commit(data: bytes, name: str) -> ParsedCommit:
                 except (KeyError, TypeError, ValueError, AttributeError) as e:
                     raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
     except Exception:
-        # parse_actions stops at the first bad line: a malformed add before this line is that one.
+        # parse_actions stops at the first bad line: a malformed add before it (or first on it) is that one.
         _parse_adds([d for d, n in zip(raws, linenos) if n <= lineno], linenos, name)
         raise
     adds = AddColumns.from_json(raws)

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
-from .commit_columns import AddColumns, ParsedCommit, decode_path_list
+from .commit_columns import AddColumns, ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
@@ -258,8 +258,9 @@ class Snapshot:
                 f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup "
                 "(or remove a commit file that does not belong to this table)."
             )
-        for v, commit in log.read_commits_for_replay(needed):
-            state.apply(commit, v)
+        with gc_paused():
+            for v, commit in log.read_commits_for_replay(needed):
+                state.apply(commit, v)
 
         if state.protocol is None:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
@@ -279,7 +280,8 @@ class Snapshot:
         newer = sorted(v for v in listing.commits if v > self.version)
         if latest < self.version or len(newer) != latest - self.version:
             return Snapshot.load(self.storage, listing=listing)
-        snap = self.advance(dict(self.log.read_commits_for_replay(newer)))
+        with gc_paused():
+            snap = self.advance(dict(self.log.read_commits_for_replay(newer)))
         snap.listing = listing
         return snap
 
