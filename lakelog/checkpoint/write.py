@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from itertools import repeat
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
@@ -134,26 +135,29 @@ _ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats",
 
 
 def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
-    """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
-    time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
+    """The live adds of the JSON commits after the checkpoint as checkpoint add rows, about ``batch_rows``
+    at a time (from ``batch_rows`` to twice as many; None: all at once), built from the replayed add
+    columns (``lakelog.commit_columns``)."""
+    step = batch_rows or 2**62
     cols: dict[str, list] = {f: [] for f in _ADD_FIELDS}
     dvs: list = []
     has_dvs = False
     for block, rows in file_set.changed_add_columns():
-        whole = len(rows) == len(block)
-        for f in _ADD_FIELDS:
-            col = getattr(block, f)
-            cols[f].extend(col if whole else [col[i] for i in rows])
-        if block.deletion_vector is not None:
-            has_dvs = True
-            dvs.extend(block.deletion_vector if whole else [block.deletion_vector[i] for i in rows])
-        else:
-            dvs.extend([None] * len(rows))
-        while batch_rows and len(dvs) >= batch_rows:
-            yield _add_array({f: c[:batch_rows] for f, c in cols.items()}, dvs[:batch_rows] if has_dvs else None)
-            for c in cols.values():
-                del c[:batch_rows]
-            del dvs[:batch_rows]
+        for k in range(0, len(rows), step):
+            part = rows[k : k + step]
+            whole = len(part) == len(block)
+            for f in _ADD_FIELDS:
+                col = getattr(block, f)
+                cols[f].extend(col if whole else [col[i] for i in part])
+            if block.deletion_vector is not None:
+                has_dvs = True
+                dvs.extend(block.deletion_vector if whole else [block.deletion_vector[i] for i in part])
+            else:
+                dvs.extend(repeat(None, len(part)))
+            if len(dvs) >= step:
+                yield _add_array(cols, dvs if has_dvs else None)
+                cols = {f: [] for f in _ADD_FIELDS}
+                dvs, has_dvs = [], False
     if dvs:
         yield _add_array(cols, dvs if has_dvs else None)
 
