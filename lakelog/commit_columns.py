@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import not_
+from operator import is_not, not_
 from itertools import accumulate, chain, compress, repeat
 
 import orjson
@@ -198,15 +198,18 @@ def parse_commit(data: bytes, name: str) -> ParsedCommit:
         return _parse_by_line(data, name)
     if not set(map(type, objs)) <= {dict}:
         return _parse_by_line(data, name)
-    alone = [len(o) == 1 and "add" in o for o in objs]
-    raws = [o["add"] for o, a in zip(objs, alone) if a]
+    found = list(map(dict.get, objs, repeat("add")))
+    has_add = list(map(is_not, found, repeat(None)))
+    raws = list(compress(found, has_add))
+    if sum(map(len, compress(objs, has_add))) != len(raws):  # an add next to another action on its line
+        return _parse_by_line(data, name)
     out: list[Action] = []
     if len(raws) < len(objs):
         parsers = _PARSERS
         try:
-            for o in compress(objs, map(not_, alone)):
+            for o in compress(objs, map(not_, has_add)):
                 if "add" in o:
-                    raise ValueError("an add next to another action")
+                    raise ValueError("a null add")
                 for key, value in o.items():
                     parser = parsers.get(key)
                     if parser is None or value is None:

@@ -8,6 +8,8 @@ import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import pyarrow as pa
@@ -360,7 +362,8 @@ class Changes(Mapping):
 
     def live_blocks(self):
         """(block, its live rows) for every block with live rows, in commit order."""
-        live = sorted(r for r in self.rows.values() if r is not None)
+        rows = self.rows.values()
+        live = sorted(compress(rows, map(is_not, rows, repeat(None))))
         k = 0
         for block, start in zip(self.blocks, self.starts):
             end = start + len(block)

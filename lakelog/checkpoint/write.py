@@ -173,7 +173,7 @@ def _add_array(cols: dict[str, list], dvs: list | None) -> pa.StructArray:
         pa.array(cols["modification_time"], pa.int64()),
         pa.repeat(pa.scalar(False), n),  # checkpoint adds describe state, not a change
         pa.array(cols["stats"], pa.string()),
-        pa.nulls(n, _STR_MAP) if all(t is None for t in tags) else pa.array(tags, _STR_MAP),
+        pa.nulls(n, _STR_MAP) if tags.count(None) == n else pa.array(tags, _STR_MAP),
         pa.nulls(n, DV_TYPE) if dvs is None else pa.array([_dv_row(d) for d in dvs], DV_TYPE),
     ]
     return pa.StructArray.from_arrays(children, fields=list(add_type))
