@@ -37,6 +37,7 @@ UUID_CHECKPOINT_RE = re.compile(rf"^(\d{{20}})\.checkpoint\.({_UUID})\.(json|par
 COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS = "_sidecars"
+REPLAY_FETCH_COMMITS = 128  # commit files fetched at once while replaying
 
 
 def commit_name(version: int) -> str:
@@ -192,10 +193,13 @@ class DeltaLog:
 
     def read_commits_for_replay(self, versions: list[int]) -> Iterator[tuple[int, ParsedCommit]]:
         """(version, commit) in version order, each commit's adds as columns (``lakelog.commit_columns``):
-        what replay needs. One bulk fetch; each file's bytes are dropped once parsed."""
-        blobs = self._read_many(versions)
-        for v in sorted(blobs):
-            yield v, parse_commit(blobs.pop(v), commit_name(v))
+        what replay needs. Bulk fetches of ``REPLAY_FETCH_COMMITS`` files, each file's bytes dropped once
+        parsed: the bytes of a long log are never all in memory at once."""
+        versions = sorted(versions)
+        for i in range(0, len(versions), REPLAY_FETCH_COMMITS):
+            blobs = self._read_many(versions[i : i + REPLAY_FETCH_COMMITS])
+            for v in sorted(blobs):
+                yield v, parse_commit(blobs.pop(v), commit_name(v))
 
     def _read_many(self, versions: list[int]) -> dict[int, bytes]:
         if not versions:

@@ -450,9 +450,6 @@ class FileSet:
         changes = self.changes
         return self.base.adds.filter(pa.array([p not in changes for p in self.base.paths], pa.bool_()))
 
-    def changed_adds(self) -> list[AddFile]:
-        return [a for a in self.changes.values() if a is not None]
-
     def changed_add_columns(self):
         """The live adds of the JSON commits as (columns, live rows of them), in commit order: a checkpoint
         writes them without ``AddFile`` objects."""
