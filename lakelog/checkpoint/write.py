@@ -135,9 +135,8 @@ _ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats",
 
 
 def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
-    """The live adds of the JSON commits after the checkpoint as checkpoint add rows, about ``batch_rows``
-    at a time (from ``batch_rows`` to twice as many; None: all at once), built from the replayed add
-    columns (``lakelog.commit_columns``)."""
+    """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
+    time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
     step = batch_rows or 2**62
     cols: dict[str, list] = {f: [] for f in _ADD_FIELDS}
     dvs: list = []
@@ -154,10 +153,11 @@ def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.Struct
                 dvs.extend(block.deletion_vector if whole else [block.deletion_vector[i] for i in part])
             else:
                 dvs.extend(repeat(None, len(part)))
-            if len(dvs) >= step:
-                yield _add_array(cols, dvs if has_dvs else None)
-                cols = {f: [] for f in _ADD_FIELDS}
-                dvs, has_dvs = [], False
+            if len(dvs) >= step:  # exactly ``step`` rows: one row group each
+                yield _add_array({f: c[:step] for f, c in cols.items()}, dvs[:step] if has_dvs else None)
+                cols = {f: c[step:] for f, c in cols.items()}
+                dvs = dvs[step:]
+                has_dvs = any(d is not None for d in dvs) if has_dvs else False
     if dvs:
         yield _add_array(cols, dvs if has_dvs else None)
 
