@@ -309,20 +309,43 @@ class Changes(Mapping):
     removed. Backed by the commits' add columns (``blocks``; ``rows`` maps a path to a row counted over
     all blocks): the ``AddFile`` of a path is built only when asked for."""
 
-    __slots__ = ("rows", "blocks", "starts")
+    __slots__ = ("rows", "blocks", "starts", "_objects")
 
     def __init__(self, rows: dict[str, int | None] | None = None, blocks: list[AddColumns] | None = None, starts: list[int] | None = None) -> None:
         self.rows: dict[str, int | None] = {} if rows is None else rows
         self.blocks: list[AddColumns] = [] if blocks is None else blocks
         self.starts: list[int] = [] if starts is None else starts  # the row of each block's first add
+        self._objects: dict[str, AddFile | None] | None = None  # every entry as an object, once asked for
 
     def copy(self) -> "Changes":
         # Blocks are never modified once appended: copies share them.
         return Changes(dict(self.rows), list(self.blocks), list(self.starts))
 
     def __getitem__(self, path: str) -> AddFile | None:
+        if self._objects is not None:
+            return self._objects[path]
         row = self.rows[path]
         return None if row is None else self.add_file(row)
+
+    def objects(self) -> dict[str, AddFile | None]:
+        """Every entry with its ``AddFile`` (built on first use, kept until the changes change)."""
+        if self._objects is None:
+            self._objects = {p: None if r is None else self.add_file(r) for p, r in self.rows.items()}
+        return self._objects
+
+    def items(self):
+        return self.objects().items()
+
+    def values(self):
+        return self.objects().values()
+
+    def set_removed(self, path: str) -> None:
+        self.rows[path] = None
+        self._objects = None
+
+    def discard(self, path: str) -> None:
+        self.rows.pop(path, None)
+        self._objects = None
 
     def __contains__(self, path: object) -> bool:
         return path in self.rows
@@ -356,6 +379,7 @@ class Changes(Mapping):
         self.blocks.append(adds)
         self.starts.append(start)
         self.rows.update(zip(paths, range(start, start + len(paths))))
+        self._objects = None
 
     def live_paths(self) -> list[str]:
         return [p for p, r in self.rows.items() if r is not None]
@@ -412,9 +436,9 @@ class FileSet:
 
     def remove(self, path: str) -> None:
         if self.base is None:
-            self.changes.rows.pop(path, None)
+            self.changes.discard(path)
         else:
-            self.changes.rows[path] = None  # the path may be a checkpoint row
+            self.changes.set_removed(path)  # the path may be a checkpoint row
         self._dict = None
 
     def paths(self) -> list[str]:
