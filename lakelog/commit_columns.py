@@ -123,6 +123,14 @@ class AddColumns:
             mine.extend(other.deletion_vector if other.deletion_vector is not None else [None] * len(other))
             self.deletion_vector = mine
 
+    def take(self, rows: list[int]) -> "AddColumns":
+        """The rows ``rows``, in that order."""
+        dvs = self.deletion_vector
+        return AddColumns(
+            *([col[i] for i in rows] for col in (self.path, self.partition_values, self.size, self.modification_time, self.data_change, self.stats, self.tags)),
+            None if dvs is None else [dvs[i] for i in rows],
+        )
+
     def add_file(self, i: int) -> AddFile:
         """The ``AddFile`` of row ``i``."""
         dvs = self.deletion_vector

@@ -309,17 +309,18 @@ class Changes(Mapping):
     removed. Backed by the commits' add columns (``blocks``; ``rows`` maps a path to a row counted over
     all blocks): the ``AddFile`` of a path is built only when asked for."""
 
-    __slots__ = ("rows", "blocks", "starts", "_objects")
+    __slots__ = ("rows", "blocks", "starts", "dead", "_objects")
 
-    def __init__(self, rows: dict[str, int | None] | None = None, blocks: list[AddColumns] | None = None, starts: list[int] | None = None) -> None:
+    def __init__(self, rows: dict[str, int | None] | None = None, blocks: list[AddColumns] | None = None, starts: list[int] | None = None, dead: int = 0) -> None:
         self.rows: dict[str, int | None] = {} if rows is None else rows
         self.blocks: list[AddColumns] = [] if blocks is None else blocks
         self.starts: list[int] = [] if starts is None else starts  # the row of each block's first add
+        self.dead = dead  # rows of the blocks no path names any more (replaced or removed)
         self._objects: dict[str, AddFile | None] | None = None  # every entry as an object, once asked for
 
     def copy(self) -> "Changes":
         # Blocks are never modified once appended: copies share them.
-        return Changes(dict(self.rows), list(self.blocks), list(self.starts))
+        return Changes(dict(self.rows), list(self.blocks), list(self.starts), self.dead)
 
     def __getitem__(self, path: str) -> AddFile | None:
         if self._objects is not None:
@@ -340,11 +341,14 @@ class Changes(Mapping):
         return self.objects().values()
 
     def set_removed(self, path: str) -> None:
+        if self.rows.get(path) is not None:
+            self.dead += 1
         self.rows[path] = None
         self._objects = None
 
     def discard(self, path: str) -> None:
-        self.rows.pop(path, None)
+        if self.rows.pop(path, None) is not None:
+            self.dead += 1
         self._objects = None
 
     def __contains__(self, path: object) -> bool:
@@ -375,11 +379,29 @@ class Changes(Mapping):
 
     def append(self, adds: AddColumns, paths: list[str]) -> None:
         """Make ``adds`` (decoded paths ``paths``, each once) the live adds of their paths."""
-        start = self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+        rows = self.rows
+        previous = list(map(rows.get, paths))
+        self.dead += len(previous) - previous.count(None)
+        start = self._end()
         self.blocks.append(adds)
         self.starts.append(start)
-        self.rows.update(zip(paths, range(start, start + len(paths))))
+        rows.update(zip(paths, range(start, start + len(paths))))
         self._objects = None
+        if self.dead >= _COMPACT_MIN_DEAD and self.dead > start + len(paths) - self.dead:
+            self._compact()
+
+    def _end(self) -> int:
+        return self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+
+    def _compact(self) -> None:
+        """One block of the live rows only, once most rows are dead (a log that rewrites its files keeps
+        the memory of its live files, not of every add it ever had)."""
+        live = AddColumns()
+        for block, rows in self.live_blocks():
+            live.extend(block if len(rows) == len(block) else block.take(rows))
+        order = sorted(compress(self.rows, map(is_not, self.rows.values(), repeat(None))), key=self.rows.__getitem__)
+        self.blocks, self.starts, self.dead = [live], [0], 0
+        self.rows.update(zip(order, range(len(order))))  # same keys: the listing order stays
 
     def live_paths(self) -> list[str]:
         return [p for p, r in self.rows.items() if r is not None]
@@ -481,6 +503,7 @@ class FileSet:
 
 
 NOT_LIVE = object()
+_COMPACT_MIN_DEAD = 65_536  # dead rows before the changes are compacted (and only when most rows are dead)
 
 
 class _Replay:

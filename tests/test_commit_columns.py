@@ -206,3 +206,28 @@ def test_checkpoint_of_json_commits_with_removes_and_re_adds(table_path):
     removes = rows.column("remove").drop_null().to_pylist()
     assert len(removes) == 2 and not {r["path"] for r in removes} & live
     assert deltalake.DeltaTable(table_path).to_pyarrow_table().num_rows == 3
+
+
+def test_replayed_changes_are_compacted_when_most_rows_are_dead(table_path, monkeypatch):
+    """A log that keeps rewriting its files: replay keeps the live adds' rows only (once most are dead),
+    and the file set, its listing order and the checkpoint written from it are unchanged by that."""
+    from lakelog import snapshot as snapshot_module
+
+    config = {"delta.checkpointInterval": "1000"}
+    lakelog.write_table(table_path, pa.table({"id": [0, 1]}), configuration=config)
+    for i in range(1, 8):
+        mode = "overwrite" if i % 3 == 0 else "append"
+        lakelog.write_table(table_path, pa.table({"id": [10 * i, 10 * i + 1]}), mode=mode)
+    uncompacted = lakelog.Table(table_path).snapshot
+    monkeypatch.setattr(snapshot_module, "_COMPACT_MIN_DEAD", 1)
+    compacted = lakelog.Table(table_path).snapshot
+    changes = compacted.file_set.changes
+    assert len(changes.blocks) < len(uncompacted.file_set.changes.blocks)
+    assert sum(len(b) for b in changes.blocks) < sum(len(b) for b in uncompacted.file_set.changes.blocks)
+    assert compacted.file_paths() == uncompacted.file_paths()
+    assert compacted.files == uncompacted.files
+    t = lakelog.Table(table_path)
+    expected = t.to_pyarrow().sort_by("id")
+    assert expected.column("id").to_pylist() == [60, 61, 70, 71]
+    t.checkpoint()
+    assert deltalake.DeltaTable(table_path).to_pyarrow_table().sort_by("id").equals(expected)
