@@ -468,7 +468,7 @@ class FileSet:
         changes = self.changes
         if not changes:
             return list(base)
-        out = [p for p in base if p not in changes]
+        out = [p for p in base if p not in changes.rows]  # the dict: a C-level lookup per row
         out.extend(changes.live_paths())
         return out
 
@@ -481,7 +481,7 @@ class FileSet:
         if self._dict is None:
             out: dict[str, AddFile] = {}
             if self.base is not None:
-                changes = self.changes
+                changes = self.changes.rows
                 out = {p: a for p, a in zip(self.base.paths, self.base.add_actions()) if p not in changes}
             out.update((p, a) for p, a in self.changes.items() if a is not None)
             self._dict = out
@@ -493,7 +493,7 @@ class FileSet:
             return None
         if not self.changes:
             return self.base.adds
-        changes = self.changes
+        changes = self.changes.rows
         return self.base.adds.filter(pa.array([p not in changes for p in self.base.paths], pa.bool_()))
 
     def changed_add_columns(self):
