@@ -112,6 +112,10 @@ class AddColumns:
             return None
         if dict in tag_types and not set(map(type, chain.from_iterable(t.values() for t in tags if t is not None))) <= _STRINGS:
             return None
+        # Files of a commit share few partition values: one dict per distinct value (~240 MiB less per
+        # million files). AddFile objects built from the columns share them too; they are read-only.
+        distinct: dict[tuple, dict] = {}
+        pvs = list(map(distinct.setdefault, map(tuple, map(dict.items, pvs)), pvs))
         return cls(paths, pvs, sizes, mtimes, changes, stats, tags, None)
 
     def extend(self, other: "AddColumns") -> None:
