@@ -5,12 +5,17 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import warnings
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
 
 import pyarrow as pa
 
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
+from .commit_columns import AddColumns, ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
@@ -255,9 +260,9 @@ class Snapshot:
                 f"{start + 1} and {target}; the table cannot be read safely. Restore the missing files from a backup "
                 "(or remove a commit file that does not belong to this table)."
             )
-        commits = log.read_commits(needed)
-        for v in needed:
-            state.apply(commits[v], v)
+        with gc_paused():
+            for v, commit in log.read_commits_for_replay(needed):
+                state.apply(commit, v)
 
         if state.protocol is None:
             raise CorruptLogError(f"no protocol action found in the log up to version {target}; the table is incomplete")
@@ -277,12 +282,14 @@ class Snapshot:
         newer = sorted(v for v in listing.commits if v > self.version)
         if latest < self.version or len(newer) != latest - self.version:
             return Snapshot.load(self.storage, listing=listing)
-        snap = self.advance(self.log.read_commits(newer))
+        with gc_paused():
+            snap = self.advance(dict(self.log.read_commits_for_replay(newer)))
         snap.listing = listing
         return snap
 
-    def advance(self, new_actions: dict[int, list]) -> "Snapshot":
-        """A new snapshot: this one plus the given later commits (contiguous, in order)."""
+    def advance(self, new_actions: dict[int, list | ParsedCommit]) -> "Snapshot":
+        """A new snapshot: this one plus the given later commits (contiguous, in order): lists of actions,
+        or commits parsed by ``DeltaLog.read_commits_for_replay``."""
         state = _Replay(self.file_set.copy())
         state.protocol, state.metadata = self.protocol, self.metadata
         state.tombstones, state.txns, state.domains = dict(self.tombstones), dict(self.txns), dict(self.domains)
@@ -297,32 +304,150 @@ class Snapshot:
         return snap
 
 
+class Changes(Mapping):
+    """The changes of the JSON commits a file set replayed: decoded path -> its live ``add``, or None when
+    removed. Backed by the commits' add columns (``blocks``; ``rows`` maps a path to a row counted over
+    all blocks): the ``AddFile`` of a path is built only when asked for."""
+
+    __slots__ = ("rows", "blocks", "starts", "dead", "_objects")
+
+    def __init__(self, rows: dict[str, int | None] | None = None, blocks: list[AddColumns] | None = None, starts: list[int] | None = None, dead: int = 0) -> None:
+        self.rows: dict[str, int | None] = {} if rows is None else rows
+        self.blocks: list[AddColumns] = [] if blocks is None else blocks
+        self.starts: list[int] = [] if starts is None else starts  # the row of each block's first add
+        self.dead = dead  # rows of the blocks no path names any more (replaced or removed)
+        self._objects: dict[str, AddFile | None] | None = None  # every entry as an object, once asked for
+
+    def copy(self) -> "Changes":
+        # Blocks are never modified once appended: copies share them.
+        return Changes(dict(self.rows), list(self.blocks), list(self.starts), self.dead)
+
+    def __getitem__(self, path: str) -> AddFile | None:
+        if self._objects is not None:
+            return self._objects[path]
+        row = self.rows[path]
+        return None if row is None else self.add_file(row)
+
+    def objects(self) -> dict[str, AddFile | None]:
+        """Every entry with its ``AddFile`` (built on first use, kept until the changes change)."""
+        if self._objects is None:
+            self._objects = {p: None if r is None else self.add_file(r) for p, r in self.rows.items()}
+        return self._objects
+
+    def items(self):
+        return self.objects().items()
+
+    def values(self):
+        return self.objects().values()
+
+    def set_removed(self, path: str) -> None:
+        if self.rows.get(path) is not None:
+            self.dead += 1
+        self.rows[path] = None
+        self._objects = None
+
+    def discard(self, path: str) -> None:
+        if self.rows.pop(path, None) is not None:
+            self.dead += 1
+        self._objects = None
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.rows
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _locate(self, row: int) -> tuple[AddColumns, int]:
+        j = bisect_right(self.starts, row) - 1
+        return self.blocks[j], row - self.starts[j]
+
+    def add_file(self, row: int) -> AddFile:
+        block, i = self._locate(row)
+        return block.add_file(i)
+
+    def dv_id(self, path: str) -> Any:
+        """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when removed (``path`` is a key)."""
+        row = self.rows[path]
+        if row is None:
+            return NOT_LIVE
+        block, i = self._locate(row)
+        dvs = block.deletion_vector
+        return None if dvs is None or dvs[i] is None else dvs[i].unique_id
+
+    def append(self, adds: AddColumns, paths: list[str]) -> None:
+        """Make ``adds`` (decoded paths ``paths``, each once) the live adds of their paths."""
+        rows = self.rows
+        previous = list(map(rows.get, paths))
+        self.dead += len(previous) - previous.count(None)
+        start = self._end()
+        self.blocks.append(adds)
+        self.starts.append(start)
+        rows.update(zip(paths, range(start, start + len(paths))))
+        self._objects = None
+        if self.dead >= _COMPACT_MIN_DEAD and self.dead > start + len(paths) - self.dead:
+            self._compact()
+
+    def _end(self) -> int:
+        return self.starts[-1] + len(self.blocks[-1]) if self.blocks else 0
+
+    def _compact(self) -> None:
+        """One block of the live rows only, once most rows are dead (a log that rewrites its files keeps
+        the memory of its live files, not of every add it ever had)."""
+        live = AddColumns()
+        for block, rows in self.live_blocks():
+            live.extend(block if len(rows) == len(block) else block.take(rows))
+        order = sorted(compress(self.rows, map(is_not, self.rows.values(), repeat(None))), key=self.rows.__getitem__)
+        self.blocks, self.starts, self.dead = [live], [0], 0
+        self.rows.update(zip(order, range(len(order))))  # same keys: the listing order stays
+
+    def live_paths(self) -> list[str]:
+        return [p for p, r in self.rows.items() if r is not None]
+
+    def live_blocks(self):
+        """(block, its live rows) for every block with live rows, in commit order."""
+        rows = self.rows.values()
+        live = sorted(compress(rows, map(is_not, rows, repeat(None))))
+        k = 0
+        for block, start in zip(self.blocks, self.starts):
+            end = start + len(block)
+            j = bisect_left(live, end, k)
+            if j > k:
+                yield block, [r - start for r in live[k:j]]
+            k = j
+
+
 class FileSet:
     """The live files of a snapshot: the add rows of the checkpoint it started from, kept as Arrow
-    columns, plus the changes of the JSON commits after it (path -> add, or None when removed).
+    columns, plus the changes of the JSON commits after it (``Changes``: path -> add, or None when removed).
 
     Listing paths never builds per-file objects; ``as_dict`` builds them once, when a caller needs them.
     """
 
     __slots__ = ("base", "changes", "_dict")
 
-    def __init__(self, base: CheckpointState | None = None, changes: dict[str, AddFile | None] | None = None) -> None:
+    def __init__(self, base: CheckpointState | None = None, changes: Changes | None = None) -> None:
         self.base = base
-        self.changes: dict[str, AddFile | None] = {} if changes is None else changes
+        self.changes: Changes = Changes() if changes is None else changes
         self._dict: dict[str, AddFile] | None = None
 
     def copy(self) -> "FileSet":
-        return FileSet(self.base, dict(self.changes))
+        return FileSet(self.base, self.changes.copy())
 
     def add(self, path: str, add: AddFile) -> None:
-        self.changes[path] = add
+        self.add_columns(AddColumns.of([add]), [path])
+
+    def add_columns(self, adds: AddColumns, paths: list[str]) -> None:
+        """Make ``adds`` (decoded paths ``paths``, each once) live."""
+        self.changes.append(adds, paths)
         self._dict = None
 
     def live_dv_id(self, path: str) -> Any:
         """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when the path is not live."""
         if path in self.changes:
-            a = self.changes[path]
-            return NOT_LIVE if a is None else dv_id(a)
+            return self.changes.dv_id(path)
         base = self.base
         if base is None or base.dv_ids is None:
             return None  # live or not, no deletion vector: removing it is right either way
@@ -333,9 +458,9 @@ class FileSet:
 
     def remove(self, path: str) -> None:
         if self.base is None:
-            self.changes.pop(path, None)
+            self.changes.discard(path)
         else:
-            self.changes[path] = None  # the path may be a checkpoint row
+            self.changes.set_removed(path)  # the path may be a checkpoint row
         self._dict = None
 
     def paths(self) -> list[str]:
@@ -343,8 +468,8 @@ class FileSet:
         changes = self.changes
         if not changes:
             return list(base)
-        out = [p for p in base if p not in changes]
-        out.extend(p for p, a in changes.items() if a is not None)
+        out = [p for p in base if p not in changes.rows]  # the dict: a C-level lookup per row
+        out.extend(changes.live_paths())
         return out
 
     def __len__(self) -> int:
@@ -356,7 +481,7 @@ class FileSet:
         if self._dict is None:
             out: dict[str, AddFile] = {}
             if self.base is not None:
-                changes = self.changes
+                changes = self.changes.rows
                 out = {p: a for p, a in zip(self.base.paths, self.base.add_actions()) if p not in changes}
             out.update((p, a) for p, a in self.changes.items() if a is not None)
             self._dict = out
@@ -368,14 +493,17 @@ class FileSet:
             return None
         if not self.changes:
             return self.base.adds
-        changes = self.changes
+        changes = self.changes.rows
         return self.base.adds.filter(pa.array([p not in changes for p in self.base.paths], pa.bool_()))
 
-    def changed_adds(self) -> list[AddFile]:
-        return [a for a in self.changes.values() if a is not None]
+    def changed_add_columns(self):
+        """The live adds of the JSON commits as (columns, live rows of them), in commit order: a checkpoint
+        writes them without ``AddFile`` objects."""
+        return self.changes.live_blocks()
 
 
 NOT_LIVE = object()
+_COMPACT_MIN_DEAD = 65_536  # dead rows before the changes are compacted (and only when most rows are dead)
 
 
 class _Replay:
@@ -408,23 +536,19 @@ class _Replay:
     def files(self) -> dict[str, AddFile]:
         return self.file_set.as_dict()
 
-    def apply(self, actions: list, version: int | None = None) -> None:
-        """Apply the actions of one commit (``version``, for messages). A commit that names a path in two
-        adds or two removes, or adds and removes the same logical file, is a ``CorruptLogError``: the
-        protocol forbids it, and engines disagree about which action wins. Actions in a commit are not
-        ordered: its removes apply first, so ``remove(p, old DV)`` + ``add(p, new DV)`` leaves the new one."""
+    def apply(self, actions: list | ParsedCommit, version: int | None = None) -> None:
+        """Apply the actions of one commit (``version``, for messages): a list of actions, or a commit
+        parsed with its adds as columns. A commit that names a path in two adds or two removes, or adds
+        and removes the same logical file, is a ``CorruptLogError``: the protocol forbids it, and engines
+        disagree about which action wins. Actions in a commit are not ordered: its removes apply first,
+        so ``remove(p, old DV)`` + ``add(p, new DV)`` leaves the new one."""
+        commit = actions if isinstance(actions, ParsedCommit) else ParsedCommit.of(actions)
         file_set, tombstones = self.file_set, self.tombstones
-        added: dict[str, tuple] = {}
         removes: list[tuple[tuple, RemoveFile]] = []
         removed: set[str] = set()
-        for a in actions:
+        for a in commit.actions:
             t = type(a)
-            if t is AddFile:
-                path = decode_path(a.path)
-                if path in added:
-                    raise _conflicting_actions(version, a.path, "adds it twice")
-                added[path] = logical_file_key(path, a)
-            elif t is RemoveFile:
+            if t is RemoveFile:
                 path = decode_path(a.path)
                 if path in removed:
                     raise _conflicting_actions(version, a.path, "removes it twice")
@@ -438,19 +562,37 @@ class _Replay:
                 self.txns[a.app_id] = a
             elif t is DomainMetadata:
                 self.domains[a.domain] = a
-        for key, r in removes:
-            if added.get(key[0]) == key:
-                raise _conflicting_actions(version, r.path, "both adds and removes it")
-            live = file_set.live_dv_id(key[0])
-            if live is not NOT_LIVE and live == key[1]:
-                file_set.remove(key[0])
-            tombstones[key] = r
-        if added:
-            for a in actions:
-                if type(a) is AddFile:
-                    key = added[decode_path(a.path)]
-                    file_set.add(key[0], a)
-                    tombstones.pop(key, None)
+        adds = commit.adds
+        n = len(adds)
+        paths = decode_path_list(adds.path) if n else []
+        if len(set(paths)) != n:
+            seen: set[str] = set()
+            for p, logged in zip(paths, adds.path):
+                if p in seen:
+                    raise _conflicting_actions(version, logged, "adds it twice")
+                seen.add(p)
+        dv_ids = adds.dv_ids() if n else None
+        if removes:
+            position = {p: i for i, p in enumerate(paths)} if n else {}
+            for key, r in removes:
+                i = position.get(key[0])
+                if i is not None and (None if dv_ids is None else dv_ids[i]) == key[1]:
+                    raise _conflicting_actions(version, r.path, "both adds and removes it")
+                live = file_set.live_dv_id(key[0])
+                if live is not NOT_LIVE and live == key[1]:
+                    file_set.remove(key[0])
+                tombstones[key] = r
+        if n:
+            file_set.add_columns(adds, paths)
+            if tombstones:
+                keys = zip(paths, dv_ids) if dv_ids is not None else ((p, None) for p in paths)
+                if len(tombstones) < n:
+                    added = set(keys)
+                    for key in [k for k in tombstones if k in added]:
+                        del tombstones[key]
+                else:
+                    for key in keys:
+                        tombstones.pop(key, None)
 
 
 def logical_file_key(path: str, action: Any) -> tuple[str, str | None]:

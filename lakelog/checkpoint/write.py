@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from itertools import repeat
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
@@ -25,7 +26,7 @@ from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, Side
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
 from ..log import checkpoint_name, uuid_checkpoint_name
 from ..properties import TableProperties
-from .schema import CHECKPOINT_SCHEMA, NON_FILE_COLUMNS, _add_rows, _conform, _dv_row, _items, _rows
+from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 
 class TableState(TypingProtocol):
@@ -108,8 +109,8 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
         step = batch_rows or len(kept)
         for i in range(0, len(kept), step):
             yield "base", kept.slice(i, step)
-    for chunk in chunks(snapshot.file_set.changed_adds()):
-        yield "add", _rows("add", _add_rows(chunk))
+    for arr in _changed_add_batches(snapshot.file_set, batch_rows):
+        yield "add", arr
     # expired tombstones are dropped, as Delta does
     removes = [r for r in snapshot.tombstones.values() if r.deletion_timestamp is None or r.deletion_timestamp >= now - retention]
     for chunk in chunks(removes):
@@ -130,22 +131,86 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
         )
 
 
+_ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats", "tags")
+
+
+def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
+    """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
+    time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
+    step = batch_rows or 2**62
+    cols: dict[str, list] = {f: [] for f in _ADD_FIELDS}
+    dvs: list = []
+    has_dvs = False
+    for block, rows in file_set.changed_add_columns():
+        for k in range(0, len(rows), step):
+            part = rows[k : k + step]
+            whole = len(part) == len(block)
+            for f in _ADD_FIELDS:
+                col = getattr(block, f)
+                cols[f].extend(col if whole else [col[i] for i in part])
+            if block.deletion_vector is not None:
+                has_dvs = True
+                dvs.extend(block.deletion_vector if whole else [block.deletion_vector[i] for i in part])
+            else:
+                dvs.extend(repeat(None, len(part)))
+            if len(dvs) >= step:  # exactly ``step`` rows: one row group each
+                yield _add_array({f: c[:step] for f, c in cols.items()}, dvs[:step] if has_dvs else None)
+                cols = {f: c[step:] for f, c in cols.items()}
+                dvs = dvs[step:]
+                has_dvs = any(d is not None for d in dvs) if has_dvs else False
+    if dvs:
+        yield _add_array(cols, dvs if has_dvs else None)
+
+
+def _add_array(cols: dict[str, list], dvs: list | None) -> pa.StructArray:
+    add_type = CHECKPOINT_SCHEMA.field("add").type
+    n = len(cols["path"])
+    tags = cols["tags"]
+    children = [
+        pa.array(cols["path"], pa.string()),
+        pa.array(cols["partition_values"], _STR_MAP),
+        pa.array(cols["size"], pa.int64()),
+        pa.array(cols["modification_time"], pa.int64()),
+        pa.repeat(pa.scalar(False), n),  # checkpoint adds describe state, not a change
+        pa.array(cols["stats"], pa.string()),
+        pa.nulls(n, _STR_MAP) if tags.count(None) == n else pa.array(tags, _STR_MAP),
+        pa.nulls(n, DV_TYPE) if dvs is None else pa.array([_dv_row(d) for d in dvs], DV_TYPE),
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(add_type))
+
+
 def _one_kind_table(schema: pa.Schema, kind: str, arr: pa.Array) -> pa.Table:
     """A table of ``schema`` whose column ``kind`` holds ``arr`` and every other column nulls."""
     return pa.table({name: arr if name == kind else pa.nulls(len(arr), schema.field(name).type) for name in schema.names}, schema=schema)
 
 
+def _classic_schema(snapshot: TableState) -> pa.Schema:
+    # The domainMetadata column only when there are domains: the checkpoints of other tables stay as before.
+    if any(not d.removed for d in snapshot.domains.values()):
+        return CHECKPOINT_SCHEMA
+    return CHECKPOINT_SCHEMA.remove(CHECKPOINT_SCHEMA.get_field_index("domainMetadata"))
+
+
+def _classic_tables(snapshot: TableState, now: int, batch_rows: int | None) -> Iterator[pa.Table]:
+    """The classic checkpoint's rows as tables of ``_classic_schema``: the non-file actions in one, then
+    the file actions, at most ``batch_rows`` rows per table (None: one per kind); checkpoint add rows stay
+    Arrow columns."""
+    schema = _classic_schema(snapshot)
+    head = [_one_kind_table(schema, kind, arr) for kind, arr in _non_file_blocks(snapshot) if len(arr) and kind in schema.names]
+    yield pa.concat_tables(head)
+    for kind, arr in _file_blocks(snapshot, now, batch_rows):
+        if len(arr):
+            # checkpoint add rows read back (maybe another engine's, with more or other fields) in lakelog's add type
+            yield _one_kind_table(schema, "add", _conform(arr, CHECKPOINT_SCHEMA.field("add").type)) if kind == "base" else _one_kind_table(schema, kind, arr)
+
+
 def checkpoint_rows(snapshot: TableState, now: int | None = None) -> pa.Table:
     """The checkpoint content of ``snapshot`` as an Arrow table with Delta's classic checkpoint schema."""
     now = now_ms() if now is None else now
-    # One block of rows per action kind, in this order; checkpoint add rows stay Arrow columns.
-    blocks = _non_file_blocks(snapshot)
-    for kind, arr in _file_blocks(snapshot, now):
-        # checkpoint add rows read back (maybe another engine's, with more or other fields) in lakelog's add type
-        blocks.append(("add", _conform(arr, CHECKPOINT_SCHEMA.field("add").type)) if kind == "base" else (kind, arr))
-    # The domainMetadata column only when there are domains: the checkpoints of other tables stay as before.
-    schema = CHECKPOINT_SCHEMA if any(not d.removed for d in snapshot.domains.values()) else CHECKPOINT_SCHEMA.remove(CHECKPOINT_SCHEMA.get_field_index("domainMetadata"))
-    return pa.concat_tables(_one_kind_table(schema, kind, arr) for kind, arr in blocks if len(arr) and kind in schema.names)
+    return pa.concat_tables(_classic_tables(snapshot, now, None))
+
+
+CLASSIC_ROW_GROUP_ROWS = 131_072  # file actions per row group of a classic checkpoint (and per batch held in memory)
 
 
 def write_checkpoint(snapshot: TableState) -> int:
@@ -169,17 +234,23 @@ def uses_v2_checkpoints(protocol: Protocol, metadata: Metadata) -> bool:
 
 
 def _write_classic(snapshot: TableState) -> dict:
+    """Write the classic checkpoint row group by row group (``CLASSIC_ROW_GROUP_ROWS`` file actions each):
+    only one batch of rows is built at a time, next to the Parquet bytes written so far."""
     storage = snapshot.storage
-    table = checkpoint_rows(snapshot)
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="snappy")
+    rows = 0
+    with pq.ParquetWriter(buf, _classic_schema(snapshot), compression="snappy") as writer:
+        for table in _classic_tables(snapshot, now_ms(), CLASSIC_ROW_GROUP_ROWS):
+            writer.write_table(table, row_group_size=CLASSIC_ROW_GROUP_ROWS)
+            rows += table.num_rows
     data = buf.getvalue()
+    del buf
     path = storage.log_file(checkpoint_name(snapshot.version))
     try:
         storage.put_if_absent(path, data)
     except FileExistsError:
         pass  # another writer checkpointed this version; both describe the same state
-    return {"version": snapshot.version, "size": table.num_rows, "sizeInBytes": len(data), "numOfAddFiles": snapshot.num_files}
+    return {"version": snapshot.version, "size": rows, "sizeInBytes": len(data), "numOfAddFiles": snapshot.num_files}
 
 
 def _v2_add_type(kept: pa.StructArray | None) -> pa.StructType:
