@@ -300,10 +300,13 @@ def spark_path(storage: Storage, rel: str) -> str:
     return f"{_spark_root(storage)}/{rel}"
 
 
-def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None) -> DataFrame:
+def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None,
+                   row_column: str | None = None) -> DataFrame:
     """``read``'s DataFrame over ``snapshot``, or only over its data files ``files`` (relative, decoded
     paths); ``file_column``: also a column of that name holding the path each row was read from, as
-    Spark's ``_metadata.file_path`` gives it (see ``spark_path``)."""
+    Spark's ``_metadata.file_path`` gives it (see ``spark_path``); ``row_column``: also a column of
+    that name holding each row's position in its data file (the protocol's file row index, counting
+    the rows a deletion vector deletes, which are not read)."""
     check_native_readable(snapshot)
     schema, part_cols = snapshot.schema, snapshot.partition_columns
     mapping = snapshot.column_mapping
@@ -378,6 +381,8 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         return DataFrame(jsession.baseRelationToDataFrame(rel), spark)
 
     extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
+    if row_column is not None:
+        extra.append(F.col("_metadata.row_index").alias(row_column))
     frames = [relation(g).select(*columns, *extra) for g in plain]
     if deleted:
         gone = _deleted_rows(spark, storage, factory, root, with_dv)
