@@ -42,7 +42,7 @@ from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter
 from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
-from lakelog.sql import Resolver, parse_expression, prune_expression
+from lakelog.sql import Resolver, column_refs, parse_expression, prune_expression
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
@@ -166,6 +166,19 @@ class SparkOperation:
         except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
             return None
 
+    def reads_only_partitions(self, text: str | None) -> bool:
+        """Whether the SQL condition ``text`` reads partition columns only (at least one), as lakelog parses
+        it: it then selects whole files (a file has one value per partition column)."""
+        if text is None or not self.op.partition_columns:
+            return False
+        try:
+            refs = column_refs(parse_expression(text))
+        except (LakelogError, ValueError, KeyError, TypeError):
+            return False
+        names = set(self.op.schema.names)
+        columns = {part for ref in refs for part in ref if part in names}
+        return bool(columns) and columns <= set(self.op.partition_columns)
+
     def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
         """Files that may hold rows satisfying ``prune`` (recorded as read, for conflict checks)."""
         return self.op.candidates(prune)
@@ -285,10 +298,15 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     cond = None if condition is None else as_column(condition, "delete condition")
     files = run.candidates(run.prune(text))
     deleted = copied = 0
-    if run.merge_on_read and cond is None:
-        for add in files:  # every row goes: the files just go
-            deleted += op.num_rows(add)
-            op.remove(add)
+    if run.merge_on_read and (cond is None or run.reads_only_partitions(text)):
+        partial = []
+        for add, n in touched_files(run, cond, files):  # every row of these files goes: they just go, as in lakelog.Table.delete
+            if n >= op.num_rows(add):
+                deleted += n
+                op.remove(add)
+            else:  # (Spark's reading of the condition may differ from lakelog's parser)
+                partial.append(add)
+        deleted += run.mark_deleted(hit_rows(run, cond, partial))
         files = []
     elif run.merge_on_read:
         deleted = run.mark_deleted(hit_rows(run, cond, files))

@@ -137,6 +137,16 @@ def test_spark_delete_marks_deletion_vectors_as_the_python_path(spark, tmp_path,
     assert shape == _shape(py_path, m["version"])
     assert shape["readded"] == {} and shape["new_files"] == 0 and len(shape["removed"]) == (2 if partitioned else 1)
     assert shape["metrics"]["numDeletionVectorsRemoved"] == str(len(shape["removed"]))
+
+    # a condition on partition columns only removes whole files without reading their rows, as lakelog.Table.delete
+    cond = "p = 'b'" if partitioned else "id >= 300"
+    m = t.delete(cond)
+    want = want[want.p != "b"] if partitioned else want[want.id < 300]
+    expected[m["version"]] = want
+    assert m == {**py.delete(cond), "version": m["version"]}
+    shape = _shape(path, m["version"])
+    assert shape == _shape(py_path, m["version"])
+    assert shape["readded"] == {} and shape["dv_files"] == 0 and len(shape["removed"]) == (3 if partitioned else 1)
     _check_all_versions(path, expected)
 
 
