@@ -473,7 +473,12 @@ class _SparkMerge:
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
         if files:
-            unmatched = self.src.join(self._target(files, file_column=False), cond, "left_anti")
+            # Against the target rows that match some source row (a semi join that broadcasts the
+            # source), not all candidate rows: the same result, and Spark can broadcast that subset
+            # when it is small instead of shuffling every candidate row for the anti join.
+            tgt = self._target(files, file_column=False)
+            matched = tgt.join(self.src, cond, "left_semi")
+            unmatched = self.src.join(matched.alias(self.t_alias) if self.t_alias else matched, cond, "left_anti")
         else:
             unmatched = self.src
         chosen = unmatched.withColumn(ACTION, self._case(self.inserts, 0)).where(F.col(ACTION) >= 0)
