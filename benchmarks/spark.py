@@ -4,11 +4,14 @@ spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-leve
 (``spark_ext.LakelogTable``) against the Python row-level path (``lakelog.Table``) on the same table:
 ``rows`` rows in 100 files (benchmarks/dml.py's table), delete of the 1% of rows with ``x < 0.01``
 (every file holds some), and an upsert of ``rows // 100`` source rows (1% of them matching keys
-spread over the table, the rest inserted). Each run starts from a fresh copy of the table. Then
+spread over the table, the rest inserted), on a table without deletion vectors (copy-on-write: touched
+files are rewritten) and on the same rows in a table created with ``delta.enableDeletionVectors=true``
+(merge-on-read: touched files get a deletion vector, only updated and inserted rows are written).
+Each run starts from a fresh copy of the table. Then
 ``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
 table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dv-only]. Prints a table; returns the rows for the suite.
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-dv-only | --dv-only]. Prints a table; returns the rows for the suite.
 """
 
 from __future__ import annotations
@@ -42,16 +45,18 @@ def _session():
     return spark
 
 
-def run_dml(spark, tmp: str, rows: int, runs: int) -> list[dict]:
-    """Delete and merge through ``LakelogTable`` (on Spark) against ``lakelog.Table`` (Python)."""
+def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = False) -> list[dict]:
+    """Delete and merge through ``LakelogTable`` (on Spark) against ``lakelog.Table`` (Python);
+    ``deletion_vectors``: on a table with deletion vectors enabled (both paths merge-on-read)."""
     import pyarrow.parquet as pq
 
     import lakelog
     from benchmarks import dml
     from spark_ext import LakelogTable
 
-    base, work, src_path = os.path.join(tmp, "dml-base"), os.path.join(tmp, "dml-work"), os.path.join(tmp, "dml-source.parquet")
-    dml.build(base, rows)
+    kind = "dv" if deletion_vectors else "cow"
+    base, work, src_path = os.path.join(tmp, f"dml-base-{kind}"), os.path.join(tmp, f"dml-work-{kind}"), os.path.join(tmp, f"dml-source-{kind}.parquet")
+    dml.build(base, rows, deletion_vectors=deletion_vectors)
     dml.source(src_path, rows, rows // 100)
     src_arrow = pq.read_table(src_path)
     src_spark = spark.read.parquet(src_path)
@@ -68,10 +73,11 @@ def run_dml(spark, tmp: str, rows: int, runs: int) -> list[dict]:
         return lakelog.Table(work).merge(src_arrow, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
 
     out = []
+    on = ", deletion vectors" if deletion_vectors else ""
     d_spark, d_py = median_times([lambda: LakelogTable.forPath(spark, work).delete("x < 0.01"), lambda: lakelog.Table(work).delete("x < 0.01")], runs, setup=fresh)
-    out.append({"name": f"delete 1% of {rows:,} rows: LakelogTable on Spark", "lakelog_s": d_spark, "peer": "lakelog.Table (Python)", "peer_s": d_py})
+    out.append({"name": f"delete 1% of {rows:,} rows{on}: LakelogTable on Spark", "lakelog_s": d_spark, "peer": "lakelog.Table (Python)", "peer_s": d_py})
     m_spark, m_py = median_times([spark_merge, python_merge], runs, setup=fresh)
-    out.append({"name": f"merge {rows // 100:,} source rows into {rows:,}: LakelogTable on Spark", "lakelog_s": m_spark,
+    out.append({"name": f"merge {rows // 100:,} source rows into {rows:,}{on}: LakelogTable on Spark", "lakelog_s": m_spark,
                 "peer": "lakelog.Table (Python)", "peer_s": m_py})
     return out
 
@@ -103,11 +109,16 @@ def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
     return out
 
 
-def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False) -> list[dict]:
+def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False, dml_dv_only: bool = False) -> list[dict]:
     spark = _session()
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
-    if dml_only or dv_only:
-        results = run_dml(spark, tmp, rows, runs) if dml_only else run_dv(spark, tmp, rows, runs)
+    if dml_only or dv_only or dml_dv_only:
+        if dml_dv_only:
+            results = run_dml(spark, tmp, rows, runs, deletion_vectors=True)
+        elif dml_only:
+            results = run_dml(spark, tmp, rows, runs) + run_dml(spark, tmp, rows, runs, deletion_vectors=True)
+        else:
+            results = run_dv(spark, tmp, rows, runs)
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)
         for r in results:
@@ -152,6 +163,7 @@ def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: b
         results.append({"name": f"{name}: format('lakelog')", "lakelog_s": ds_s, "peer": "spark parquet", "peer_s": pq_s})
         results.append({"name": f"{name}: spark_ext.read", "lakelog_s": native_s, "peer": "spark parquet", "peer_s": pq_s})
     results.extend(run_dml(spark, tmp, rows, runs))
+    results.extend(run_dml(spark, tmp, rows, runs, deletion_vectors=True))
     results.extend(run_dv(spark, tmp, rows, runs))
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)
@@ -165,9 +177,10 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dml-only", action="store_true", help="only delete and merge on Spark vs the Python path")
+    ap.add_argument("--dml-dv-only", action="store_true", help="only delete and merge on a deletion-vector table, Spark vs the Python path")
     ap.add_argument("--dv-only", action="store_true", help="only spark_ext.read with deletion vectors vs without")
     args = ap.parse_args(argv)
-    for r in run(args.rows, args.runs, args.dml_only, args.dv_only):
+    for r in run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only):
         print(f"{r['name']:<58} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
 
 

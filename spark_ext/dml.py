@@ -11,6 +11,15 @@ driver commits once: ``remove`` for the rewritten files, ``add`` for the new one
 predicate it read for conflict checks, and the same operation, parameters and metrics as
 ``lakelog.Table.delete``/``update``. Files of a failed or conflicting operation are deleted when the
 driver knows them; a task that died leaves an uncommitted file, which ``vacuum`` removes.
+
+On tables with deletion vectors enabled (``lakelog.dml.rewrite.uses_deletion_vectors``) the same
+operations are merge-on-read, as the Python path: one Spark job collects, per touched file, the
+file row indexes (``_metadata.row_index``, physical positions; rows an existing deletion vector
+deletes are never read) of the rows deleted or updated, as one compact array per file; the driver
+marks them with the core's ``MergeOnRead`` (one DV file per commit, ``remove`` + ``add`` of each
+touched file with the union of its old and new deleted rows, files left with no row only removed),
+and executors write only the updated rows. The driver holds the deleted row indexes (8 bytes a row),
+as the Python path does.
 """
 
 from __future__ import annotations
@@ -30,9 +39,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakelog.actions import AddFile, check_app_id, check_app_version, parse_app_version
 from lakelog.conform import cast_batch
+from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter
 from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
-from lakelog.sql import Resolver, parse_expression, prune_expression
+from lakelog.sql import Resolver, column_refs, parse_expression, prune_expression
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
@@ -40,6 +50,8 @@ from .native import snapshot_frame, spark_path
 
 
 FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
+ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
+ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
 KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
 COPIED, UPDATED, INSERTED = 0, 1, 2
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
@@ -138,6 +150,7 @@ class SparkOperation:
         self.storage = Storage(self.path, self.storage_options)
         self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
         self.snapshot = self.op.snapshot
+        self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
         self.prefix = f"part-{uuid.uuid4().hex[:12]}"
 
@@ -153,14 +166,47 @@ class SparkOperation:
         except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
             return None
 
+    def reads_only_partitions(self, text: str | None) -> bool:
+        """Whether the SQL condition ``text`` reads partition columns only (at least one), as lakelog parses
+        it: it then selects whole files (a file has one value per partition column)."""
+        if text is None or not self.op.partition_columns:
+            return False
+        try:
+            refs = column_refs(parse_expression(text))
+        except (LakelogError, ValueError, KeyError, TypeError):
+            return False
+        names = set(self.op.schema.names)
+        columns = {part for ref in refs for part in ref if part in names}
+        return bool(columns) and columns <= set(self.op.partition_columns)
+
     def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
         """Files that may hold rows satisfying ``prune`` (recorded as read, for conflict checks)."""
         return self.op.candidates(prune)
 
-    def frame(self, files: list[AddFile], file_column: bool = True) -> DataFrame:
-        """The rows of ``files`` (table columns, and FILE) as Spark reads them natively."""
+    def frame(self, files: list[AddFile], file_column: bool = True, row_column: bool = False) -> DataFrame:
+        """The rows of ``files`` (table columns, FILE, and ROW if asked) as Spark reads them natively."""
         rels = [a.relative_path for a in files]
-        return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None)
+        return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None, ROW if row_column else None)
+
+    def file_rows(self, df: DataFrame) -> list[tuple[AddFile, np.ndarray]]:
+        """(file, its ascending file row indexes) of the rows of ``df`` (FILE and ROW columns, ROW NULL
+        for rows not wanted), one entry per file with at least one row: one Spark job, each file's
+        rows collected as one array."""
+        t = df.where(F.col(ROW).isNotNull()).groupBy(FILE).agg(F.collect_list(ROW).alias(ROWS)).toArrow()
+        if t.num_rows == 0:
+            return []
+        lists = t.column(ROWS).combine_chunks()
+        offsets, values = lists.offsets.to_numpy(), lists.values.to_numpy(zero_copy_only=False).astype(np.int64)
+        out = []
+        for i, spark_file in enumerate(t.column(FILE).to_pylist()):
+            out.append((self.file_of(spark_file), np.sort(values[offsets[i]:offsets[i + 1]])))
+        return out
+
+    def mark_deleted(self, hits: list[tuple[AddFile, np.ndarray]]) -> int:
+        """Mark rows deleted in the files' deletion vectors (merge-on-read); returns how many."""
+        for add, rows in hits:
+            self.op.delete_rows(add, rows)
+        return sum(len(rows) for _, rows in hits)
 
     def file_of(self, spark_file: str) -> AddFile:
         """The snapshot's file that Spark read as ``spark_file``."""
@@ -217,6 +263,14 @@ def hit_column(cond: Column | None) -> Column:
     return F.lit(True) if cond is None else F.coalesce(cond, F.lit(False))
 
 
+def hit_rows(run: SparkOperation, cond: Column | None, files: list[AddFile]) -> list[tuple[AddFile, np.ndarray]]:
+    """(file, file row indexes the condition selects) for each of ``files`` with at least one such row."""
+    if not files:
+        return []
+    df = run.frame(files, row_column=True)
+    return run.file_rows(df if cond is None else df.where(hit_column(cond)))
+
+
 def touched_files(run: SparkOperation, cond: Column | None, files: list[AddFile]) -> list[tuple[AddFile, int]]:
     """(file, rows the condition selects) for each of ``files`` with at least one such row."""
     if not files:
@@ -243,7 +297,20 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "delete condition")
     files = run.candidates(run.prune(text))
-    deleted = 0
+    deleted = copied = 0
+    if run.merge_on_read and (cond is None or run.reads_only_partitions(text)):
+        partial = []
+        for add, n in touched_files(run, cond, files):  # every row of these files goes: they just go, as in lakelog.Table.delete
+            if n >= op.num_rows(add):
+                deleted += n
+                op.remove(add)
+            else:  # (Spark's reading of the condition may differ from lakelog's parser)
+                partial.append(add)
+        deleted += run.mark_deleted(hit_rows(run, cond, partial))
+        files = []
+    elif run.merge_on_read:
+        deleted = run.mark_deleted(hit_rows(run, cond, files))
+        files = []
     rewrite = []
     for add, n in touched_files(run, cond, files):
         deleted += n
@@ -251,7 +318,6 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
         total = add.num_logical_records()  # live rows: a DV's rows are already gone
         if total is None or n < total:
             rewrite.append(add)
-    copied = 0
     if rewrite:
         copied = run.write(run.frame(rewrite, file_column=False).where(~hit_column(cond)))[COPIED]
     op.finish()
@@ -296,19 +362,30 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "update condition")
     files = run.candidates(run.prune(text))
-    hits = touched_files(run, cond, files)
     updated = copied = 0
-    if hits:
-        for add, _ in hits:
-            op.remove(add)
-        df = run.frame([a for a, _ in hits], file_column=False)
-        hit = hit_column(cond)
-        types = {f.name: f.dataType for f in run.spark_schema().fields}
-        columns = [
-            (F.when(hit, sets[n].cast(types[n])).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names
-        ]
-        counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)))
-        updated, copied = counts[UPDATED], counts[COPIED]
+    hit = hit_column(cond)
+    types = {f.name: f.dataType for f in run.spark_schema().fields}
+    columns = [(F.when(hit, sets[n].cast(types[n])).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names]
+    if run.merge_on_read:
+        # The selected rows are marked deleted where they are and written anew, updated; the rest stay.
+        marked = hit_rows(run, cond, files)
+        if marked:
+            selected = run.mark_deleted(marked)
+            df = run.frame([a for a, _ in marked], file_column=False).where(hit)
+            updated = run.write(df.select(*columns, F.lit(UPDATED).alias(KIND)))[UPDATED]
+            if updated != selected:
+                raise LakelogError(
+                    f"the update wrote {updated} rows but selected {selected}: the condition gave different answers in two "
+                    "reads (a non-deterministic condition?); nothing was committed"
+                )
+    else:
+        hits = touched_files(run, cond, files)
+        if hits:
+            for add, _ in hits:
+                op.remove(add)
+            df = run.frame([a for a, _ in hits], file_column=False)
+            counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)))
+            updated, copied = counts[UPDATED], counts[COPIED]
     op.finish()
     version = run.commit(
         "UPDATE",

@@ -16,6 +16,11 @@ rewrites only the files with changed rows (left join with the source, clauses ap
 same job, inserts the source rows no target row matches (anti join with the candidates); executors
 write the files, and the driver commits one ``MERGE`` with the metrics of ``lakelog.Table.merge``.
 The source is persisted for the operation, so both jobs see the same rows.
+
+On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
+job also collects, per file, the file row indexes (``_metadata.row_index``) of the target rows an
+update or delete clause changes, which the driver marks deleted in deletion vectors; the second job
+writes only the updated and inserted rows (no row is copied).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +43,7 @@ from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .dml import COPIED, FILE, INSERTED, KIND, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
+from .dml import COPIED, FILE, INSERTED, KIND, ROW, ROWS, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -220,8 +226,13 @@ class _SparkMerge:
         self.src = src.alias(self.s_alias) if self.s_alias else src
 
     def _target(self, files, file_column: bool = True, row_id: bool = False) -> DataFrame:
-        t = self.run.frame(files, file_column=file_column).withColumn(T_MARK, F.lit(True))
-        if row_id:
+        """The candidate files' rows; ``row_id``: with ROW_ID, a unique id per row (merge-on-read: the file
+        row index, which with FILE names the row)."""
+        mor = row_id and self.run.merge_on_read
+        t = self.run.frame(files, file_column=file_column, row_column=mor).withColumn(T_MARK, F.lit(True))
+        if mor:
+            t = t.withColumnRenamed(ROW, ROW_ID)
+        elif row_id:
             t = t.withColumn(ROW_ID, F.monotonically_increasing_id())
         return t.alias(self.t_alias) if self.t_alias else t
 
@@ -330,10 +341,14 @@ class _SparkMerge:
             touched = self._find_touched(files, cond, counts)
         written = [0, 0, 0]
         parts = []
-        if touched:
-            for add in touched:
+        if touched and self.run.merge_on_read:
+            self.run.mark_deleted(touched)  # the changed rows; updated ones are written anew
+            if any(c.action == "update" for c in self.numbered):
+                parts.append(self._rewritten([add for add, _ in touched], cond))
+        elif touched:
+            for add, _ in touched:
                 op.remove(add)
-            parts.append(self._rewritten(touched, cond))
+            parts.append(self._rewritten([add for add, _ in touched], cond))
         if self.inserts:
             parts.append(self._inserted(files, cond))
         if parts:
@@ -377,8 +392,9 @@ class _SparkMerge:
         }
 
     def _find_touched(self, files, cond: Column, counts: dict) -> list:
-        """Job 1: the candidate files holding rows some clause changes; checks the one-match rule and
-        counts changed rows by clause kind and action."""
+        """Job 1: the candidate files holding rows some clause changes, each with the file row indexes of
+        those rows (merge-on-read; else None); checks the one-match rule and counts changed rows by
+        clause kind and action."""
         tgt = self._target(files, row_id=True)
         joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner")
         rows = joined.select(
@@ -388,7 +404,14 @@ class _SparkMerge:
         aggs = [F.max("m").alias("max_m")]
         for k in range(len(self.numbered)):
             aggs.append(F.sum((F.col(ACTION) == k).cast("long")).alias(f"k{k}"))
-        per_file = per_row.groupBy(FILE).agg(*aggs).collect()
+        mor = self.run.merge_on_read
+        if mor:
+            aggs.append(F.collect_list(F.when(F.col(ACTION) >= 0, F.col(ROW_ID))).alias(ROWS))
+        table = per_row.groupBy(FILE).agg(*aggs).toArrow()
+        per_file = table.drop_columns([ROWS] if mor else []).to_pylist()
+        if mor:
+            lists = table.column(ROWS).combine_chunks()
+            offsets, values = lists.offsets.to_numpy(), lists.values.to_numpy(zero_copy_only=False).astype(np.int64)
         if self.check_cardinality and any((r["max_m"] or 0) > 1 for r in per_file):
             raise MultipleSourceMatchesError(
                 "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
@@ -396,7 +419,7 @@ class _SparkMerge:
             )
         touched = []
         n_matched = len(self.matched)
-        for r in per_file:
+        for i, r in enumerate(per_file):
             changed = 0
             for k, clause in enumerate(self.numbered):
                 n = r[f"k{k}"] or 0
@@ -404,7 +427,8 @@ class _SparkMerge:
                 kind = "matched" if k < n_matched else "nmbs"
                 counts[f"{kind}_{clause.action}"] += n
             if changed:
-                touched.append(self.run.file_of(r[FILE]))
+                rows = np.sort(values[offsets[i]:offsets[i + 1]]) if mor else None
+                touched.append((self.run.file_of(r[FILE]), rows))
         return touched
 
     def _assigned(self, clauses_by_code: dict[int, _Clause], name: str, default: Column, tgt: DataFrame) -> Column:
@@ -427,7 +451,7 @@ class _SparkMerge:
         # unconditional delete) or, with no matched clause, kept as they are.
         unmatched = tgt.join(self.src, cond, "left_anti").withColumn(S_MARK, F.lit(None).cast("boolean"))
         out = self._apply(tgt, unmatched.withColumn(ACTION, self._target_action()))
-        if not self.matched:
+        if not self.matched and not self.run.merge_on_read:  # (merge-on-read copies no row)
             kept = self._target(files, file_column=False)
             out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
         return out
@@ -436,6 +460,8 @@ class _SparkMerge:
         deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]
         if deletes:
             joined = joined.where(~F.col(ACTION).isin(deletes))
+        if self.run.merge_on_read:  # only updated rows are written; unchanged ones stay in their files
+            joined = joined.where(F.col(ACTION) >= 0)
         by_code = dict(enumerate(self.numbered))
         cols = []
         for name in self.out_names:
@@ -447,7 +473,12 @@ class _SparkMerge:
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
         if files:
-            unmatched = self.src.join(self._target(files, file_column=False), cond, "left_anti")
+            # Against the target rows that match some source row (a semi join that broadcasts the
+            # source), not all candidate rows: the same result, and Spark can broadcast that subset
+            # when it is small instead of shuffling every candidate row for the anti join.
+            tgt = self._target(files, file_column=False)
+            matched = tgt.join(self.src, cond, "left_semi")
+            unmatched = self.src.join(matched.alias(self.t_alias) if self.t_alias else matched, cond, "left_anti")
         else:
             unmatched = self.src
         chosen = unmatched.withColumn(ACTION, self._case(self.inserts, 0)).where(F.col(ACTION) >= 0)

@@ -151,23 +151,27 @@ public class LakelogFileIndexFactory {
   }
 
   /**
-   * The deleted rows of files with deletion vectors as a DataFrame (file, row): paths is JSON [[path,
-   * number of deleted rows], ...]; rows the row indexes of all of them in that order, as little-endian
-   * 64-bit integers. Each path is given in the form Spark's _metadata.file_path gives it (Path.toUri).
+   * The deleted rows of files with deletion vectors as a DataFrame of ONE row: an array of (file, its
+   * deleted row indexes as an array). paths is JSON [[path, number of deleted rows], ...]; rows the
+   * row indexes of all of them in that order, as little-endian 64-bit integers. Each path is given in
+   * the form Spark's _metadata.file_path gives it (Path.toUri). One row, not one per deleted row: a
+   * local relation's per-row cost is paid again by every query that plans it (exploding the arrays
+   * in the query is far cheaper).
    */
   public org.apache.spark.sql.Dataset deletedRows(org.apache.spark.sql.SparkSession session, String paths, byte[] rows,
                                                   StructType schema) throws Exception {
     List files = (List) new ObjectMapper().readValue(paths, List.class);
     java.nio.LongBuffer positions = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
-    ArrayList out = new ArrayList(positions.remaining());
+    Object[] entries = new Object[files.size()];
     for (int i = 0; i < files.size(); i++) {
       List f = (List) files.get(i);
       String uri = new Path((String) f.get(0)).toUri().toString();
-      long n = ((Number) f.get(1)).longValue();
-      for (long j = 0; j < n; j++) {
-        out.add(org.apache.spark.sql.RowFactory.create(new Object[] {uri, Long.valueOf(positions.get())}));
-      }
+      long[] gone = new long[((Number) f.get(1)).intValue()];
+      positions.get(gone);
+      entries[i] = org.apache.spark.sql.RowFactory.create(new Object[] {uri, gone});
     }
+    ArrayList out = new ArrayList(1);
+    out.add(org.apache.spark.sql.RowFactory.create(new Object[] {entries}));
     return session.createDataFrame(out, schema);
   }
 
@@ -300,10 +304,13 @@ def spark_path(storage: Storage, rel: str) -> str:
     return f"{_spark_root(storage)}/{rel}"
 
 
-def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None) -> DataFrame:
+def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None,
+                   row_column: str | None = None) -> DataFrame:
     """``read``'s DataFrame over ``snapshot``, or only over its data files ``files`` (relative, decoded
     paths); ``file_column``: also a column of that name holding the path each row was read from, as
-    Spark's ``_metadata.file_path`` gives it (see ``spark_path``)."""
+    Spark's ``_metadata.file_path`` gives it (see ``spark_path``); ``row_column``: also a column of
+    that name holding each row's position in its data file (the protocol's file row index, counting
+    the rows a deletion vector deletes, which are not read)."""
     check_native_readable(snapshot)
     schema, part_cols = snapshot.schema, snapshot.partition_columns
     mapping = snapshot.column_mapping
@@ -378,6 +385,8 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         return DataFrame(jsession.baseRelationToDataFrame(rel), spark)
 
     extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
+    if row_column is not None:
+        extra.append(F.col("_metadata.row_index").alias(row_column))
     frames = [relation(g).select(*columns, *extra) for g in plain]
     if deleted:
         gone = _deleted_rows(spark, storage, factory, root, with_dv)
@@ -404,6 +413,7 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
 # is beyond any realistic chance) and their row indexes are equal. The deleted rows' table holds three
 # numbers a row, not a path string: broadcasting and probing it stay cheap (paths made it ~10 MB for 100k rows).
 _DV_PATH, _DV_ROW, _DV_KEY, _DV_HASH, _DV_GONE = "__lakelog_dv_file", "__lakelog_dv_row", "__lakelog_dv_key", "__lakelog_dv_hash", "__lakelog_dv_gone"
+_DV_FILES = "__lakelog_dv_files"
 
 
 def _deleted_rows(spark, storage: Storage, factory, root: str, files: list[tuple[str, Any]]) -> DataFrame:
@@ -415,13 +425,16 @@ def _deleted_rows(spark, storage: Storage, factory, root: str, files: list[tuple
     rows = [dvs.rows(a) for _, a in files]
     paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
     data = np.concatenate(rows).astype("<i8").tobytes()
-    schema = spark._jsparkSession.parseDataType(
-        orjson.dumps({"type": "struct", "fields": [
-            {"name": _DV_PATH, "type": "string", "nullable": False, "metadata": {}},
-            {"name": _DV_ROW, "type": "long", "nullable": False, "metadata": {}},
-        ]}).decode()
-    )
-    return DataFrame(factory.deletedRows(spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), schema), spark)
+    entry = {"type": "struct", "fields": [
+        {"name": _DV_PATH, "type": "string", "nullable": False, "metadata": {}},
+        {"name": _DV_ROW, "type": {"type": "array", "elementType": "long", "containsNull": False}, "nullable": False, "metadata": {}},
+    ]}
+    schema = spark._jsparkSession.parseDataType(orjson.dumps({"type": "struct", "fields": [
+        {"name": _DV_FILES, "type": {"type": "array", "elementType": entry, "containsNull": False}, "nullable": False, "metadata": {}},
+    ]}).decode())
+    packed = DataFrame(factory.deletedRows(spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), schema), spark)
+    per_file = packed.select(F.explode(_DV_FILES).alias(_DV_FILES))
+    return per_file.select(F.col(f"{_DV_FILES}.{_DV_PATH}").alias(_DV_PATH), F.explode(f"{_DV_FILES}.{_DV_ROW}").alias(_DV_ROW))
 
 
 def _physical_field(f: dict, delta: dict, mode: str) -> dict:
