@@ -5,6 +5,8 @@ the snapshot is the same, and every check on the rows still holds across row gro
 import glob
 import os
 import random
+import subprocess
+import sys
 import warnings
 
 import deltalake
@@ -180,3 +182,22 @@ def test_rows_that_conflict_across_row_groups_make_the_checkpoint_unusable(tmp_p
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lakelog.Table(path)
+
+
+def test_reading_a_checkpoint_and_listing_its_files_does_not_import_pandas(tmp_path):
+    # pyarrow imports pandas on the first conversion of a Python list (~0.4 s of a cold load).
+    path = str(tmp_path / "t")
+    version = _table(path)
+    code = f"""
+import sys
+from lakelog.checkpoint import read_checkpoint_state
+from lakelog.snapshot import FileSet
+from lakelog.storage import Storage
+state = read_checkpoint_state(Storage({path!r}), {version})
+fs = FileSet(state)
+first = state.paths[0]
+fs.remove(first)
+assert len(fs) == state.num_rows - 1 == len(fs.paths()) and first not in fs.paths()
+assert 'pandas' not in sys.modules, 'pandas imported'
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
