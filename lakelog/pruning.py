@@ -116,10 +116,6 @@ class LiveFiles:
             keep[base.rows_named(list(changes)).to_numpy()] = False
         return cls(file_set, np.flatnonzero(keep), changed, changed_paths)
 
-    def path(self, i: int) -> str:
-        nb = len(self.base_rows)
-        return self.file_set.base.path_column[int(self.base_rows[i])].as_py() if i < nb else self.changed_paths[i - nb]
-
     def paths(self, positions: np.ndarray) -> list[str]:
         """Decoded paths of the live files at the (ascending) ``positions``."""
         nb = len(self.base_rows)
