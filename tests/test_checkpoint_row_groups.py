@@ -201,3 +201,25 @@ assert len(fs) == state.num_rows - 1 == len(fs.paths()) and first not in fs.path
 assert 'pandas' not in sys.modules, 'pandas imported'
 """
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
+def test_duplicate_paths_are_found_when_checked_by_bucket(tmp_path, monkeypatch):
+    # Large checkpoints check their paths for duplicates a bucket at a time: equal paths share a bucket.
+    import lakelog.checkpoint.read as read
+
+    monkeypatch.setattr(read, "DISTINCT_BUCKET_ROWS", 2)
+    path = str(tmp_path / "t")
+    version = _table(path)
+    expected = _state(path)
+    _drop_commits(path, version - 1)
+    assert _state(path) == expected  # many buckets, no duplicate: read as before
+    _duplicate_row(path, version, "add")
+    _drop_commits(path, version)
+    with pytest.raises(CorruptLogError, match="two add rows"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lakelog.Table(path)
+    paths = pa.chunked_array([pa.array(["p=1/a", "p=2/b", "p=1/c"]), pa.array(["x", "p=2/b"]).slice(1)])
+    assert not read._all_distinct(paths)
+    assert read._all_distinct(paths.slice(0, 3))
+    assert read._all_distinct(pa.chunked_array([pa.array(["p=1/a", "p=2/b"]), pa.array(["p=2/b", "p=3/d"]).slice(1)]))

@@ -328,6 +328,44 @@ def _union(arrays: list[pa.StructArray], name: str) -> pa.ChunkedArray:
         raise CorruptLogError(f"checkpoint {name} holds add rows of incompatible types ({e})") from None
 
 
+DISTINCT_BUCKET_ROWS = 1_000_000  # paths hashed at once by the duplicate check: bounds its hash table (~150 MiB)
+
+
+def _all_distinct(paths: pa.ChunkedArray) -> bool:
+    """Whether no string of ``paths`` appears twice. Checked by bucket (equal strings land in the same
+    bucket: the key is computed from their bytes) so that the hash table of the check, the largest
+    transient of a load, holds about ``DISTINCT_BUCKET_ROWS`` strings, not all of them."""
+    n = len(paths)
+    buckets = -(-n // DISTINCT_BUCKET_ROWS)
+    if buckets <= 1:
+        return len(pc.unique(paths)) == n  # unique: 2.5x faster than count_distinct
+    keys = [_string_keys(c) % buckets for c in paths.chunks]
+    for b in range(buckets):
+        part = [c.take(_int64s(np.flatnonzero(k == b))) for c, k in zip(paths.chunks, keys)]
+        m = sum(len(c) for c in part)
+        if m > 1 and len(pc.unique(pa.chunked_array(part, paths.type))) != m:
+            return False
+    return True
+
+
+def _string_keys(strings: pa.Array) -> np.ndarray:
+    """A key per string (of a ``string`` array) from its length and three of its bytes: equal strings
+    have equal keys; paths that differ somewhere past their common prefix mostly do not."""
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], np.int32, count=n + 1, offset=strings.offset * 4).astype(np.int64)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    keys = lengths.copy()
+    data = strings.buffers()[2]
+    if data is None or not data.size:
+        return keys
+    data = np.frombuffer(data, np.uint8)
+    some = lengths > 0
+    for i, frac in enumerate((2, 3, 5)):  # a byte half, a third and a fifth of the way from the end
+        at = np.where(some, starts + lengths - 1 - lengths // frac, 0)
+        keys = keys * 31 + np.where(some, data[at], 0)
+    return keys
+
+
 def _decoded_paths(logged: pa.ChunkedArray) -> pa.ChunkedArray:
     """``decode_path`` for a whole column, as a column: only paths that could need decoding or be unsafe
     go through Python (a chunk without any is kept as it is)."""
@@ -405,7 +443,7 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
     # A checkpoint names each live file once and never as both live and removed (the protocol's
     # primary-key rule). Engines disagree about such a checkpoint (delta-rs keeps both rows, or the
     # file), so it is malformed: readers fall back to an older checkpoint or the JSON commits.
-    if n > 1 and len(pc.unique(paths)) != n:  # unique: 2.5x faster than count_distinct here
+    if n > 1 and not _all_distinct(paths):
         seen: set[str] = set()
         dup = next(p for p in paths.to_pylist() if p in seen or seen.add(p))
         raise CorruptLogError(f"checkpoint {name} names {dup!r} in two add rows; a checkpoint lists each file once")
