@@ -311,8 +311,11 @@ def child(spec: dict) -> dict:
     flt = [tuple(f) for f in spec.get("filter") or []]
     t1 = time.perf_counter()
     if op == "load":
+        c1 = time.process_time()
         n = len(lakelog.Table(path).files()) if engine == "lakelog" else len(deltalake.DeltaTable(path).file_uris())
         out["seconds"] = time.perf_counter() - t1
+        # CPU time of every thread: steadier than wall time on a shared machine (deltalake's reader is multithreaded).
+        out["load_cpu_s"] = time.process_time() - c1
     elif op == "checkpoint":
         t = lakelog.Table(path) if engine == "lakelog" else deltalake.DeltaTable(path)
         out["open_s"] = time.perf_counter() - t1
@@ -538,8 +541,12 @@ class Run:
 
     def load(self, path: str) -> None:
         print(f"snapshot load + list files ({self.files:,} files; time after imports)", flush=True)
-        self.compare(f"snapshot load + list files", lambda e, _: _child_argv({"op": "load", "engine": e, "path": path}), "seconds",
-                     extra_keys=("import_s", "wall_s"))
+        self.compare("snapshot load + list files", lambda e, _: _child_argv({"op": "load", "engine": e, "path": path}), "seconds",
+                     extra_keys=("import_s", "wall_s", "load_cpu_s"))
+        r = self.rows[-1]
+        if r.get("lakelog_load_cpu_s") and r.get("peer_load_cpu_s"):
+            print(f"  {'  CPU time of the load (all threads)':<52} lakelog {_fmt_s(r['lakelog_load_cpu_s']):>9}            deltalake "
+                  f"{_fmt_s(r['peer_load_cpu_s']):>9}              {r['lakelog_load_cpu_s'] / r['peer_load_cpu_s']:.2f}x", flush=True)
 
     def checkpoint(self) -> None:
         print(f"checkpoint from {self.commits:,} JSON commits (open + write)", flush=True)

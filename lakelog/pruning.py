@@ -96,7 +96,7 @@ def _json_type(t: pa.DataType) -> pa.DataType:
 @dataclass
 class LiveFiles:
     """The live files of a file set in ``FileSet.paths`` order: the checkpoint rows still live (``base_rows``:
-    their row indexes in ``base.adds``) followed by the adds of later commits (``changed``, decoded paths
+    their row indexes in ``base.add_rows``) followed by the adds of later commits (``changed``, decoded paths
     ``changed_paths``)."""
 
     file_set: FileSet
@@ -111,14 +111,20 @@ class LiveFiles:
         changed, changed_paths = [a for _, a in live], [p for p, _ in live]
         if base is None:
             return cls(file_set, np.empty(0, np.int64), changed, changed_paths)
-        keep = np.ones(len(base.paths), bool)
+        keep = np.ones(base.num_rows, bool)
         if changes:
-            keep[_rows_named(base, list(changes))] = False
+            keep[base.rows_named(list(changes)).to_numpy()] = False
         return cls(file_set, np.flatnonzero(keep), changed, changed_paths)
 
-    def path(self, i: int) -> str:
+    def paths(self, positions: np.ndarray) -> list[str]:
+        """Decoded paths of the live files at the (ascending) ``positions``."""
         nb = len(self.base_rows)
-        return self.file_set.base.paths[self.base_rows[i]] if i < nb else self.changed_paths[i - nb]
+        split = int(np.searchsorted(positions, nb))
+        out: list[str] = []
+        if split:
+            out = self.file_set.base.path_column.take(pa.array(self.base_rows[positions[:split]])).to_pylist()
+        out.extend(self.changed_paths[int(i) - nb] for i in positions[split:])
+        return out
 
     def __len__(self) -> int:
         return len(self.base_rows) + len(self.changed)
@@ -126,14 +132,12 @@ class LiveFiles:
     @property
     def _all_base(self) -> bool:
         base = self.file_set.base
-        return base is not None and len(self.base_rows) == len(base.paths)
+        return base is not None and len(self.base_rows) == base.num_rows
 
-    def base_column(self, name: str) -> pa.Array | None:
-        """The checkpoint column ``add.<name>`` of all its rows (None: the checkpoint has no such field)."""
+    def base_column(self, name: str) -> pa.ChunkedArray | None:
+        """The checkpoint column ``add.<name>`` of all its rows, chunked as read (None: the checkpoint has no such field)."""
         base = self.file_set.base
-        if base is None or base.adds.type.get_field_index(name) < 0:
-            return None
-        return base.adds.field(name)
+        return None if base is None else base.add_field(name)
 
     def live_base(self, arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         """A column over all checkpoint rows cut down to the live ones."""
@@ -152,7 +156,7 @@ class LiveFiles:
         split = int(np.searchsorted(keep, nb))
         out: list[AddFile] = []
         if split:
-            out = adds_from_arrow(self.file_set.base.adds.take(pa.array(self.base_rows[keep[:split]])))
+            out = adds_from_arrow(self.file_set.base.add_rows.take(pa.array(self.base_rows[keep[:split]])))
         out.extend(self.changed[int(i) - nb] for i in keep[split:])
         return out
 
@@ -163,22 +167,6 @@ class LiveFiles:
             ids = base.dv_ids
             n = sum(1 for i in self.base_rows if ids[i] is not None)
         return n + sum(1 for a in self.changed if a.deletion_vector is not None)
-
-
-def _rows_named(base, paths: list[str]) -> np.ndarray:
-    """The checkpoint rows whose decoded path is one of ``paths``: compared as logged (a path without
-    ``%`` decodes to itself), no Python per row except for paths holding ``%``."""
-    if base._index is not None:  # already built: no need to hash the column again
-        rows = base._index
-        return np.array([i for i in (rows.get(p) for p in paths) if i is not None], np.int64)
-    logged = base.adds.field("path")
-    escaped = _rows_holding_percent(logged)
-    rows = np.flatnonzero(pc.fill_null(pc.is_in(logged, value_set=pa.array(paths, logged.type)), False).to_numpy(zero_copy_only=False))
-    if len(escaped):
-        wanted = set(paths)
-        rows = np.setdiff1d(rows, escaped)
-        rows = np.union1d(rows, np.array([i for i in escaped if base.paths[i] in wanted], np.int64))
-    return rows
 
 
 def _data_holds(strings: pa.Array, needles: tuple[bytes, ...]) -> bool:
@@ -197,14 +185,6 @@ def _data_holds(strings: pa.Array, needles: tuple[bytes, ...]) -> bool:
     return False
 
 
-def _rows_holding_percent(logged: pa.Array) -> np.ndarray:
-    """The rows of a string column holding '%' (most tables have none: the kernel runs only when the
-    data buffer holds one)."""
-    if pa.types.is_string(logged.type) and not _data_holds(logged, (b"%",)):
-        return np.empty(0, np.int64)
-    return np.flatnonzero(pc.fill_null(pc.match_substring(logged, "%"), False).to_numpy(zero_copy_only=False))
-
-
 @dataclass
 class Kept:
     """The files a filter keeps: ``positions`` among ``files`` (ascending)."""
@@ -214,7 +194,7 @@ class Kept:
 
     @property
     def paths(self) -> list[str]:
-        return [self.files.path(int(i)) for i in self.positions]
+        return self.files.paths(self.positions)
 
     def adds(self) -> list[AddFile]:
         return self.files.adds(self.positions)
@@ -251,7 +231,8 @@ def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: l
         key = mapping.physical_name(c) if mapping.active else c
         parts = []
         if nb:
-            parts.append(_base_partition_strings(files, pv, key, schema, partition_columns, mapping))
+            found = _base_partition_strings(files, pv, key, schema, partition_columns, mapping)
+            parts.extend(found.chunks if isinstance(found, pa.ChunkedArray) else [found])
         if files.changed:
             vals = []
             for k, a in enumerate(files.changed):
@@ -265,14 +246,23 @@ def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: l
     return out
 
 
-def _base_partition_strings(files: LiveFiles, pv: pa.Array, key: str, schema, partition_columns, mapping) -> pa.Array:
+def _flat_lookup(pv: pa.MapArray, key: str) -> pa.Array | None:
+    """The value under ``key`` of each map, found in the flat keys (one hit per map, no search per row);
+    None when some map does not hold ``key`` exactly once."""
+    offsets = pv.offsets.to_numpy()
+    lo, hi = int(offsets[0]), int(offsets[-1])  # a slice's offsets point into its parent's keys
+    hits = np.flatnonzero(pc.fill_null(pc.equal(pv.keys.slice(lo, hi - lo), key), False).to_numpy(zero_copy_only=False)) + lo
+    if len(hits) == len(pv) and (hits >= offsets[:-1]).all() and (hits < offsets[1:]).all():
+        return pv.items.take(pa.array(hits))
+    return None
+
+
+def _base_partition_strings(files: LiveFiles, pv: pa.ChunkedArray, key: str, schema, partition_columns, mapping) -> pa.Array:
     """The partition value strings under ``key`` of the live checkpoint rows."""
     if pa.types.is_map(pv.type) and not pv.null_count:
-        # Found in the flat keys: one hit per map, no search per row.
-        offsets = pv.offsets.to_numpy()
-        hits = np.flatnonzero(pc.fill_null(pc.equal(pv.keys, key), False).to_numpy(zero_copy_only=False))
-        if offsets[0] == 0 and len(hits) == len(pv) and (hits >= offsets[:-1]).all() and (hits < offsets[1:]).all():
-            return files.live_base(pv.items.take(pa.array(hits))).cast(pa.string())
+        found = [_flat_lookup(c, key) for c in pv.chunks]
+        if all(f is not None for f in found):
+            return files.live_base(pa.chunked_array(found, pv.type.item_type)).cast(pa.string())
     found = files.live_base(pc.map_lookup(pv, key, "all"))
     if found.null_count:
         _partition_error(files, int(np.flatnonzero(found.is_null().to_numpy(zero_copy_only=False))[0]), schema, partition_columns, mapping)
@@ -330,17 +320,18 @@ def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
     than to copy out), in chunks; and those of the adds of later commits."""
     base = []
     if len(files.base_rows):
-        col = files.base_column("stats")
-        n = len(files.file_set.base.paths)
-        col = pa.nulls(n, pa.string()) if col is None else col.cast(pa.string())
-        offsets = np.frombuffer(col.buffers()[1], np.int32, count=n + 1, offset=col.offset * 4) if col.buffers()[1] is not None else None
-        i = 0
-        while i < n:
-            j = min(n, i + STATS_CHUNK_ROWS)
-            if offsets is not None:  # wide tables have long stats: a chunk's text stays under STATS_CHUNK_BYTES
-                j = max(i + 1, min(j, int(np.searchsorted(offsets, offsets[i] + STATS_CHUNK_BYTES, side="right")) - 1))
-            base.append(col.slice(i, j - i))
-            i = j
+        stats = files.base_column("stats")
+        chunks = [pa.nulls(files.file_set.base.num_rows, pa.string())] if stats is None else stats.cast(pa.string()).chunks
+        for col in chunks:  # as read: a row group each
+            n = len(col)
+            offsets = np.frombuffer(col.buffers()[1], np.int32, count=n + 1, offset=col.offset * 4) if col.buffers()[1] is not None else None
+            i = 0
+            while i < n:
+                j = min(n, i + STATS_CHUNK_ROWS)
+                if offsets is not None:  # wide tables have long stats: a chunk's text stays under STATS_CHUNK_BYTES
+                    j = max(i + 1, min(j, int(np.searchsorted(offsets, offsets[i] + STATS_CHUNK_BYTES, side="right")) - 1))
+                base.append(col.slice(i, j - i))
+                i = j
     changed = pa.array([a.stats for a in files.changed], pa.string()) if files.changed else None
     return base, changed
 
