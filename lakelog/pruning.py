@@ -39,7 +39,8 @@ from .predicates import _literal, _references, term_expression
 from .schema import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
-    from .snapshot import FileSet, Snapshot
+    from .file_set import FileSet
+    from .snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
 STATS_CHUNK_ROWS = 256 * 1024  # stats strings parsed at once: bounds the transient JSON buffer

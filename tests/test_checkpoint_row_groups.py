@@ -191,7 +191,7 @@ def test_reading_a_checkpoint_and_listing_its_files_does_not_import_pandas(tmp_p
     code = f"""
 import sys
 from lakelog.checkpoint import read_checkpoint_state
-from lakelog.snapshot import FileSet
+from lakelog.file_set import FileSet
 from lakelog.storage import Storage
 state = read_checkpoint_state(Storage({path!r}), {version})
 fs = FileSet(state)

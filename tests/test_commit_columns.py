@@ -211,7 +211,7 @@ def test_checkpoint_of_json_commits_with_removes_and_re_adds(table_path):
 def test_replayed_changes_are_compacted_when_most_rows_are_dead(table_path, monkeypatch):
     """A log that keeps rewriting its files: replay keeps the live adds' rows only (once most are dead),
     and the file set, its listing order and the checkpoint written from it are unchanged by that."""
-    from lakelog import snapshot as snapshot_module
+    from lakelog import file_set as file_set_module
 
     config = {"delta.checkpointInterval": "1000"}
     lakelog.write_table(table_path, pa.table({"id": [0, 1]}), configuration=config)
@@ -219,7 +219,7 @@ def test_replayed_changes_are_compacted_when_most_rows_are_dead(table_path, monk
         mode = "overwrite" if i % 3 == 0 else "append"
         lakelog.write_table(table_path, pa.table({"id": [10 * i, 10 * i + 1]}), mode=mode)
     uncompacted = lakelog.Table(table_path).snapshot
-    monkeypatch.setattr(snapshot_module, "_COMPACT_MIN_DEAD", 1)
+    monkeypatch.setattr(file_set_module, "_COMPACT_MIN_DEAD", 1)
     compacted = lakelog.Table(table_path).snapshot
     changes = compacted.file_set.changes
     assert len(changes.blocks) < len(uncompacted.file_set.changes.blocks)
