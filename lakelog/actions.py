@@ -49,17 +49,14 @@ def decode_path(logged: str) -> str:
 
 
 # Paths that may need decoding or be unsafe: everything else is taken as is, without Python per path.
-_SLOW_PATH_RE = r"^$|^[/\\]|%|:|\.\.|//|/$|(^|/)\.(/|$)|\x00"
+SLOW_PATH_RE = r"^$|^[/\\]|%|:|\.\.|//|/$|(^|/)\.(/|$)|\x00"
 
 
-def decode_paths(logged: pa.Array) -> list[str]:
-    """``decode_path`` for a whole column: only paths that could need decoding or be unsafe go through Python."""
-    out = logged.to_pylist()
-    slow = pc.match_substring_regex(logged, _SLOW_PATH_RE)
-    if slow.true_count:
-        for i in pc.indices_nonzero(slow).to_pylist():
-            out[i] = decode_path(out[i])
-    return out
+def paths_to_decode(logged: pa.Array) -> list[int]:
+    """The rows of a column of logged paths that ``decode_path`` must see (``SLOW_PATH_RE``); every other
+    path is its own decoded form."""
+    slow = pc.match_substring_regex(logged, SLOW_PATH_RE)
+    return pc.indices_nonzero(slow).to_pylist() if slow.true_count else []
 
 
 def stats_dict(stats: str | None) -> dict | None:

@@ -21,19 +21,18 @@ from itertools import accumulate, chain, compress, repeat
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .actions import _PARSERS, _SLOW_PATH_RE, Action, AddFile, decode_path
+from .actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, paths_to_decode
 from .errors import CorruptLogError
 
 _NONE = type(None)
 _STRINGS = {str, _NONE}
-_slow_path_search = re.compile(_SLOW_PATH_RE).search
+_slow_path_search = re.compile(SLOW_PATH_RE).search
 
 
 def decode_path_list(logged: list[str]) -> list[str]:
     """``decode_path`` for a list: the paths become one Arrow column (built from their joined bytes, which
-    converts no Python value one by one), and only those ``actions.decode_paths`` flags go through Python.
+    converts no Python value one by one), and only those ``actions.paths_to_decode`` names go through Python.
     When none needs decoding the result is ``logged`` itself."""
     n = len(logged)
     if not n:
@@ -44,11 +43,11 @@ def decode_path_list(logged: list[str]) -> list[str]:
         return [decode_path(p) if search(p) else p for p in logged]
     offsets = array("q", accumulate(map(len, logged), initial=0))
     column = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.encode("ascii")))
-    slow = pc.match_substring_regex(column, _SLOW_PATH_RE)
-    if not slow.true_count:
+    rows = paths_to_decode(column)
+    if not rows:
         return logged
     out = list(logged)
-    for i in pc.indices_nonzero(slow).to_pylist():
+    for i in rows:
         out[i] = decode_path(out[i])
     return out
 

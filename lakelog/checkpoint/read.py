@@ -21,7 +21,7 @@ from ..actions import (
     Protocol,
     RemoveFile,
     Txn,
-    _SLOW_PATH_RE,
+    paths_to_decode,
     decode_path,
     dv_id,
     parse_actions,
@@ -371,10 +371,10 @@ def _decoded_paths(logged: pa.ChunkedArray) -> pa.ChunkedArray:
     go through Python (a chunk without any is kept as it is)."""
     chunks = []
     for c in logged.chunks:
-        slow = pc.match_substring_regex(c, _SLOW_PATH_RE)
-        if slow.true_count:
+        rows = paths_to_decode(c)
+        if rows:
             values = c.to_pylist()
-            for i in pc.indices_nonzero(slow).to_pylist():
+            for i in rows:
                 values[i] = decode_path(values[i])
             c = _strings(values)
         chunks.append(c)
