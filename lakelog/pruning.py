@@ -316,6 +316,7 @@ class _ColumnStats:
     lo: pa.ChunkedArray | None  # lower bounds (of the column's type), null where unknown
     hi: pa.ChunkedArray | None
     all_null: np.ndarray  # the stats say every value is null
+    rows: np.ndarray | None = None  # the live files among the rows above (None: all of them, in order)
 
 
 def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
@@ -423,6 +424,7 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
     jschema = pa.schema(fields)
     base, changed = _stats_strings(files)
     parsed = []
+    rows = None
     if base:
         # Kept on the checkpoint state: the next filter on the same columns parses nothing (about 30
         # bytes per file and column).
@@ -434,9 +436,15 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
             while len(cache) >= PARSED_STATS_KEPT:
                 cache.pop(next(iter(cache)))
             cache[key] = whole
-        parsed.append(files.live_base(whole))
+        parsed.append(whole)
+        if not files._all_base:
+            # Dead checkpoint rows stay in the columns: the masks are cut down to the live files,
+            # cheaper than copying every parsed column.
+            rows = files.base_rows
     if changed is not None:
         parsed.append(_parse_chunk(changed, jschema))
+        if rows is not None:
+            rows = np.concatenate([rows, parsed[0].num_rows + np.arange(len(changed), dtype=np.int64)])
     table = pa.concat_tables(parsed)
     n = table.column("numRecords")
     zero = arrow_values.scalar(0, pa.int64())
@@ -450,7 +458,7 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
         if c in bounded:
             lo = _bounds(pc.struct_field(table.column("minValues"), keys[c]), t, False)
             hi = _bounds(pc.struct_field(table.column("maxValues"), keys[c]), t, True)
-        out[c] = _ColumnStats(lo, hi, arrow_values.to_numpy(pc.fill_null(all_null, arrow_values.scalar(False, pa.bool_()))))
+        out[c] = _ColumnStats(lo, hi, arrow_values.to_numpy(pc.fill_null(all_null, arrow_values.scalar(False, pa.bool_()))), rows)
     return out
 
 
@@ -480,6 +488,11 @@ def _bounds(raw: pa.ChunkedArray, t: pa.DataType, is_max: bool) -> pa.Array:
 
 def _data_term_mask(stats: _ColumnStats, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
     """Files that may hold a row where the term is TRUE, by their stats."""
+    m = _stats_rows_mask(stats, op, value, t, quoted)
+    return m if stats.rows is None else m[stats.rows]
+
+
+def _stats_rows_mask(stats: _ColumnStats, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
     may = ~stats.all_null
     if stats.lo is None or op in ("!=", "not in") or pa.types.is_floating(t):
         return may
