@@ -25,18 +25,78 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_values
 from .errors import InvalidFilterError
 
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 NEGATED_OP = {"=": "!=", "==": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}
 
 
-def _false() -> pc.Expression:
-    # Built on use, not at import: converting a Python value makes pyarrow import pandas (slow cold start).
-    return pc.scalar(False)
+def _false(field: "pc.Expression | Values") -> "pc.Expression | Values":
+    if isinstance(field, Values):
+        return Values(arrow_values.from_numpy(np.zeros(len(field.array), bool)))
+    return pc.scalar(arrow_values.scalar(False, pa.bool_()))
+
+
+class Values:
+    """A column's values standing in for ``pc.field`` in a term: each operator applies the compute
+    kernel the expression would call (evaluating an expression needs ``pyarrow.dataset``, which imports
+    pandas)."""
+
+    def __init__(self, array: pa.Array):
+        self.array = array
+
+    def _op(self, kernel, other) -> "Values":
+        return Values(kernel(self.array, other.array if isinstance(other, Values) else other))
+
+    def __eq__(self, other):  # type: ignore[override]
+        return self._op(pc.equal, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return self._op(pc.not_equal, other)
+
+    def __lt__(self, other):
+        return self._op(pc.less, other)
+
+    def __le__(self, other):
+        return self._op(pc.less_equal, other)
+
+    def __gt__(self, other):
+        return self._op(pc.greater, other)
+
+    def __ge__(self, other):
+        return self._op(pc.greater_equal, other)
+
+    def __and__(self, other):
+        return self._op(pc.and_kleene, other)
+
+    def __or__(self, other):
+        return self._op(pc.or_kleene, other)
+
+    def __invert__(self):
+        return Values(pc.invert(self.array))
+
+    def is_nan(self):
+        return Values(pc.is_nan(self.array))
+
+    def is_valid(self):
+        return Values(pc.is_valid(self.array))
+
+    def isin(self, values: pa.Array):
+        return Values(pc.is_in(self.array, value_set=values))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def term_mask(values: pa.Array, op: str, value: Any, t: pa.DataType, *, quoted: Any = None) -> np.ndarray:
+    """Where the DNF term ``(column, op, value)`` is TRUE over ``values`` (a column of type ``t``), with
+    the kernels ``term_expression``'s expression would be evaluated by."""
+    out = _term(Values(values), "", op, value, t, quoted).array
+    return arrow_values.to_numpy(pc.fill_null(out, arrow_values.scalar(False, pa.bool_())))
 
 
 @dataclass(frozen=True)
@@ -106,6 +166,10 @@ def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted:
 
     ``NEGATED_OP[op]`` gives the term that is true exactly when this one is FALSE (both are not true
     on null), which is how a ``NOT`` is translated."""
+    return _term(pc.field(column), column, op, value, t, quoted)
+
+
+def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any):
     quoted = quoted if quoted is not None else (column, op, value)
     if not isinstance(op, str) or op.lower() not in OPS:
         raise InvalidFilterError(f"filter {quoted!r}: unknown operator {op!r} (use one of {', '.join(OPS)})")
@@ -115,7 +179,6 @@ def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted:
             f"filter {quoted!r}: column {column!r} has the nested type {t}, which DNF filters cannot compare; "
             "use a pyarrow.compute expression (e.g. pc.field('s', 'x') > 1)"
         )
-    field = pc.field(column)
     if op in ("in", "not in"):
         if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
             raise InvalidFilterError(f"filter {quoted!r}: {op!r} takes a list of values, got {type(value).__name__}")
@@ -125,10 +188,10 @@ def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted:
         if op == "in":
             return members
         if has_null:
-            return _false()  # x NOT IN (..., NULL) is never TRUE
+            return _false(field)  # x NOT IN (..., NULL) is never TRUE
         return ~members & field.is_valid()
     if value is None:
-        return _false()  # x = NULL (and every other comparison with NULL) is never TRUE
+        return _false(field)  # x = NULL (and every other comparison with NULL) is never TRUE
     if pa.types.is_floating(t):
         return _float_comparison(field, op, _float_value(value, t, quoted))
     lit = _literal(value, t, quoted)
@@ -188,10 +251,10 @@ def _float_comparison(field: pc.Expression, op: str, v: float) -> pc.Expression:
             "!=": lambda: ~nan,
             "<": lambda: ~nan,
             "<=": lambda: field.is_valid(),
-            ">": _false,
+            ">": lambda: _false(field),
             ">=": lambda: nan,
         }[op]()
-    lit = pa.scalar(v, pa.float64())
+    lit = arrow_values.scalar(v, pa.float64())
     return {
         "=": lambda: field == lit,
         "==": lambda: field == lit,
@@ -211,19 +274,19 @@ def _in_members(field: pc.Expression, values: list, t: pa.DataType, quoted: Any)
         # is_in hashes values: -0.0 and 0.0 differ there, but are equal in SQL. (A set would merge them.)
         keep: dict[tuple, float] = {}
         for f in floats:
-            if math.isnan(f) or (pa.types.is_float32(t) and pa.scalar(f, pa.float32()).as_py() != f):
+            if math.isnan(f) or (pa.types.is_float32(t) and arrow_values.scalar(f, pa.float32()).as_py() != f):
                 continue  # NaN: matched below; a double no float32 equals: matches nothing
             for g in (0.0, -0.0) if f == 0.0 else (f,):
                 keep[(g, math.copysign(1, g))] = g
-        e = field.isin(pa.array(list(keep.values()), t)) if keep else None
+        e = field.isin(arrow_values.array(list(keep.values()), t)) if keep else None
         if with_nan:
             e = field.is_nan() if e is None else e | field.is_nan()
-        return e if e is not None else _false()
+        return e if e is not None else _false(field)
     lits = [_literal(v, t, quoted) for v in values]
     kept = [s for s in lits if s is not None and s.type == t]  # the others equal no value of the column
     if not kept:
-        return _false()
-    return field.isin(pa.array([s.as_py() for s in kept], t))
+        return _false(field)
+    return field.isin(arrow_values.array([s.as_py() for s in kept], t))
 
 
 # ---------------------------------------------------------------- literals
@@ -241,7 +304,7 @@ def _literal(v: Any, t: pa.DataType, quoted: Any) -> pa.Scalar | None:
     try:
         if pa.types.is_boolean(t):
             if isinstance(v, bool) or type(v).__name__ == "bool_":
-                return pa.scalar(bool(v), t)
+                return arrow_values.scalar(bool(v), t)
             raise _wrong_value(quoted, v, t, "True or False")
         if pa.types.is_integer(t):
             if isinstance(v, bool) or type(v).__name__ == "bool_":
@@ -254,10 +317,10 @@ def _literal(v: Any, t: pa.DataType, quoted: Any) -> pa.Scalar | None:
                 raise _wrong_value(quoted, v, t, "an int")
             v = int(v)
             try:
-                return pa.scalar(v, t)
+                return arrow_values.scalar(v, t)
             except (pa.ArrowInvalid, OverflowError):
                 if -(2**63) <= v < 2**63:
-                    return pa.scalar(v, pa.int64())
+                    return arrow_values.scalar(v, pa.int64())
                 raise _wrong_value(quoted, v, t, "an int within the 64-bit range") from None
         if pa.types.is_decimal(t):
             if isinstance(v, bool) or not isinstance(v, (numbers.Real, decimal.Decimal)):
@@ -272,17 +335,17 @@ def _literal(v: Any, t: pa.DataType, quoted: Any) -> pa.Scalar | None:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             if not isinstance(v, str):
                 raise _wrong_value(quoted, v, t, "a str")
-            return pa.scalar(v, t)
+            return arrow_values.scalar(v, t)
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             if not isinstance(v, (bytes, bytearray, memoryview)):
                 raise _wrong_value(quoted, v, t, "bytes")
-            return pa.scalar(bytes(v), t)
+            return arrow_values.scalar(bytes(v), t)
         if pa.types.is_date(t):
             if isinstance(v, str):
                 v = _parse_iso(v, dt.date.fromisoformat, quoted, t)
             if isinstance(v, dt.datetime) or not isinstance(v, dt.date):
                 raise _wrong_value(quoted, v, t, "a datetime.date or an ISO date string")
-            return pa.scalar(v, t)
+            return arrow_values.scalar(v, t)
         if pa.types.is_timestamp(t):
             if isinstance(v, str):
                 v = _parse_iso(v, dt.datetime.fromisoformat, quoted, t)
@@ -296,7 +359,7 @@ def _literal(v: Any, t: pa.DataType, quoted: Any) -> pa.Scalar | None:
                 raise _wrong_value(quoted, v, t, "a naive datetime (the column is a timestamp without time zone)")
             if t.tz is not None and v.tzinfo is None:
                 v = v.replace(tzinfo=dt.timezone.utc)  # naive means UTC, as for time travel
-            return pa.scalar(v, t)
+            return arrow_values.scalar(v, t)
     except InvalidFilterError:
         raise
     except (pa.ArrowException, TypeError, ValueError, OverflowError, decimal.InvalidOperation) as e:

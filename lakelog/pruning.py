@@ -31,11 +31,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_values
 from .actions import AddFile, stats_count
 from .checkpoint import adds_from_arrow
 from .column_mapping import ColumnMapping
 from .errors import CorruptLogError
-from .predicates import _literal, _references, term_expression
+from .predicates import _literal, _references, term_expression, term_mask
 from .schema import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
@@ -54,19 +55,19 @@ def stat_literal(v: Any, t: pa.DataType, is_max: bool) -> pa.Scalar | None:
         return None
     try:
         if pa.types.is_integer(t) and isinstance(v, int):
-            return pa.scalar(v, type=t)
+            return arrow_values.scalar(v, t)
         if pa.types.is_string(t) and isinstance(v, str):
             if is_max and len(v) >= STRING_STATS_PREFIX:
                 return None  # possibly truncated: not an upper bound
-            return pa.scalar(v, type=t)
+            return arrow_values.scalar(v, t)
         if pa.types.is_date(t) and isinstance(v, str):
-            return pa.scalar(parse_date(v[:10]), type=t)
+            return arrow_values.scalar(parse_date(v[:10]), t)
         if pa.types.is_timestamp(t) and isinstance(v, str):
             us = timestamp_micros(v, utc=t.tz is not None)
             if is_max:
                 us += 1000  # writers may truncate timestamp stats to milliseconds
             # As integer microseconds: the widened bound may lie past year 9999, where datetime ends.
-            return pa.scalar(us, type=t)
+            return arrow_values.scalar(us, pa.int64()).cast(t)
         if pa.types.is_decimal(t) and isinstance(v, (int, float)) and t.precision <= 15:
             d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
             return pa.scalar(d.quantize(decimal.Decimal(1).scaleb(-t.scale)), type=t)
@@ -114,7 +115,7 @@ class LiveFiles:
             return cls(file_set, np.empty(0, np.int64), changed, changed_paths)
         keep = np.ones(base.num_rows, bool)
         if changes:
-            keep[base.rows_named(list(changes)).to_numpy()] = False
+            keep[arrow_values.to_numpy(base.rows_named(list(changes)))] = False
         return cls(file_set, np.flatnonzero(keep), changed, changed_paths)
 
     def paths(self, positions: np.ndarray) -> list[str]:
@@ -123,7 +124,7 @@ class LiveFiles:
         split = int(np.searchsorted(positions, nb))
         out: list[str] = []
         if split:
-            out = self.file_set.base.path_column.take(pa.array(self.base_rows[positions[:split]])).to_pylist()
+            out = self.file_set.base.path_column.take(arrow_values.from_numpy(self.base_rows[positions[:split]])).to_pylist()
         out.extend(self.changed_paths[int(i) - nb] for i in positions[split:])
         return out
 
@@ -142,7 +143,7 @@ class LiveFiles:
 
     def live_base(self, arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         """A column over all checkpoint rows cut down to the live ones."""
-        return arr if self._all_base else arr.take(pa.array(self.base_rows))
+        return arr if self._all_base else arr.take(arrow_values.from_numpy(self.base_rows))
 
     def raw_path(self, i: int) -> str:
         """``add.path`` as logged of live file ``i`` (for messages)."""
@@ -157,7 +158,7 @@ class LiveFiles:
         split = int(np.searchsorted(keep, nb))
         out: list[AddFile] = []
         if split:
-            out = adds_from_arrow(self.file_set.base.add_rows.take(pa.array(self.base_rows[keep[:split]])))
+            out = adds_from_arrow(self.file_set.base.add_rows.take(arrow_values.from_numpy(self.base_rows[keep[:split]])))
         out.extend(self.changed[int(i) - nb] for i in keep[split:])
         return out
 
@@ -212,12 +213,12 @@ class _PartitionColumn:
     values: pa.Array
     indices: np.ndarray
 
-    def mask(self, expr: pc.Expression) -> np.ndarray:
-        """Where ``expr`` (reading this column only) is TRUE, per file: evaluated once per distinct value."""
-        return _expression_mask(pa.table({self.name: self.values}), expr)[self.indices]
+    def mask(self, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
+        """Where the DNF term ``(name, op, value)`` is TRUE, per file: evaluated once per distinct value."""
+        return term_mask(self.values, op, value, t, quoted=quoted)[self.indices]
 
     def column(self) -> pa.Array:
-        return self.values.take(pa.array(self.indices))
+        return self.values.take(arrow_values.from_numpy(self.indices))
 
 
 def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping) -> dict[str, _PartitionColumn]:
@@ -241,7 +242,7 @@ def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: l
                 if key not in d:
                     _partition_error(files, nb + k, schema, partition_columns, mapping)
                 vals.append(d[key])
-            parts.append(pa.array(vals, pa.string()))
+            parts.append(arrow_values.array(vals, pa.string()))
         raw = pa.chunked_array(parts, pa.string()).combine_chunks()
         out[c] = _typed_partition_values(files, raw, schema, c)
     return out
@@ -250,11 +251,12 @@ def _partition_columns(files: LiveFiles, schema: pa.Schema, partition_columns: l
 def _flat_lookup(pv: pa.MapArray, key: str) -> pa.Array | None:
     """The value under ``key`` of each map, found in the flat keys (one hit per map, no search per row);
     None when some map does not hold ``key`` exactly once."""
-    offsets = pv.offsets.to_numpy()
+    offsets = arrow_values.to_numpy(pv.offsets)
     lo, hi = int(offsets[0]), int(offsets[-1])  # a slice's offsets point into its parent's keys
-    hits = np.flatnonzero(pc.fill_null(pc.equal(pv.keys.slice(lo, hi - lo), key), False).to_numpy(zero_copy_only=False)) + lo
+    keys = pv.keys.slice(lo, hi - lo)
+    hits = np.flatnonzero(arrow_values.to_numpy(pc.fill_null(pc.equal(keys, arrow_values.scalar(key, keys.type)), arrow_values.scalar(False, pa.bool_())))) + lo
     if len(hits) == len(pv) and (hits >= offsets[:-1]).all() and (hits < offsets[1:]).all():
-        return pv.items.take(pa.array(hits))
+        return pv.items.take(arrow_values.from_numpy(hits))
     return None
 
 
@@ -266,7 +268,7 @@ def _base_partition_strings(files: LiveFiles, pv: pa.ChunkedArray, key: str, sch
             return files.live_base(pa.chunked_array(found, pv.type.item_type)).cast(pa.string())
     found = files.live_base(pc.map_lookup(pv, key, "all"))
     if found.null_count:
-        _partition_error(files, int(np.flatnonzero(found.is_null().to_numpy(zero_copy_only=False))[0]), schema, partition_columns, mapping)
+        _partition_error(files, int(np.flatnonzero(arrow_values.to_numpy(found.is_null()))[0]), schema, partition_columns, mapping)
     return files.live_base(pc.map_lookup(pv, key, "first")).cast(pa.string())
 
 
@@ -280,14 +282,14 @@ def _typed_partition_values(files: LiveFiles, raw: pa.Array, schema: pa.Schema, 
             typed.append(partition_scalars({c: v}, schema, [c], "").get(c))
         except CorruptLogError:
             # Name the first file holding the value, as reading it file by file would.
-            first = int(np.flatnonzero(pc.equal(raw, v).fill_null(False).to_numpy(zero_copy_only=False))[0])
+            first = int(np.flatnonzero(arrow_values.to_numpy(pc.equal(raw, arrow_values.scalar(v, raw.type)).fill_null(arrow_values.scalar(False, pa.bool_()))))[0])
             partition_scalars({c: v}, schema, [c], files.raw_path(first))
             raise
     if pa.types.is_timestamp(t):  # as integers: a value may lie past year 9999
-        values = pa.array([s.value if s.is_valid else None for s in typed] + [None], pa.int64()).cast(t)
+        values = arrow_values.array([s.value if s.is_valid else None for s in typed] + [None], pa.int64()).cast(t)
     else:
-        values = pa.array([s.as_py() for s in typed] + [None], t)
-    indices = pc.fill_null(enc.indices, len(typed)).to_numpy(zero_copy_only=False).astype(np.int64)
+        values = arrow_values.array([s.as_py() for s in typed] + [None], t)
+    indices = arrow_values.to_numpy(pc.fill_null(enc.indices, arrow_values.scalar(len(typed), enc.indices.type))).astype(np.int64)
     return _PartitionColumn(c, values, indices)
 
 
@@ -301,9 +303,9 @@ def _partition_error(files: LiveFiles, i: int, schema: pa.Schema, partition_colu
 def _expression_mask(table: pa.Table, expr: pc.Expression) -> np.ndarray:
     """Where ``expr`` is TRUE over the rows of ``table``."""
     n = table.num_rows
-    idx = table.append_column("__row", pa.array(np.arange(n, dtype=np.int64))).filter(expr).column("__row")
+    idx = table.append_column("__row", arrow_values.from_numpy(np.arange(n, dtype=np.int64))).filter(expr).column("__row")
     mask = np.zeros(n, bool)
-    mask[idx.to_numpy()] = True
+    mask[arrow_values.to_numpy(idx)] = True
     return mask
 
 
@@ -314,6 +316,7 @@ class _ColumnStats:
     lo: pa.ChunkedArray | None  # lower bounds (of the column's type), null where unknown
     hi: pa.ChunkedArray | None
     all_null: np.ndarray  # the stats say every value is null
+    rows: np.ndarray | None = None  # the live files among the rows above (None: all of them, in order)
 
 
 def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
@@ -333,7 +336,7 @@ def _stats_strings(files: LiveFiles) -> tuple[list[pa.Array], pa.Array | None]:
                     j = max(i + 1, min(j, int(np.searchsorted(offsets, offsets[i] + STATS_CHUNK_BYTES, side="right")) - 1))
                 base.append(col.slice(i, j - i))
                 i = j
-    changed = pa.array([a.stats for a in files.changed], pa.string()) if files.changed else None
+    changed = arrow_values.array([a.stats for a in files.changed], pa.string()) if files.changed else None
     return base, changed
 
 
@@ -342,13 +345,15 @@ def _parse_chunk(strings: pa.Array, schema: pa.Schema) -> pa.Table:
     ``pyarrow.json`` refuses one (a value of an unexpected type, malformed JSON, a line break)."""
     import pyarrow.json as pj
 
-    filled = pc.if_else(pc.fill_null(pc.equal(strings, ""), True), "{}", strings)
+    t = strings.type
+    filled = pc.if_else(pc.fill_null(pc.equal(strings, arrow_values.scalar("", t)), arrow_values.scalar(True, pa.bool_())),
+                        arrow_values.scalar("{}", t), strings)
     # pyarrow.json crashes on a top-level null (pyarrow 26): only lines that are objects go to it, and a
     # string holding a line break would be several lines.
     objects = pc.and_(pc.starts_with(filled, "{"), pc.ends_with(filled, "}"))
     if not pc.all(objects).as_py() or _data_holds(strings.cast(pa.string()), (b"\n", b"\r")):
         return _parse_chunk_slowly(strings, schema)
-    lines = pc.binary_join_element_wise(filled, "", "\n")
+    lines = pc.binary_join_element_wise(filled, arrow_values.scalar("", t), arrow_values.scalar("\n", t))
     offsets = lines.buffers()[1]
     end = int(np.frombuffer(offsets, np.int32, count=len(lines) + 1, offset=lines.offset * 4)[-1]) if len(lines) else 0
     start = int(np.frombuffer(offsets, np.int32, count=1, offset=lines.offset * 4)[0]) if len(lines) else 0
@@ -387,7 +392,7 @@ def _parse_chunk_slowly(strings: pa.Array, schema: pa.Schema) -> pa.Table:
                 out = cols[name]
                 for k in ks:
                     out[k][i] = m.get(k)
-    arrays = [pa.array(records, pa.int64())]
+    arrays = [arrow_values.array(records, pa.int64())]
     for name in list(keys):
         ftype = schema.field(name).type
         children = [_python_values(cols[name][f.name], f.type) for f in ftype]
@@ -401,10 +406,10 @@ def _python_values(values: list, t: pa.DataType) -> pa.Array:
         ok = [v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None for v in values]
     elif pa.types.is_float64(t):
         ok = [v if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 2**63 else None for v in values]
-        return pa.array([None if v is None else float(v) for v in ok], pa.float64())
+        return arrow_values.array([None if v is None else float(v) for v in ok], pa.float64())
     else:
         ok = [v if isinstance(v, str) else None for v in values]
-    return pa.array(ok, t)
+    return arrow_values.array(ok, t)
 
 
 def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mapping: ColumnMapping) -> dict[str, _ColumnStats]:
@@ -419,6 +424,7 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
     jschema = pa.schema(fields)
     base, changed = _stats_strings(files)
     parsed = []
+    rows = None
     if base:
         # Kept on the checkpoint state: the next filter on the same columns parses nothing (about 30
         # bytes per file and column).
@@ -430,22 +436,29 @@ def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mappi
             while len(cache) >= PARSED_STATS_KEPT:
                 cache.pop(next(iter(cache)))
             cache[key] = whole
-        parsed.append(files.live_base(whole))
+        parsed.append(whole)
+        if not files._all_base:
+            # Dead checkpoint rows stay in the columns: the masks are cut down to the live files,
+            # cheaper than copying every parsed column.
+            rows = files.base_rows
     if changed is not None:
         parsed.append(_parse_chunk(changed, jschema))
+        if rows is not None:
+            rows = np.concatenate([rows, parsed[0].num_rows + np.arange(len(changed), dtype=np.int64)])
     table = pa.concat_tables(parsed)
     n = table.column("numRecords")
-    n = pc.if_else(pc.greater_equal(n, 0), n, None)
+    zero = arrow_values.scalar(0, pa.int64())
+    n = pc.if_else(pc.greater_equal(n, zero), n, arrow_values.null(pa.int64()))
     out = {}
     for c in dict.fromkeys(columns):
         t = schema.field(c).type
         nc = pc.struct_field(table.column("nullCount"), keys[c])
-        all_null = pc.and_kleene(pc.and_kleene(pc.equal(nc, n), pc.greater(n, 0)), pc.greater_equal(nc, 0))
+        all_null = pc.and_kleene(pc.and_kleene(pc.equal(nc, n), pc.greater(n, zero)), pc.greater_equal(nc, zero))
         lo = hi = None
         if c in bounded:
             lo = _bounds(pc.struct_field(table.column("minValues"), keys[c]), t, False)
             hi = _bounds(pc.struct_field(table.column("maxValues"), keys[c]), t, True)
-        out[c] = _ColumnStats(lo, hi, pc.fill_null(all_null, False).to_numpy(zero_copy_only=False))
+        out[c] = _ColumnStats(lo, hi, arrow_values.to_numpy(pc.fill_null(all_null, arrow_values.scalar(False, pa.bool_()))), rows)
     return out
 
 
@@ -454,26 +467,32 @@ def _bounds(raw: pa.ChunkedArray, t: pa.DataType, is_max: bool) -> pa.Array:
     raw = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
     if pa.types.is_integer(t):
         if t != pa.int64():
-            info = np.iinfo(t.to_pandas_dtype())
-            in_range = pc.and_(pc.greater_equal(raw, int(info.min)), pc.less_equal(raw, int(info.max)))
-            raw = pc.if_else(in_range, raw, pa.scalar(None, pa.int64())).cast(t)
+            info = np.iinfo(arrow_values.numpy_dtype(t))
+            in_range = pc.and_(pc.greater_equal(raw, arrow_values.scalar(int(info.min), pa.int64())),
+                               pc.less_equal(raw, arrow_values.scalar(int(info.max), pa.int64())))
+            raw = pc.if_else(in_range, raw, arrow_values.null(pa.int64())).cast(t)
         return raw
     if pa.types.is_string(t):
         if is_max:
-            return pc.if_else(pc.less(pc.utf8_length(raw), STRING_STATS_PREFIX), raw, pa.scalar(None, pa.string()))
+            return pc.if_else(pc.less(pc.utf8_length(raw), arrow_values.scalar(STRING_STATS_PREFIX, pa.int32())), raw, arrow_values.null(pa.string()))
         return raw
     # Dates, timestamps, decimals: each distinct value converted once.
     distinct = pc.unique(raw)
     converted = [stat_literal(v, t, is_max) for v in distinct.to_pylist()]
     if pa.types.is_timestamp(t):
-        values = pa.array([None if s is None else s.value for s in converted], pa.int64()).cast(t)
+        values = arrow_values.array([None if s is None else s.value for s in converted], pa.int64()).cast(t)
     else:
-        values = pa.array([None if s is None else s.as_py() for s in converted], t)
+        values = arrow_values.array([None if s is None else s.as_py() for s in converted], t)
     return values.take(pc.index_in(raw, distinct))
 
 
 def _data_term_mask(stats: _ColumnStats, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
     """Files that may hold a row where the term is TRUE, by their stats."""
+    m = _stats_rows_mask(stats, op, value, t, quoted)
+    return m if stats.rows is None else m[stats.rows]
+
+
+def _stats_rows_mask(stats: _ColumnStats, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
     may = ~stats.all_null
     if stats.lo is None or op in ("!=", "not in") or pa.types.is_floating(t):
         return may
@@ -487,7 +506,7 @@ def _data_term_mask(stats: _ColumnStats, op: str, value: Any, t: pa.DataType, qu
     lo, hi = stats.lo, stats.hi
 
     def cond(kernel, bound, lit):
-        return pc.fill_null(kernel(bound, lit), True).to_numpy(zero_copy_only=False)
+        return arrow_values.to_numpy(pc.fill_null(kernel(bound, lit), arrow_values.scalar(True, pa.bool_())))
 
     if op in ("=", "==", "in"):
         hit = np.zeros(len(may), bool)
@@ -530,7 +549,7 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
     data_cols = [c for c in used if c not in partition_columns]
     stats = _column_stats(files, schema, data_cols, mapping) if data_cols else {}
     keep = np.zeros(n, bool)
-    false = pc.scalar(False)
+    false = pc.scalar(arrow_values.scalar(False, pa.bool_()))
     for conj in dnf:
         m = np.ones(n, bool)
         for term in conj:
@@ -541,7 +560,7 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
             if e.equals(false):
                 m[:] = False
             elif col in partition_columns:
-                m &= parts[col].mask(e)
+                m &= parts[col].mask(op, value, t, term)
             else:
                 m &= _data_term_mask(stats[col], op, value, t, term)
             if not m.any():

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from . import arrow_values
 from .errors import CorruptLogError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -419,7 +420,7 @@ def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
             if not _INTEGER_FORM.match(s):
                 raise ValueError("expected an integer")
             v = int(s)
-            pa.scalar(v, t)  # in range
+            arrow_values.scalar(v, t)  # in range
             return v
         if pa.types.is_floating(t):
             return float(s)
@@ -464,7 +465,7 @@ def partition_scalars(values: dict[str, str | None], schema: pa.Schema, partitio
         try:
             if pa.types.is_boolean(t) and raw not in (None, "") and raw.lower() not in ("true", "false"):
                 raise ValueError("not true or false")
-            out[c] = pa.scalar(parse_partition_value(raw, t), type=t)
+            out[c] = arrow_values.scalar(parse_partition_value(raw, t), t)
         except (ValueError, TypeError, ArithmeticError, OverflowError, pa.ArrowException) as e:
             raise PartitionValueError(
                 f"data file {path!r} has the partition value {raw!r} for column {c!r}, which is not a valid {t} ({e}); "

@@ -58,3 +58,36 @@ def test_reading_still_imports_what_it_needs(tmp_path):
     mods, out = modules_after(f"import lakelog\nprint(lakelog.Table({p!r}).to_pandas()['id'].sum())")
     assert out == "3"
     assert {"pyarrow.dataset", "pandas"} <= set(heavy(mods))
+
+
+def test_filtered_planning_imports_no_heavy_module(tmp_path):
+    """Planning with a DNF filter (partition values, stats, literals of every type filters use) converts no
+    Python value through pyarrow's pandas-checking conversion: pandas and pyarrow.dataset stay unimported."""
+    import datetime as dt
+
+    p = str(tmp_path / "t")
+    for k in range(4):
+        lakelog.write_table(p, pa.table({
+            "id": pa.array([k, k + 10], pa.int64()),
+            "small": pa.array([k, -k], pa.int16()),
+            "name": [f"n{k}", "z"],
+            "x": pa.array([k / 2, None], pa.float64()),
+            "d": pa.array([dt.date(2024, 1, 1 + k)] * 2, pa.date32()),
+            "ts": pa.array([dt.datetime(2024, 1, 1, k)] * 2, pa.timestamp("us", "UTC")),
+            "part": [f"p{k}"] * 2,
+            "day": pa.array([dt.date(2024, 2, 1 + k % 2)] * 2, pa.date32()),
+        }), partition_by=["part", "day"])
+    filters = {
+        "data": [("id", ">", 11), ("id", "<", 100)],
+        "partition": [("part", "=", "p1")],
+        "both": [[("part", "in", ["p1", "p2", None]), ("small", "<=", 1)], [("name", "not in", ["z"]), ("day", "!=", "2024-02-01")]],
+        "types": [("d", ">", dt.date(2024, 1, 2)), ("ts", "<=", dt.datetime(2024, 1, 1, 2)), ("x", "!=", 0.5), ("small", "<", 40000)],
+        "null": [("id", "=", None)],
+    }
+    expected = {k: sorted(lakelog.Table(p).files(f)) for k, f in filters.items()}
+    assert len(expected["partition"]) == 1 and 0 < len(expected["data"]) < 4 and expected["null"] == []
+    code = f"import lakelog\nt = lakelog.Table({p!r})\n" + "".join(
+        f"print({k!r}, sorted(t.files({f!r})))\n" for k, f in filters.items())
+    mods, out = modules_after("import datetime\nfrom datetime import date, datetime as _dt\n" + code.replace("datetime.datetime(", "_dt(").replace("datetime.date(", "date("))
+    assert out.splitlines() == [f"{k} {v}" for k, v in expected.items()]
+    assert heavy(mods) == []

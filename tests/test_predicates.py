@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import lakelog
 from lakelog.errors import InvalidFilterError, LakelogError, SchemaMismatchError
-from lakelog.predicates import NEGATED_OP, compile_filter, term_expression
+from lakelog.predicates import NEGATED_OP, compile_filter, term_expression, term_mask
 
 UTC = dt.timezone.utc
 SCHEMA = pa.schema(
@@ -177,3 +179,41 @@ def test_compiled_filter_hands_the_scanner_no_float_data_terms():
     c = compile_filter(pc.field("i") > 1, schema, ["p"])
     assert not c.recheck
     assert compile_filter([], schema) is None and compile_filter(None, schema) is None
+
+
+# ---------------------------------------------------------------- term_mask: the expression's kernels over values
+
+COLUMN_VALUES = {
+    pa.int32(): [None, -5, 0, 3, 2**31 - 1],
+    pa.float64(): [None, float("nan"), -0.0, 0.0, 1.5, -math.inf],
+    pa.float32(): [None, float("nan"), 0.0, 0.1, 3.0],
+    pa.string(): [None, "", "a", "b%", "zz"],
+    pa.date32(): [None, dt.date(2024, 1, 1), dt.date(1970, 1, 1)],
+    pa.timestamp("us", "UTC"): [None, dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.timezone.utc)],
+    pa.bool_(): [None, True, False],
+}
+LITERALS = {
+    pa.int32(): [None, 0, 3, -5, 2**40, 3.0],
+    pa.float64(): [None, float("nan"), 0.0, -0.0, 1.5, 2],
+    pa.float32(): [None, float("nan"), 0.1, 3, -0.0],
+    pa.string(): [None, "", "a", "b%"],
+    pa.date32(): [None, dt.date(2024, 1, 1), "1970-01-01"],
+    pa.timestamp("us", "UTC"): [None, dt.datetime(2024, 1, 1), "1970-01-01T00:00:01+00:00"],
+    pa.bool_(): [None, True, False],
+}
+
+
+@pytest.mark.parametrize("t", list(COLUMN_VALUES), ids=str)
+def test_term_mask_is_the_expression(t):
+    values = pa.array(COLUMN_VALUES[t], t)
+    table = pa.table({"c": values, "__row": pa.array(range(len(values)), pa.int64())})
+    lits = LITERALS[t]
+    for op in NEGATED_OP:
+        for value in ([lits, lits[1:], lits[2:3], []] if op in ("in", "not in") else lits):
+            try:
+                e = term_expression("c", op, value, t)
+            except InvalidFilterError:
+                continue
+            want = np.zeros(len(values), bool)
+            want[table.filter(e).column("__row").to_pylist()] = True
+            assert term_mask(values, op, value, t).tolist() == want.tolist(), (t, op, value)
