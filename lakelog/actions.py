@@ -483,11 +483,14 @@ def serialize_actions(actions: list[Action]) -> bytes:
     return b"".join(orjson.dumps(a.to_json()) + b"\n" for a in actions)
 
 
-def parse_actions(data: bytes, name: str, extra: dict[str, Any] | None = None) -> list[Action]:
+def parse_actions(data: bytes, name: str, extra: dict[str, Any] | None = None,
+                  raw_adds: list[tuple[dict, int]] | None = None) -> list[Action]:
     """Parse a JSON commit file; a torn or unparseable line is a ``CorruptLogError`` naming file and line.
 
     ``extra``: parsers of actions allowed only in this kind of file (a V2 checkpoint's
-    ``checkpointMetadata`` and ``sidecar``); in commits they are unknown actions and ignored."""
+    ``checkpointMetadata`` and ``sidecar``); in commits they are unknown actions and ignored.
+    ``raw_adds``: when given, each ``add`` object is appended to it with its line number instead of
+    being parsed (its fields are checked by the caller); on an error it holds the adds read so far."""
     parsers = _PARSERS if extra is None else {**_PARSERS, **extra}
     if not data.strip():
         raise CorruptLogError(f"incomplete log file {name}: it is empty. Restore it from a backup or remove it if it is the newest commit and was never acknowledged.")
@@ -511,7 +514,10 @@ def parse_actions(data: bytes, name: str, extra: dict[str, Any] | None = None) -
             try:
                 if not isinstance(value, dict):
                     raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-                out.append(parser(value))
+                if raw_adds is not None and key == "add":
+                    raw_adds.append((value, lineno))
+                else:
+                    out.append(parser(value))
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
     return out

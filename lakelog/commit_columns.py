@@ -22,7 +22,7 @@ from itertools import accumulate, chain, compress, repeat
 import orjson
 import pyarrow as pa
 
-from .actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, paths_to_decode
+from .actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, parse_actions, paths_to_decode
 from .errors import CorruptLogError
 
 _NONE = type(None)
@@ -181,18 +181,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _add_error(name: str, lineno: int, e: Exception) -> CorruptLogError:
-    return CorruptLogError(f"log file {name}: line {lineno} has a malformed 'add' action ({e!r})")
-
-
-def _parse_adds(raws: list[dict], linenos: list[int], name: str) -> list[AddFile]:
-    """``AddFile.from_json`` per add; the first malformed one is a ``CorruptLogError`` naming its line."""
+def _parse_adds(raws: list[tuple[dict, int]], name: str) -> list[AddFile]:
+    """``AddFile.from_json`` per (add, line); the first malformed one is a ``CorruptLogError`` naming its line."""
     out = []
-    for d, lineno in zip(raws, linenos):
+    for d, lineno in raws:
         try:
             out.append(AddFile.from_json(d))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise _add_error(name, lineno, e) from None
+            raise CorruptLogError(f"log file {name}: line {lineno} has a malformed 'add' action ({e!r})") from None
     return out
 
 
@@ -237,47 +233,14 @@ def parse_commit(data: bytes, name: str) -> ParsedCommit:
 
 
 def _parse_by_line(data: bytes, name: str) -> ParsedCommit:
-    out: list[Action] = []
-    raws: list[dict] = []
-    linenos: list[int] = []
-    loads, parsers = orjson.loads, _PARSERS
-    lineno = 0
+    raws: list[tuple[dict, int]] = []
     try:
-        for lineno, line in enumerate(data.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = loads(line)
-            except orjson.JSONDecodeError as e:
-                raise CorruptLogError(
-                    f"incomplete log file {name}: line {lineno} is not valid JSON ({e}). "
-                    "The commit was torn or edited; restore it from a backup."
-                ) from None
-            if not isinstance(obj, dict):
-                raise CorruptLogError(f"incomplete log file {name}: line {lineno} is not a JSON object")
-            for key, value in obj.items():
-                if key == "add":
-                    if value is None:
-                        continue
-                    if not isinstance(value, dict):
-                        raise _add_error(name, lineno, TypeError(f"expected a JSON object, got {type(value).__name__}"))
-                    raws.append(value)
-                    linenos.append(lineno)
-                    continue
-                parser = parsers.get(key)
-                if parser is None or value is None:
-                    continue  # unknown actions are ignored, as the protocol requires
-                try:
-                    if not isinstance(value, dict):
-                        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-                    out.append(parser(value))
-                except (KeyError, TypeError, ValueError, AttributeError) as e:
-                    raise CorruptLogError(f"log file {name}: line {lineno} has a malformed {key!r} action ({e!r})") from None
+        out = parse_actions(data, name, raw_adds=raws)
     except Exception:
         # parse_actions stops at the first bad line: a malformed add before it (or first on it) is that one.
-        _parse_adds([d for d, n in zip(raws, linenos) if n <= lineno], linenos, name)
+        _parse_adds(raws, name)
         raise
-    adds = AddColumns.from_json(raws)
+    adds = AddColumns.from_json([d for d, _ in raws])
     if adds is None:
-        adds = AddColumns.of(_parse_adds(raws, linenos, name))
+        adds = AddColumns.of(_parse_adds(raws, name))
     return ParsedCommit(out, adds)
