@@ -35,62 +35,19 @@ from lakelog.errors import CommitConflictError
 from lakelog.storage import Storage
 from tests.dv_encoding import MAGIC, _runs, dv_file, roaring32
 from tests.dv_encoding import z85_encode as independent_z85
-
-DV = {"delta.enableDeletionVectors": "true"}
-
-
-def _log(path: str, version: int) -> list[dict]:
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f]
-
-
-def _frame(t: pa.Table | pd.DataFrame) -> pd.DataFrame:
-    df = t.to_pandas() if isinstance(t, pa.Table) else t
-    return df.sort_values("id").reset_index(drop=True)[["id", "p", "x", "s"]]
-
-
-def _peer(path: str, version: int) -> pd.DataFrame:
-    dt = deltalake.DeltaTable(path, version=version)
-    got = pa.table(deltalake.QueryBuilder().register("t", dt).execute("select id, p, x, s from t").read_all())
-    return _frame(got)
-
-
-def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(got, _frame(want), check_dtype=False)
-
-
-def _check_all_versions(path: str, expected: dict[int, pd.DataFrame]) -> None:
-    """Every version reads as expected through lakelog (time travel) and deltalake's SQL engine."""
-    for version, want in expected.items():
-        _same(_frame(lakelog.read_table(path, version=version)), want)
-        _same(_peer(path, version), want)
-
-
-def _start(path: str, n: int = 400, files: int = 4) -> pd.DataFrame:
-    """A partitioned DV table of ``n`` rows in ``files`` appends (several files per partition)."""
-    df = pd.DataFrame({
-        "id": np.arange(n, dtype=np.int64),
-        "p": np.where(np.arange(n) % 2 == 0, "a", "b"),
-        "x": (np.arange(n) * 7 % 101).astype(np.int64),
-        "s": [None if i % 13 == 0 else f"s{i}" for i in range(n)],
-    })
-    for k, rows in enumerate(np.array_split(np.arange(n), files)):
-        chunk = df.iloc[rows]
-        lakelog.write_table(path, pa.Table.from_pandas(chunk, preserve_index=False), mode="append" if k else "overwrite",
-                            partition_by=["p"], configuration=DV if k == 0 else None)
-    return df
+from tests.dv_tables import DV, check_all_versions, log_entries, peer_rows, start_dv_table
 
 
 def test_creating_a_dv_table_writes_the_feature_in_both_lists(table_path):
     lakelog.write_table(table_path, pa.table({"id": [1, 2]}), configuration=DV)
-    (protocol,) = [a["protocol"] for a in _log(table_path, 0) if "protocol" in a]
+    (protocol,) = [a["protocol"] for a in log_entries(table_path, 0) if "protocol" in a]
     assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (3, 7)
     assert "deletionVectors" in protocol["readerFeatures"] and "deletionVectors" in protocol["writerFeatures"]
     assert deltalake.DeltaTable(table_path).protocol().reader_features == ["deletionVectors"]
 
 
 def test_deletes_mark_rows_in_deletion_vectors_and_every_version_reads(table_path):
-    df = _start(table_path)
+    df = start_dv_table(table_path)
     expected = {0: df[df.id < 100], 3: df}
     table = lakelog.Table(table_path)
     files_before = {decode_path(a.path) for a in table.snapshot.files.values()}
@@ -107,7 +64,7 @@ def test_deletes_mark_rows_in_deletion_vectors_and_every_version_reads(table_pat
     assert all(a.deletion_vector is not None and a.deletion_vector.storage_type == "u" for a in table.snapshot.files.values())
     new = {f for f in os.listdir(table_path) if f != "_delta_log"} - data_files_before
     assert len(new) == 1 and next(iter(new)).startswith("deletion_vector_")
-    commit = _log(table_path, m["version"])
+    commit = log_entries(table_path, m["version"])
     info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
     assert info["operation"] == "DELETE" and info["operationMetrics"]["numDeletionVectorsAdded"] == str(len(files_before))
     for add in (a["add"] for a in commit if "add" in a):
@@ -119,7 +76,7 @@ def test_deletes_mark_rows_in_deletion_vectors_and_every_version_reads(table_pat
     m = table.delete("p = 'a' and id < 120")
     want = want[~((want.p == "a") & (want.id < 120))]
     expected[m["version"]] = want
-    _check_all_versions(table_path, expected)
+    check_all_versions(table_path, expected)
 
 
 def test_repeated_deletes_on_a_file_union_the_bitmaps(table_path):
@@ -133,7 +90,7 @@ def test_repeated_deletes_on_a_file_union_the_bitmaps(table_path):
         m = table.delete(f"id in ({', '.join(map(str, ids))})")
         assert m["num_deleted_rows"] == len(set(ids) - gone)
         gone |= set(ids)
-        commit = _log(table_path, k)
+        commit = log_entries(table_path, k)
         (remove,) = [a["remove"] for a in commit if "remove" in a]
         (add,) = [a["add"] for a in commit if "add" in a]
         assert remove["path"] == add["path"]
@@ -143,26 +100,26 @@ def test_repeated_deletes_on_a_file_union_the_bitmaps(table_path):
         rows = read_deletion_vector(Storage(table_path), live.deletion_vector, live.path)
         assert rows.tolist() == sorted(gone)
         assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == sorted(set(range(50)) - gone)
-        assert sorted(_peer(table_path, k).id) == sorted(set(range(50)) - gone)
+        assert sorted(peer_rows(table_path, k).id) == sorted(set(range(50)) - gone)
 
 
 def test_a_file_whose_rows_are_all_deleted_is_removed(table_path):
-    df = _start(table_path, n=200, files=2)
+    df = start_dv_table(table_path, n=200, files=2)
     table = lakelog.Table(table_path)
     table.delete("id < 50")  # the first file of each partition loses all its rows in two deletes
     m = table.delete("id < 100")
     assert m["num_removed_files"] == 2
-    commit = _log(table_path, m["version"])
+    commit = log_entries(table_path, m["version"])
     removed = {a["remove"]["path"] for a in commit if "remove" in a}
     readded = {a["add"]["path"] for a in commit if "add" in a}
     assert len(removed) == 2 and not readded
     info = next(a["commitInfo"] for a in commit if "commitInfo" in a)
     assert info["operationMetrics"]["numDeletionVectorsRemoved"] == "2"
-    _check_all_versions(table_path, {0: df[df.id < 100], 1: df, 2: df[df.id >= 50], 3: df[df.id >= 100]})
+    check_all_versions(table_path, {0: df[df.id < 100], 1: df, 2: df[df.id >= 50], 3: df[df.id >= 100]})
 
 
 def test_update_and_merge_on_a_dv_table(table_path):
-    df = _start(table_path)
+    df = start_dv_table(table_path)
     expected = {3: df}
     table = lakelog.Table(table_path)
     m = table.update({"x": "x * 2 + 1", "s": "concat(coalesce(s, ''), '_u')"}, "x < 20")
@@ -198,22 +155,22 @@ def test_update_and_merge_on_a_dv_table(table_path):
     expected[m["version"]] = want
     # every touched file carries a DV and no file was rewritten (only updated/inserted rows are new)
     assert any(a.deletion_vector is not None for a in lakelog.Table(table_path).snapshot.files.values())
-    _check_all_versions(table_path, expected)
+    check_all_versions(table_path, expected)
 
 
 def test_predicate_overwrite_on_a_dv_table(table_path):
-    df = _start(table_path)
+    df = start_dv_table(table_path)
     new = pa.table({"id": pa.array([5000, 5001], pa.int64()), "p": ["a", "b"], "x": pa.array([60, 70], pa.int64()), "s": ["o", "o"]})
     lakelog.write_table(table_path, new, mode="overwrite", predicate="x >= 50")
     want = pd.concat([df[~(df.x >= 50)], new.to_pandas()])
-    _check_all_versions(table_path, {3: df, 4: want})
+    check_all_versions(table_path, {3: df, 4: want})
 
 
 def test_concurrent_delete_of_the_same_file_conflicts_and_leaves_no_dv_file(table_path):
     from lakelog.dml.delete import delete_matching
     from lakelog.dml.rewrite import RowLevelOperation, compile_predicate
 
-    df = _start(table_path)
+    df = start_dv_table(table_path)
     op = RowLevelOperation(Storage(table_path))
     delete_matching(op, compile_predicate("id = 10", op.schema, op.engine))
     op.finish()
@@ -225,18 +182,18 @@ def test_concurrent_delete_of_the_same_file_conflicts_and_leaves_no_dv_file(tabl
     # the losing commit's DV file is gone; the winner's stays; nothing of the loser is visible
     left = {f for f in os.listdir(table_path) if f.startswith("deletion_vector_")}
     assert len(left) == 1 and not (left & dv_files)
-    _check_all_versions(table_path, {4: df[df.id != 12]})
+    check_all_versions(table_path, {4: df[df.id != 12]})
     # retrying on the new version unions with the winner's DV
     lakelog.Table(table_path).delete("id = 10")
-    _check_all_versions(table_path, {5: df[~df.id.isin([10, 12])]})
+    check_all_versions(table_path, {5: df[~df.id.isin([10, 12])]})
 
 
 def test_vacuum_keeps_dv_files_of_retained_versions_and_deletes_unreferenced_ones(table_path):
-    df = _start(table_path)
+    df = start_dv_table(table_path)
     table = lakelog.Table(table_path)
     table.delete("id < 20")
     table.delete("id < 40")
-    first, second = ((0, uuid_relative_path(next(a["add"] for a in _log(table_path, v) if "add" in a)["deletionVector"]["pathOrInlineDv"]))
+    first, second = ((0, uuid_relative_path(next(a["add"] for a in log_entries(table_path, v) if "add" in a)["deletionVector"]["pathOrInlineDv"]))
                      for v in (4, 5))
     # the first DV file is replaced by the second, but version 4 still needs it within the retention
     assert first[1] not in lakelog.Table(table_path).vacuum(dry_run=True)
@@ -244,13 +201,13 @@ def test_vacuum_keeps_dv_files_of_retained_versions_and_deletes_unreferenced_one
     assert first[1] in gone and second[1] not in gone
     lakelog.Table(table_path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert not os.path.exists(os.path.join(table_path, first[1]))
-    _check_all_versions(table_path, {5: df[df.id >= 40]})
+    check_all_versions(table_path, {5: df[df.id >= 40]})
     # optimize drops the DVs; then no version kept needs the second DV file either
     version = lakelog.Table(table_path).optimize()["version"]
     assert all(a.deletion_vector is None for a in lakelog.Table(table_path).snapshot.files.values())
     assert second[1] in lakelog.Table(table_path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     assert not os.path.exists(os.path.join(table_path, second[1]))
-    _check_all_versions(table_path, {version: df[df.id >= 40]})
+    check_all_versions(table_path, {version: df[df.id >= 40]})
 
 
 # ---------------------------------------------------------------- the writer against the independent encoder
@@ -304,7 +261,7 @@ def test_dv_file_matches_the_independent_encoder_and_reads_back(tmp_path):
 
 
 def test_checkpoints_carry_the_written_deletion_vectors(table_path):
-    df = _start(table_path, n=200, files=2)
+    df = start_dv_table(table_path, n=200, files=2)
     lakelog.write_table(table_path, pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string()),
                                               "x": pa.array([], pa.int64()), "s": pa.array([], pa.string())}),
                         mode="append", configuration={"delta.checkpointInterval": "2"})
@@ -316,4 +273,4 @@ def test_checkpoints_carry_the_written_deletion_vectors(table_path):
         df = df[~selected(df)]
         expected[m["version"]] = df
     assert any(f.endswith(".checkpoint.parquet") for f in os.listdir(os.path.join(table_path, "_delta_log")))
-    _check_all_versions(table_path, expected)
+    check_all_versions(table_path, expected)

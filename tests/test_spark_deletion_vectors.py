@@ -13,7 +13,6 @@ import os
 import shutil
 
 import deltalake
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -23,53 +22,20 @@ from lakelog.actions import decode_path
 from lakelog.errors import CommitConflictError
 
 from spark_ext import LakelogTable
-
-DV = {"delta.enableDeletionVectors": "true"}
-COLS = ["id", "p", "x", "s"]
+from tests.dv_tables import COLS, assert_same, check_all_versions, frame, log_entries, start_dv_table
 
 
-def _start(path: str, partitioned: bool, n: int = 400, files: int = 4) -> pd.DataFrame:
-    """A DV table of ``n`` rows in ``files`` appends (two files per append when partitioned)."""
-    df = pd.DataFrame({
-        "id": np.arange(n, dtype=np.int64),
-        "p": np.where(np.arange(n) % 2 == 0, "a", "b"),
-        "x": (np.arange(n) * 7 % 101).astype(np.int64),
-        "s": [None if i % 13 == 0 else f"s{i}" for i in range(n)],
-    })
-    for k, rows in enumerate(np.array_split(np.arange(n), files)):
-        lakelog.write_table(path, pa.Table.from_pandas(df.iloc[rows], preserve_index=False), mode="append" if k else "overwrite",
-                            partition_by=["p"] if partitioned else None, configuration=DV if k == 0 else None)
-    return df
-
-
-def _log(path: str, version: int) -> list[dict]:
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f]
-
-
-def _frame(t: pa.Table | pd.DataFrame) -> pd.DataFrame:
-    df = t.to_pandas() if isinstance(t, pa.Table) else t
-    return df.sort_values("id").reset_index(drop=True)[COLS]
-
-
-def _same(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(_frame(got), _frame(want), check_dtype=False)
-
-
-def _check_all_versions(path: str, expected: dict[int, pd.DataFrame]) -> None:
+def check_every_version(path: str, expected: dict[int, pd.DataFrame]) -> None:
+    """``check_all_versions``, and ``expected`` names every version of the table."""
     assert sorted(expected) == list(range(lakelog.Table(path).version + 1))
-    for version, want in expected.items():
-        _same(lakelog.read_table(path, version=version), want)
-        dt = deltalake.DeltaTable(path, version=version)
-        peer = pa.table(deltalake.QueryBuilder().register("t", dt).execute("select id, p, x, s from t").read_all())
-        _same(peer, want)
+    check_all_versions(path, expected)
 
 
 def _shape(path: str, version: int) -> dict:
     """What a commit did, comparable across two copies of a table: operation, metrics (but time),
     removed paths, re-added paths (with the DV's cardinality), number of new data files, and
     number of DV files it references."""
-    actions = _log(path, version)
+    actions = log_entries(path, version)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     metrics = {k: v for k, v in info["operationMetrics"].items() if k != "executionTimeMs"}
     removes = {decode_path(a["remove"]["path"]) for a in actions if "remove" in a}
@@ -94,7 +60,7 @@ def pq_rows(path: str, rel: str) -> int:
 
 def _twins(tmp_path, partitioned: bool) -> tuple[str, str, pd.DataFrame]:
     spark_path, py_path = str(tmp_path / "spark"), str(tmp_path / "python")
-    df = _start(spark_path, partitioned)
+    df = start_dv_table(spark_path, partitioned)
     shutil.copytree(spark_path, py_path)
     return spark_path, py_path, df
 
@@ -147,7 +113,7 @@ def test_spark_delete_marks_deletion_vectors_as_the_python_path(spark, tmp_path,
     shape = _shape(path, m["version"])
     assert shape == _shape(py_path, m["version"])
     assert shape["readded"] == {} and shape["dv_files"] == 0 and len(shape["removed"]) == (3 if partitioned else 1)
-    _check_all_versions(path, expected)
+    check_every_version(path, expected)
 
 
 def _ids_of(path: str, rel: str) -> list[int]:
@@ -177,7 +143,7 @@ def test_spark_update_marks_deletion_vectors_and_writes_only_updated_rows(spark,
     assert shape["readded"] == py_shape["readded"] and shape["removed"] == py_shape["removed"] == set(shape["readded"])
     strip = ("numAddedFiles",)  # Spark writes the updated rows in as many files as tasks
     assert {k: v for k, v in shape["metrics"].items() if k not in strip} == {k: v for k, v in py_shape["metrics"].items() if k not in strip}
-    new_rows = sum(pq_rows(path, a["add"]["path"]) for a in _log(path, m["version"]) if "add" in a and not a["add"].get("deletionVector"))
+    new_rows = sum(pq_rows(path, a["add"]["path"]) for a in log_entries(path, m["version"]) if "add" in a and not a["add"].get("deletionVector"))
     assert new_rows == int(hit.sum())  # only the updated rows were written
 
     # moving rows to another partition, with no condition on some rows of a file
@@ -185,7 +151,7 @@ def test_spark_update_marks_deletion_vectors_and_writes_only_updated_rows(spark,
     want = want.copy()
     want.loc[(want.p == "a") & (want.id % 5 == 0), "p"] = "b"
     expected[m["version"]] = want
-    _check_all_versions(path, expected)
+    check_every_version(path, expected)
 
 
 def test_spark_merge_on_a_dv_table_as_the_python_path(spark, tmp_path):
@@ -220,7 +186,7 @@ def test_spark_merge_on_a_dv_table_as_the_python_path(spark, tmp_path):
     assert shape["readded"] == py_shape["readded"] and shape["removed"] == py_shape["removed"] == set(shape["readded"])
     strip = ("numTargetFilesAdded",)
     assert {k: v for k, v in shape["metrics"].items() if k not in strip} == {k: v for k, v in py_shape["metrics"].items() if k not in strip}
-    new_rows = sum(pq_rows(path, a["add"]["path"]) for a in _log(path, m["version"]) if "add" in a and not a["add"].get("deletionVector"))
+    new_rows = sum(pq_rows(path, a["add"]["path"]) for a in log_entries(path, m["version"]) if "add" in a and not a["add"].get("deletionVector"))
     assert new_rows == 12 + 2  # the updated and inserted rows, nothing copied
 
     # a second merge touching the same files unions their DVs; an unconditional matched delete
@@ -229,13 +195,13 @@ def test_spark_merge_on_a_dv_table_as_the_python_path(spark, tmp_path):
     m2 = t.alias("target").merge(dup.alias("source"), "target.id = source.id").whenMatchedDelete().execute()
     assert m2["num_target_rows_deleted"] == 2 and m2["num_target_rows_copied"] == 0
     assert _shape(path, m2["version"])["metrics"]["numDeletionVectorsUpdated"] == "2"
-    _check_all_versions(path, {0: df[df.id < 100], 1: df[df.id < 200], 2: df[df.id < 300], 3: df, 4: want,
+    check_every_version(path, {0: df[df.id < 100], 1: df[df.id < 200], 2: df[df.id < 300], 3: df, 4: want,
                                5: want[~want.id.isin([5, 6])]})
 
 
 def test_spark_merge_on_a_dv_table_conflicts_with_a_concurrent_python_delete(spark, tmp_path):
     path = str(tmp_path / "t")
-    df = _start(path, True)
+    df = start_dv_table(path, True)
     t = LakelogTable.forPath(spark, path)
     source = spark.createDataFrame([(0, "a", 50, "m")], "id long, p string, x long, s string")
     entries = set(os.listdir(path))
@@ -243,22 +209,22 @@ def test_spark_merge_on_a_dv_table_conflicts_with_a_concurrent_python_delete(spa
     written = set(os.listdir(path)) - entries
     assert any(f.startswith("deletion_vector_") for f in written)  # the merge's DV file, uncommitted
     lakelog.Table(path).delete("id = 2")  # a Python delete on the file the merge marks, between its read and commit
-    after = _frame(lakelog.read_table(path))
+    after = frame(lakelog.read_table(path))
     with pytest.raises(CommitConflictError):
         plan.commit()
-    _same(after, df[df.id != 2])
+    assert_same(after, df[df.id != 2])
     assert not (written & set(os.listdir(path)))  # the merge's DV file is gone (the partition's new file too)
 
 
 def test_spark_delete_on_a_dv_table_is_idempotent_with_txn(spark, tmp_path):
     path = str(tmp_path / "t")
-    df = _start(path, False)
+    df = start_dv_table(path, False)
     t = LakelogTable.forPath(spark, path)
     m = t.delete("x > 50", txnAppId="job", txnVersion=3)
     again = t.delete("x > 10", txnAppId="job", txnVersion=3)  # a replay: nothing is done
     assert again["version"] == m["version"] == 4 and again["num_deleted_rows"] == 0
     assert lakelog.Table(path).version == 4
-    _check_all_versions(path, {0: df[df.id < 100], 1: df[df.id < 200], 2: df[df.id < 300], 3: df, 4: df[df.x <= 50]})
+    check_every_version(path, {0: df[df.id < 100], 1: df[df.id < 200], 2: df[df.id < 300], 3: df, 4: df[df.x <= 50]})
 
 
 def test_spark_row_level_changes_on_a_dv_table_with_column_mapping_and_schema_evolution(spark, tmp_path):
@@ -266,7 +232,7 @@ def test_spark_row_level_changes_on_a_dv_table_with_column_mapping_and_schema_ev
     row of every file marked, so the files go), and a merge that adds a column: lakelog and deltalake's
     SQL engine read the expected rows at every version."""
     path = str(tmp_path / "t")
-    df = _start(path, True, n=200)
+    df = start_dv_table(path, True, n=200)
     lakelog.Table(path).set_properties({"delta.columnMapping.mode": "name"})
     lakelog.Table(path).rename_column("s", "label")
     t = LakelogTable.forPath(spark, path)
@@ -287,7 +253,7 @@ def test_spark_row_level_changes_on_a_dv_table_with_column_mapping_and_schema_ev
     version_before = lakelog.Table(path).version
     m = t.update(set={"x": "x + 1"})  # no condition: every row is marked, so every file goes, and all rows are written anew
     assert m["num_updated_rows"] == len(want) and m["num_copied_rows"] == 0
-    actions = _log(path, m["version"])
+    actions = log_entries(path, m["version"])
     assert not any("add" in a and a["add"].get("deletionVector") for a in actions)  # no file is left with a DV
     want = want.assign(x=want.x + 1)
 
