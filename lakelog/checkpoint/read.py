@@ -27,6 +27,7 @@ from ..actions import (
     parse_actions,
 )
 from .v2 import CheckpointMetadata, Sidecar, read_sidecars
+from .. import arrow_values
 from ..errors import CorruptLogError
 from ..log import CheckpointFiles, checkpoint_name
 from ..storage import FileInfo
@@ -90,11 +91,11 @@ class CheckpointState:
     def rows_named(self, paths) -> pa.Array:
         """The rows (int64, ascending) whose decoded path is one of ``paths``."""
         if not paths:
-            return _int64s([])
+            return arrow_values.array([], pa.int64())
         if self._index is not None:  # already built: no need to hash the column again
             rows = self._index
-            return _int64s(sorted(i for i in (rows.get(p) for p in paths) if i is not None))
-        hit = pc.is_in(self.path_column, value_set=_strings(list(paths)))
+            return arrow_values.array(sorted(i for i in (rows.get(p) for p in paths) if i is not None), pa.int64())
+        hit = pc.is_in(self.path_column, value_set=arrow_values.array(list(paths), pa.string()))
         return pc.indices_nonzero(hit.combine_chunks() if isinstance(hit, pa.ChunkedArray) else hit)
 
     def dv_id(self, path: str) -> str | None:
@@ -102,19 +103,6 @@ class CheckpointState:
         if self.dv_ids is None:
             return None
         return self.dv_ids[self.rows_by_path()[path]]
-
-
-# Arrays made from their buffers: converting a Python list (pa.array) makes pyarrow import pandas, to
-# check for pandas objects, which costs a snapshot load ~0.4 s of CPU and ~40 MiB.
-def _strings(values: list[str]) -> pa.Array:
-    encoded = [v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]).cast(pa.string())
-
-
-def _int64s(values: list[int]) -> pa.Array:
-    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(np.array(values, np.int64))])
 
 
 def _combined(arr: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -341,7 +329,7 @@ def _all_distinct(paths: pa.ChunkedArray) -> bool:
         return len(pc.unique(paths)) == n  # unique: 2.5x faster than count_distinct
     keys = [_string_keys(c) % buckets for c in paths.chunks]
     for b in range(buckets):
-        part = [c.take(_int64s(np.flatnonzero(k == b))) for c, k in zip(paths.chunks, keys)]
+        part = [c.take(arrow_values.from_numpy(np.flatnonzero(k == b))) for c, k in zip(paths.chunks, keys)]
         m = sum(len(c) for c in part)
         if m > 1 and len(pc.unique(pa.chunked_array(part, paths.type))) != m:
             return False
@@ -376,7 +364,7 @@ def _decoded_paths(logged: pa.ChunkedArray) -> pa.ChunkedArray:
             values = c.to_pylist()
             for i in rows:
                 values[i] = decode_path(values[i])
-            c = _strings(values)
+            c = arrow_values.array(values, pa.string())
         chunks.append(c)
     return pa.chunked_array(chunks, pa.string())
 
@@ -450,7 +438,7 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
     # A checkpoint may hold a remove of a file's older (path, deletion vector) next to the add of its current one.
     removed = {(decode_path(a.path), dv_id(a)) for a in actions if type(a) is RemoveFile}
     if removed and n:
-        hit = pc.is_in(paths, value_set=_strings(sorted({p for p, _ in removed})))
+        hit = pc.is_in(paths, value_set=arrow_values.array(sorted({p for p, _ in removed}), pa.string()))
         rows = pc.indices_nonzero(hit.combine_chunks())
         live = zip(paths.take(rows).to_pylist(), [dv_ids[i] for i in rows.to_pylist()] if dv_ids is not None else [None] * len(rows))
         both = removed.intersection(live)
