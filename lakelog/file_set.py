@@ -10,8 +10,10 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from . import arrow_values
 from .actions import AddFile
 from .checkpoint import CheckpointState
 from .commit_columns import AddColumns
@@ -140,12 +142,13 @@ class FileSet:
     list is asked for); ``as_dict`` builds them once, when a caller needs them.
     """
 
-    __slots__ = ("base", "changes", "_dict")
+    __slots__ = ("base", "changes", "_dict", "_dropped")
 
     def __init__(self, base: CheckpointState | None = None, changes: Changes | None = None) -> None:
         self.base = base
         self.changes: Changes = Changes() if changes is None else changes
         self._dict: dict[str, AddFile] | None = None
+        self._dropped: list[int] | None = None  # _base_rows_changed, until the changes change
 
     def copy(self) -> "FileSet":
         return FileSet(self.base, self.changes.copy())
@@ -156,7 +159,7 @@ class FileSet:
     def add_columns(self, adds: AddColumns, paths: list[str]) -> None:
         """Make ``adds`` (decoded paths ``paths``, each once) live."""
         self.changes.append(adds, paths)
-        self._dict = None
+        self._dict = self._dropped = None
 
     def live_dv_id(self, path: str) -> Any:
         """The deletion vector id of the live add of ``path``; ``NOT_LIVE`` when the path is not live."""
@@ -173,11 +176,14 @@ class FileSet:
             self.changes.discard(path)
         else:
             self.changes.set_removed(path)  # the path may be a checkpoint row
-        self._dict = None
+        self._dict = self._dropped = None
 
     def _base_rows_changed(self) -> list[int]:
-        """The checkpoint rows (ascending) whose path a later commit removed or added again."""
-        return self.base.rows_named(list(self.changes)).to_pylist() if self.changes else []
+        """The checkpoint rows (ascending) whose path a later commit removed or added again (one
+        lookup of the changed paths in the checkpoint's path column, kept until the changes change)."""
+        if self._dropped is None:
+            self._dropped = self.base.rows_named(list(self.changes)).to_pylist() if self.changes else []
+        return self._dropped
 
     def paths(self) -> list[str]:
         changes = self.changes
@@ -220,19 +226,14 @@ class FileSet:
         dropped = self._base_rows_changed()
         if not dropped:
             return base.adds
+        keep = np.ones(base.num_rows, bool)
+        keep[dropped] = False
         # Only the chunks (row groups as read) holding a dropped row are filtered; then one copy joins them.
-        pieces, start, k = [], 0, 0
+        pieces, start = [], 0
         for chunk in base.add_rows.chunks:
-            end, mine = start + len(chunk), []
-            while k < len(dropped) and dropped[k] < end:
-                mine.append(dropped[k] - start)
-                k += 1
-            if mine:
-                keep = [True] * len(chunk)
-                for i in mine:
-                    keep[i] = False
-                chunk = chunk.filter(pa.array(keep, pa.bool_()))
-            pieces.append(chunk)
+            end = start + len(chunk)
+            mask = keep[start:end]
+            pieces.append(chunk if mask.all() else chunk.filter(arrow_values.from_numpy(mask)))
             start = end
         return pa.concat_arrays(pieces) if pieces else base.adds
 
