@@ -23,7 +23,7 @@ import datetime as dt
 import decimal
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import duckdb
 import orjson
@@ -103,6 +103,12 @@ def _walk(node: Any):
 def column_refs(expr: dict) -> list[tuple[str, ...]]:
     """The column references of a parse tree, as name paths (``("target", "id")``, ``("x",)``)."""
     return [tuple(n["column_names"]) for n in _walk(expr) if n.get("class") == "COLUMN_REF"]
+
+
+def table_columns(expr: dict, names: Iterable[str]) -> set[str]:
+    """The columns among ``names`` (a table's) that a parse tree reads: any part of a reference naming one."""
+    names = set(names)
+    return {part for ref in column_refs(expr) for part in ref if part in names}
 
 
 def and_terms(node: dict) -> list[dict]:

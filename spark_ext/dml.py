@@ -40,9 +40,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakelog.actions import AddFile, check_app_id, check_app_version, parse_app_version
 from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
-from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter
+from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
-from lakelog.sql import Resolver, column_refs, parse_expression, prune_expression
+from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
@@ -172,12 +172,10 @@ class SparkOperation:
         if text is None or not self.op.partition_columns:
             return False
         try:
-            refs = column_refs(parse_expression(text))
+            columns = table_columns(parse_expression(text), self.op.schema.names)
         except (LakelogError, ValueError, KeyError, TypeError):
             return False
-        names = set(self.op.schema.names)
-        columns = {part for ref in refs for part in ref if part in names}
-        return bool(columns) and columns <= set(self.op.partition_columns)
+        return reads_only_partitions(columns, self.op.partition_columns)
 
     def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
         """Files that may hold rows satisfying ``prune`` (recorded as read, for conflict checks)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..storage import Storage
-from .rewrite import Predicate, RowLevelOperation, compile_predicate, partition_table, predicate_parameter, run, select_positions
+from .rewrite import Predicate, RowLevelOperation, compile_predicate, partition_table, predicate_parameter, reads_only_partitions, run, select_positions
 
 
 def delete(
@@ -53,7 +53,7 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
     files = op.candidates(pred.prune)
     deleted = 0
     # A predicate that reads partition columns only (at least one) has one value per file.
-    by_partition = pred.sql is not None and bool(pred.columns) and pred.columns <= set(op.partition_columns)
+    by_partition = pred.sql is not None and reads_only_partitions(pred.columns, op.partition_columns)
     if pred.everything or by_partition:
         chosen = range(len(files)) if pred.everything else select_positions(op.engine, pred, partition_table(op, files))
         for i in chosen:

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from ..errors import MultipleSourceMatchesError, PredicateError
 from ..schema import canonical_schema, check_column_names, to_arrow_stream
-from ..sql import column_refs, equality_column_pairs, parse_expression, prune_expression, quote_ident
+from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
 from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
@@ -254,11 +254,9 @@ class _Merge:
 
     def _narrow_columns(self) -> set[str]:
         texts = [self.predicate] + [c.condition for c in self.clauses if c.condition is not None and c.kind != "not_matched"]
-        names = set(self.target_names)
-        cols = set()
+        cols: set[str] = set()
         for text in texts:
-            for n in column_refs(parse_expression(text)):
-                cols.update(p for p in n if p in names)
+            cols |= table_columns(parse_expression(text), self.target_names)
         return cols
 
     # ------------------------------------------------------------ running

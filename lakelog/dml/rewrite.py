@@ -30,7 +30,7 @@ from ..scan import _data_file_error, files_dataset, partition_values
 from ..conform import cast_batch
 from ..schema import parse_partition_value
 from ..snapshot import Snapshot
-from ..sql import Engine, column_refs, filters_to_sql, prune_expression
+from ..sql import Engine, filters_to_sql, prune_expression, table_columns
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction
 from ..column_mapping import ColumnMapping
@@ -62,6 +62,12 @@ class Predicate:
         return self.sql is None and self.expression is None
 
 
+def reads_only_partitions(columns: set[str] | None, partition_columns: list[str]) -> bool:
+    """Whether a condition reading ``columns`` reads partition columns only (at least one): a file has
+    one value per partition column, so such a condition selects whole files."""
+    return bool(columns) and columns <= set(partition_columns)
+
+
 def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: str = "predicate") -> Predicate:
     """Check ``predicate`` (SQL text, DNF tuples, a pyarrow expression or None) against ``schema``."""
     if predicate is None:
@@ -76,8 +82,7 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
         predicate = filters_to_sql(predicate)
     relation = engine.empty_relation(schema)
     tree = engine.check_predicate(predicate, relation, what)
-    names = set(schema.names)
-    columns = {part for ref in column_refs(tree) for part in ref if part in names}
+    columns = table_columns(tree, schema.names)
     return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
 
 
