@@ -15,7 +15,7 @@ that no target row is matched twice and counts, per file, the rows each clause c
 rewrites only the files with changed rows (left join with the source, clauses applied) and, in the
 same job, inserts the source rows no target row matches (anti join with the candidates); executors
 write the files, and the driver commits one ``MERGE`` with the metrics of ``lakelog.Table.merge``.
-The source is persisted for the operation, so both jobs see the same rows.
+The source is persisted for the operation, so every job of it sees the same rows.
 
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
 job also collects, per file, the file row indexes (``_metadata.row_index``) of the target rows an
