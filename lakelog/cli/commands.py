@@ -11,7 +11,7 @@ from .output import EXIT_FAILED, EXIT_OK, Progress, UsageError, emit_json, human
 
 
 def _names(values: list[str] | None) -> list[str] | None:
-    """``--columns a b`` and ``--columns a,b`` both give ['a', 'b']."""
+    """``--columns a,b`` and ``--columns a --columns b`` both give ['a', 'b']."""
     if values is None:
         return None
     return [n.strip() for v in values for n in v.split(",") if n.strip()]
@@ -234,8 +234,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(metrics)
         return EXIT_OK
-    if metrics["version"] is None:
-        print(f"nothing to compact ({metrics['totalConsideredFiles']} file(s) considered, target size {human_size(metrics['targetSize'])})")
+    if not metrics["committed"]:
+        print(
+            f"nothing to compact ({metrics['totalConsideredFiles']} file(s) considered, target size "
+            f"{human_size(metrics['targetSize'])}); nothing committed (table at version {metrics['version']})"
+        )
         return EXIT_OK
     print(
         f"compacted {metrics['numFilesRemoved']} file(s) ({human_size(metrics['filesRemoved']['totalSize'])}) into "
@@ -323,6 +326,40 @@ def _open_input(path: str, fmt: str, delimiter: str | None):
         raise UsageError(f"cannot read {path!r} as {fmt}: {e}") from None
 
 
+def _properties(args: argparse.Namespace) -> dict[str, str] | None:
+    return dict(args.properties) if args.properties else None
+
+
+def _replace_where(args: argparse.Namespace, schema, formats: list[str]) -> int:
+    """``write --replace-where``: every input file, one stream, replacing the rows the predicate selects."""
+    import pyarrow as pa
+
+    from ..dml import overwrite_where
+
+    if args.mode not in (None, "overwrite"):
+        raise UsageError(f"--replace-where overwrites the rows it selects; it cannot be combined with --mode {args.mode}")
+
+    def batches():
+        for f, fmt in zip(args.files, formats):
+            for b in _open_input(f, fmt, args.delimiter):
+                if b.schema == schema:
+                    yield b
+                else:
+                    yield from pa.Table.from_batches([b]).cast(schema).to_batches()
+
+    counted = _counting(batches())
+    reader = pa.RecordBatchReader.from_batches(schema, counted)
+    version = overwrite_where(
+        args.path, reader, args.replace_where, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        configuration=_properties(args), storage_options=args.storage_options,
+    )
+    if args.json:
+        emit_json({"version": version, "rows": counted.rows, "files": len(args.files)})
+    else:
+        print(f"replaced the rows where {args.replace_where} with {counted.rows:,} row(s) from {len(args.files)} file(s): version {version}")
+    return EXIT_OK
+
+
 def cmd_write(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
@@ -337,9 +374,11 @@ def cmd_write(args: argparse.Namespace) -> int:
         schema = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UsageError(f"the input files have incompatible schemas: {e}") from None
+    if args.replace_where is not None:
+        return _replace_where(args, schema, formats)
     plan = plan_write(
-        args.path, schema, mode=args.mode, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
-        storage_options=args.storage_options,
+        args.path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        configuration=_properties(args), storage_options=args.storage_options,
     )
     if plan.skip:
         if args.json:
@@ -385,6 +424,23 @@ class _counting:
             yield b
 
 
+def cmd_properties(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    if args.properties:
+        t.set_properties(dict(args.properties))
+    props = dict(t.metadata.configuration)
+    if args.json:
+        emit_json({"version": t.version, "properties": props})
+        return EXIT_OK
+    if args.properties:
+        print(f"set {len(dict(args.properties))} propert{'y' if len(dict(args.properties)) == 1 else 'ies'}: version {t.version}")
+    if props:
+        print_table(["key", "value"], sorted(props.items()), width=80)
+    else:
+        print("no properties")
+    return EXIT_OK
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from ..check import check_table
 
@@ -399,7 +455,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from ..conversion import convert
 
-    partition_by = args.partition_by
+    partition_by = [] if args.not_partitioned else args.partition_by
     if partition_by:  # convert splits "a,b:decimal(10,2)" itself (commas inside parentheses stay)
         partition_by = ",".join(partition_by)
     version = convert(args.path, partition_by=partition_by, storage_options=args.storage_options)
