@@ -462,3 +462,25 @@ def test_engine_errors_read_as_the_users_mistake(table_path, inputs, capsys):
     assert code == 2 and "unknown function 'uper'; did you mean 'upper'?" in line and "Catalog" not in line
     code, _, err = _main(capsys, "delete", table_path, "--where", "id >> 'x'")
     assert code == 2 and "Candidate" not in err and "Binder" not in err
+
+
+def test_merge_rename_and_drop_column_from_the_shell(tmp_path, inputs, capsys):
+    table = tmp_path / "t"
+    assert _main(capsys, "write", table, inputs[0], "--set", "delta.columnMapping.mode=name")[0] == 0
+    src = tmp_path / "src.csv"
+    src.write_text("id,name,day\n1,ANN,mon\n9,ike,sun\n")
+    code, out, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id", "--when-matched", "update-all",
+                           "--when-not-matched", "insert-all", "--when-not-matched-by-source", "delete",
+                           "--not-matched-by-source-condition", "target.day = 'tue'")
+    assert code == 0 and "1 row(s) inserted, 1 updated, 1 deleted" in out, err
+    code, out, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id", "--json",
+                           "--when-matched-update", "name=lower(source.name) || '!'", "--matched-condition", "source.id = 1")
+    assert code == 0 and json.loads(out)["num_target_rows_updated"] == 1, err
+    assert _main(capsys, "rename-column", table, "name", "full name")[0] == 0
+    assert _main(capsys, "drop-column", table, "day")[0] == 0
+    rows = sorted(lakelog.read_table(str(table)).to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "full name": "ann!"}, {"id": 3, "full name": "cid"}, {"id": 9, "full name": "ike"}]
+    code, _, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id")
+    assert code == 2 and "at least one clause" in _one_cli_line(err)
+    code, _, err = _main(capsys, "rename-column", tmp_path / "nope", "a", "b")
+    assert code == 2 and "does not exist" in _one_cli_line(err)

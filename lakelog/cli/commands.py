@@ -481,14 +481,74 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_update(args: argparse.Namespace) -> int:
-    where = _where(args)
-    updates = {}
-    for spec in args.set:
+def _assignments(specs: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for spec in specs:
         col, sep, expr = spec.partition("=")
         if not sep or not col.strip() or not expr.strip():
-            raise UsageError(f"--set expects COLUMN=SQL_EXPRESSION, got {spec!r}")
-        updates[col.strip()] = expr.strip()
+            raise UsageError(f"{flag} expects COLUMN=SQL_EXPRESSION, got {spec!r}")
+        out[col.strip()] = expr.strip()
+    return out
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    if args.when_matched and args.matched_set:
+        raise UsageError("give --when-matched or --when-matched-update, not both")
+    if not (args.when_matched or args.matched_set or args.when_not_matched or args.when_not_matched_by_source):
+        raise UsageError("give at least one clause: --when-matched, --when-matched-update, --when-not-matched or --when-not-matched-by-source")
+    formats = [_input_format(f, args.format) for f in args.files]
+    tables = [pa.Table.from_batches(list(r), r.schema) for r in (_open_input(f, fmt, args.delimiter) for f, fmt in zip(args.files, formats))]
+    try:
+        source = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise UsageError(f"the input files have incompatible schemas: {e}") from None
+    m = open_table(args).merge(source, args.on, schema_mode=args.schema_mode)
+    if args.matched_set:
+        m.when_matched_update(_assignments(args.matched_set, "--when-matched-update"), args.matched_condition)
+    elif args.when_matched == "update-all":
+        m.when_matched_update_all(args.matched_condition)
+    elif args.when_matched == "delete":
+        m.when_matched_delete(args.matched_condition)
+    if args.when_not_matched:
+        m.when_not_matched_insert_all(args.not_matched_condition)
+    if args.when_not_matched_by_source:
+        m.when_not_matched_by_source_delete(args.not_matched_by_source_condition)
+    metrics = m.execute()
+    if args.json:
+        emit_json(metrics)
+        return EXIT_OK
+    print(
+        f"{metrics['num_target_rows_inserted']:,} row(s) inserted, {metrics['num_target_rows_updated']:,} updated, "
+        f"{metrics['num_target_rows_deleted']:,} deleted ({metrics['num_source_rows']:,} source rows): version {metrics['version']}"
+    )
+    return EXIT_OK
+
+
+def cmd_rename_column(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    version = t.rename_column(args.old, args.new)
+    if args.json:
+        emit_json({"version": version})
+    else:
+        print(f"renamed {args.old!r} to {args.new!r}: version {version}")
+    return EXIT_OK
+
+
+def cmd_drop_column(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    version = t.drop_column(args.name)
+    if args.json:
+        emit_json({"version": version})
+    else:
+        print(f"dropped {args.name!r}: version {version}")
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    where = _where(args)
+    updates = _assignments(args.set, "--set")
     metrics = open_table(args).update(updates, where)
     print_metrics(args, metrics, "updated", "num_updated_rows")
     return EXIT_OK

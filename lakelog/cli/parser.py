@@ -14,9 +14,12 @@ from .commands import (
     cmd_delete,
     cmd_describe,
     cmd_files,
+    cmd_drop_column,
     cmd_history,
+    cmd_merge,
     cmd_optimize,
     cmd_properties,
+    cmd_rename_column,
     cmd_restore,
     cmd_show,
     cmd_update,
@@ -242,6 +245,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", required=True, metavar="COL=EXPR", help="column and SQL expression, e.g. x='x * 2' (repeatable)")
     p.add_argument("--where", metavar="SQL", help="SQL predicate choosing the rows")
     p.add_argument("--all", dest="all_rows", action="store_true", help="update every row (instead of --where)")
+
+    p = add(
+        "merge", cmd_merge, "merge rows of CSV, Parquet or JSON files into the table (one MERGE commit)",
+        "Match the input rows (alias 'source') with the table's rows (alias 'target') on a SQL join predicate "
+        "and apply the chosen clauses, in one MERGE commit. Prints the metrics.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="input files (format from the extension, or --format)")
+    p.add_argument("--on", required=True, metavar="SQL", help="join predicate, e.g. \"target.id = source.id\"")
+    p.add_argument("--when-matched", choices=["update-all", "delete"], help="what to do with matched target rows")
+    p.add_argument("--when-matched-update", dest="matched_set", action="append", metavar="COL=EXPR",
+                   help="set a column of matched rows to a SQL expression over target and source (repeatable)")
+    p.add_argument("--matched-condition", metavar="SQL", help="apply the matched clause only where this holds")
+    p.add_argument("--when-not-matched", choices=["insert-all"], help="insert source rows no target row matches")
+    p.add_argument("--not-matched-condition", metavar="SQL", help="insert only where this holds")
+    p.add_argument("--when-not-matched-by-source", choices=["delete"], help="delete target rows no source row matches")
+    p.add_argument("--not-matched-by-source-condition", metavar="SQL", help="delete only where this holds")
+    p.add_argument("--schema-mode", choices=["merge"], help="merge: add the source's new columns to the table")
+    p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
+
+    p = add("rename-column", cmd_rename_column, "rename a column (metadata only; needs column mapping)")
+    p.add_argument("old", metavar="OLD", help="column to rename (a.b names a struct's field)")
+    p.add_argument("new", metavar="NEW", help="its new name")
+
+    p = add("drop-column", cmd_drop_column, "drop a column (metadata only; needs column mapping)")
+    p.add_argument("name", metavar="COLUMN", help="column to drop (a.b names a struct's field)")
 
     p = add(
         "properties", cmd_properties, "print the table's properties, or set some (one commit)",
