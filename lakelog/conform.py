@@ -12,7 +12,8 @@ both types.
 Struct fields are matched by name, in any order; fields the data lacks are filled with nulls when
 the table allows them. ``schema_mode="merge"`` also adds fields the table lacks (as nullable, at any
 depth, inside lists and maps too) and gives a ``void`` column the data's type; it never changes the
-type of an existing column (that needs Delta's typeWidening feature).
+type of an existing column (that needs Delta's typeWidening feature), except that it stores integers
+in a double column, checking that each value is exact (|v| <= 2**53).
 """
 
 from __future__ import annotations
@@ -93,6 +94,13 @@ def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool) ->
         src = canonical_type(data)
     except SchemaMismatchError:
         raise _mismatch(path, data, table, "the data's type has no Delta equivalent; cast it to the table's type") from None
+    if pa.types.is_integer(src) and pa.types.is_float64(table) and not safe_widening(src, table):
+        # long -> double only for the integers a double holds exactly (|v| <= 2**53), checked value by value
+        # when stored: what a pandas column that gained a missing value needs, never a rounded number.
+        if merge:
+            return table
+        raise _mismatch(path, data, table, "pass schema_mode='merge' to store the integers as double (a value beyond +-2**53, which "
+                        "a double cannot hold exactly, is refused, never rounded), or cast the data to the table's type")
     if pa.types.is_nested(src) or not safe_widening(src, table):
         hint = _CAST_HINT if not merge else "schema_mode='merge' adds columns and fields but does not change a column's type; cast the data to the table's type"
         raise _mismatch(path, data, table, hint)

@@ -117,6 +117,27 @@ class LogListing:
         return out
 
 
+
+_DATA_FILE_KINDS = {".csv": "CSV", ".tsv": "CSV", ".json": "JSON", ".jsonl": "JSON", ".ndjson": "JSON", ".txt": "text"}
+
+
+def _what_file(path: str) -> str:
+    """The diagnosis of a table path that names a file: what kind of file, and how its rows become a table."""
+    name = path.lower()
+    for suffix in (".gz", ".bz2", ".zst"):
+        name = name.removesuffix(suffix)
+    not_table = "not a table directory (a table is a directory holding _delta_log/)"
+    if name.endswith((".parquet", ".pq")):
+        return (
+            f"it is a Parquet file, {not_table}. To make a table of Parquet files without copying them, put them in "
+            "a directory and convert it with lakelog.convert(); or write their rows into a new table with lakelog.write_table()."
+        )
+    kind = next((k for ext, k in _DATA_FILE_KINDS.items() if name.endswith(ext)), None)
+    if kind is not None:
+        return f"it is a {kind} file, {not_table}. Write its rows into a new table with lakelog.write_table()."
+    return f"it is a file, {not_table}. Check the path; a table's path is the directory above its _delta_log/."
+
+
 class DeltaLog:
     def __init__(self, storage: Storage):
         self.storage = storage
@@ -162,10 +183,7 @@ class DeltaLog:
             if not fs.exists(root):
                 return f"the path does not exist. {create}"
             if fs.isfile(root):
-                return (
-                    "it is a file, not a table directory (a table is a directory holding _delta_log/). "
-                    "To make a table from Parquet files, put them in a directory and convert it with lakelog.convert()."
-                )
+                return _what_file(root)
             if fs.isdir(self.storage.log_dir):
                 return f"{self.storage.log_dir} has no commits. {create}"
             if self._holds_parquet(root, depth=4):

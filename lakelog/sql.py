@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import re
 import threading
 from typing import Any, Callable, Iterable
 
@@ -46,9 +47,44 @@ def quote_string(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def _first_line(e: BaseException) -> str:
+_ENGINE_PREFIX = re.compile(r"^(?:Binder|Catalog|Parser|Conversion|Invalid Input|Not implemented|Out of Range|Constraint) Error: ")
+_QUOTED = re.compile(r'"((?:[^"]|"")+)"')
+
+
+def _suggest(names: list[str]) -> str:
+    # DuckDB lists its candidates closest first.
+    names = [n for n in names if not n.split(".")[-1].startswith("__lakelog")]
+    return f"; did you mean {names[0]!r}?" if names else ""
+
+
+def engine_message(e: BaseException) -> str:
+    """A DuckDB error in the user's terms: one line, without DuckDB's error class or its lists of
+    function signatures; an unknown column or function comes with DuckDB's closest candidates."""
     text = str(e).strip()
-    return " ".join(text.splitlines()[0].split()) if text else type(e).__name__
+    if not text:
+        return type(e).__name__
+    lines = text.splitlines()
+    first = _ENGINE_PREFIX.sub("", " ".join(lines[0].split()))
+    rest = " ".join(lines[1:])
+    m = re.match(r'Referenced column "(.+?)" not found in FROM clause!', first)
+    if m:
+        candidates = rest.split("Candidate bindings:", 1)[1] if "Candidate bindings:" in rest else ""
+        return f"unknown column {m.group(1)!r}{_suggest(_QUOTED.findall(candidates))}"
+    m = re.match(r'Referenced table "(.+?)" not found!', first)
+    if m:
+        candidates = rest.split("Candidate tables:", 1)[1] if "Candidate tables:" in rest else ""
+        return f"unknown table or alias {m.group(1)!r}{_suggest(_QUOTED.findall(candidates))}"
+    m = re.match(r'Values list "(.+?)" does not have a column named "(.+?)"', first)
+    if m:
+        return f"unknown column {m.group(1) + '.' + m.group(2) if not m.group(1).startswith('__lakelog') else m.group(2)!r}"
+    m = re.match(r"(?:Scalar|Aggregate|Table) Function with name (\S+) does not exist!", first)
+    if m:
+        return f"unknown function {m.group(1)!r}{_suggest(_QUOTED.findall(rest.split('Did you mean', 1)[1]) if 'Did you mean' in rest else [])}"
+    m = re.match(r"No function matches the given name and argument types '(.+?)\((.*)\)'", first)
+    if m:
+        return (f"{m.group(1)!r} cannot take arguments of types ({m.group(2).replace('_LITERAL', '')}); "
+                "cast them to matching types, e.g. CAST(x AS DOUBLE)")
+    return first
 
 
 def _parse_tree(sql: str) -> dict:
@@ -169,14 +205,14 @@ class Engine:
         try:
             return self.con.sql(sql).to_arrow_table()
         except duckdb.Error as e:
-            raise PredicateError(f"{context}: {_first_line(e)}") from None
+            raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def result_types(self, sql: str, context: str) -> list[str]:
         """The DuckDB types of the columns of ``sql`` (binds it without running it)."""
         try:
             return [str(t) for t in self.con.sql(sql).types]
         except duckdb.Error as e:
-            raise PredicateError(f"{context}: {_first_line(e)}") from None
+            raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def sql_type(self, t: pa.DataType) -> str:
         """DuckDB's name for the Arrow type ``t`` (as DuckDB reads it from Arrow)."""
@@ -422,6 +458,28 @@ def sql_literal(v: Any) -> str:
     if isinstance(v, pa.Scalar):
         return sql_literal(v.as_py())
     raise PredicateError(f"cannot use the value {v!r} of type {type(v).__name__} in a filter")
+
+
+def value_expressions(values: Any, what: str) -> dict[str, str]:
+    """``{column: value}`` with every value as SQL text. A str is a SQL expression as written
+    (``"amount * 2"``, ``"'EUR'"`` for the string EUR); None, bools, numbers, Decimals, dates, datetimes and
+    bytes (NumPy scalars included) are literals, so ``{"amount": 0}`` sets 0."""
+    if not isinstance(values, dict) or not values:
+        raise PredicateError(f"the {what} needs a non-empty dict of column -> SQL expression or value, not {values!r}")
+    out = {}
+    for col, v in values.items():
+        if isinstance(v, str):
+            out[col] = v
+            continue
+        if type(v).__module__ == "numpy" and hasattr(v, "item"):
+            v = v.item()
+        if isinstance(v, (list, tuple, dict, set)) or not isinstance(v, (type(None), bool, int, float, decimal.Decimal, dt.date, bytes, bytearray)):
+            raise PredicateError(
+                f"{what}: the value for column {col!r} must be a SQL expression (a str) or a literal (None, bool, int, "
+                f"float, Decimal, date, datetime, bytes), not {type(v).__name__}: {v!r}"
+            )
+        out[col] = sql_literal(v)
+    return out
 
 
 def filters_to_sql(filters: Any) -> str:

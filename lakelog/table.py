@@ -167,9 +167,10 @@ class Table:
     ) -> dict:
         """Compact small files per partition into files near ``target_size`` bytes (default
         ``delta.targetFileSize``, else 100 MiB) in one ``OPTIMIZE`` commit; ``filters`` (DNF tuples on
-        partition columns) limit it to some partitions. Returns metrics (numFilesAdded, numFilesRemoved, ...)."""
+        partition columns) limit it to some partitions. Returns metrics (numFilesAdded, numFilesRemoved, ...),
+        ``committed`` (False when there was nothing to compact) and ``version``."""
         metrics = maintenance.optimize(self.storage, target_size=target_size, filters=filters, progress=progress)
-        if metrics.get("version") is not None:
+        if metrics["committed"]:
             self._snapshot = Snapshot.load(self.storage)
         return metrics
 
@@ -209,10 +210,11 @@ class Table:
         return metrics
 
     def update(
-        self, updates: dict[str, str], predicate: Any = None, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None
+        self, updates: dict[str, Any], predicate: Any = None, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None
     ) -> dict:
-        """Set columns to SQL expressions (``{"x": "x * 2 + 1"}``) on the rows ``predicate`` selects (None:
-        every row) in one ``UPDATE`` commit. Returns ``num_updated_rows``, ``num_added_files``,
+        """Set columns on the rows ``predicate`` selects (None: every row) in one ``UPDATE`` commit. A str
+        value is a SQL expression (``{"x": "x * 2 + 1"}``, ``{"currency": "'EUR'"}``); any other value is a
+        literal (``{"amount": 0, "note": None}``). Returns ``num_updated_rows``, ``num_added_files``,
         ``num_removed_files``, ``num_copied_rows``, ``version``."""
         from .dml import update
 

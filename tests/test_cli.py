@@ -1,6 +1,7 @@
 """The ``lakelog`` console script, run in subprocesses: output, --json and exit codes."""
 
 import json
+import shlex
 import os
 import signal
 import subprocess
@@ -108,7 +109,8 @@ def test_maintenance_commands(table_path):
     assert r.returncode == 0, r.stderr
     assert "compacted 24 file(s)" in r.stdout and "committed version 12" in r.stdout
     assert sorted(lakelog.read_table(table_path).column("id").to_pylist()) == expected
-    assert run_json("optimize", table_path)["version"] is None
+    again = run_json("optimize", table_path)
+    assert again["committed"] is False and again["version"] == 12
 
     r = run("vacuum", table_path, "--retain-hours", "0")
     assert "--no-enforce-retention" in one_line_error(r, 2)
@@ -319,7 +321,7 @@ def test_show_says_what_a_path_that_is_no_table_is(tmp_path, capsys):
     cases = {
         parquet_dir: ["plain Parquet directory", f"lakelog convert '{parquet_dir}'"],
         tmp_path / "missing": ["does not exist", "lakelog write"],
-        a_file: ["is a file, not a table directory"],
+        a_file: ["is a Parquet file, not a table directory", "lakelog convert DIRECTORY", f"lakelog write TABLE {shlex.quote(str(a_file))}"],
         tmp_path / "empty": ["has no _delta_log", "lakelog write"],
         tmp_path / "nolog": ["_delta_log has no commits"],
     }
@@ -365,3 +367,120 @@ def test_unreadable_timestamp_or_version_flags_are_usage_errors(table_path, caps
     assert code == 2 and "whole number" in err
     code, out, err = _main(capsys, "show", table_path, "--timestamp", "2999-01-01 00:00:00+01:00")
     assert code == 0 and "version 0" in out, err
+
+
+def test_show_on_a_csv_file_points_at_write_which_takes_it(tmp_path, inputs, capsys):
+    """show a.csv suggested convert, which cannot take a CSV file."""
+    code, _, err = _main(capsys, "show", inputs[0])
+    line = _one_cli_line(err)
+    assert code == 2 and "it is a CSV file" in line and f"lakelog write TABLE {shlex.quote(inputs[0])}" in line and "convert" not in line
+    table = tmp_path / "from_csv"
+    assert _main(capsys, "write", table, inputs[0])[0] == 0  # the suggested command works
+    assert lakelog.read_table(str(table)).num_rows == 3
+
+
+def test_list_options_never_swallow_positional_arguments(tmp_path, inputs, capsys):
+    """--partition-by and --columns took every following word, input files and PATH included."""
+    table = tmp_path / "t"
+    code, _, err = _main(capsys, "write", table, "--partition-by", "day", *inputs)
+    assert code == 0, err
+    assert lakelog.Table(str(table)).partition_columns == ["day"] and lakelog.read_table(str(table)).num_rows == 6
+    code, out, err = _main(capsys, "show", "--columns", "id", "--columns", "name", table, "--limit", "1")
+    assert code == 0, err
+    assert out.split()[:2] == ["id", "name"] and "day" not in out.splitlines()[0]
+    other = tmp_path / "t2"
+    code, _, err = _main(capsys, "write", other, "--partition-by", "day,name", inputs[0])
+    assert code == 0, err
+    assert lakelog.Table(str(other)).partition_columns == ["day", "name"]
+
+
+def test_convert_partition_by_takes_one_value_and_not_partitioned_is_a_flag(tmp_path, capsys):
+    for name in ("typed", "flat"):
+        d = tmp_path / name / "day=2026-01-02"
+        d.mkdir(parents=True)
+        pq.write_table(pa.table({"id": [1]}), d / "part-0.parquet")
+    code, _, err = _main(capsys, "convert", "--partition-by", "day:date", tmp_path / "typed")
+    assert code == 0, err
+    assert lakelog.Table(str(tmp_path / "typed")).schema.field("day").type == pa.date32()
+    code, _, err = _main(capsys, "convert", tmp_path / "flat", "--not-partitioned")
+    assert code == 2 and "--partition-by day (or omit it)" in _one_cli_line(err) and "--not-partitioned" in err
+    flat = tmp_path / "plain"
+    flat.mkdir()
+    pq.write_table(pa.table({"id": [1]}), flat / "part-0.parquet")
+    code, _, err = _main(capsys, "convert", flat, "--not-partitioned")
+    assert code == 0, err
+    assert lakelog.Table(str(flat)).partition_columns == []
+
+
+def test_table_properties_from_the_shell_create_a_dv_column_mapping_table(tmp_path, inputs, capsys):
+    table = tmp_path / "t"
+    code, _, err = _main(capsys, "write", table, inputs[0], "--set", "delta.enableDeletionVectors=true",
+                         "--set", "delta.columnMapping.mode=name")
+    assert code == 0, err
+    t = lakelog.Table(str(table))
+    assert t.metadata.configuration["delta.enableDeletionVectors"] == "true"
+    assert {"deletionVectors", "columnMapping"} <= set(t.protocol.writer_features or [])
+    code, _, err = _main(capsys, "delete", table, "--where", "id = 1")
+    assert code == 0, err
+    assert any(a.deletion_vector is not None for a in lakelog.Table(str(table)).snapshot.files.values())
+    code, out, err = _main(capsys, "properties", table, "--set", "delta.appendOnly=true", "--json")
+    assert code == 0, err
+    assert json.loads(out)["properties"]["delta.appendOnly"] == "true"
+    code, out, _ = _main(capsys, "properties", table)
+    assert code == 0 and "delta.appendOnly" in out and "delta.columnMapping.mode" in out
+    code, _, err = _main(capsys, "properties", table, "--set", "novalue")
+    assert code == 2 and "KEY=VALUE" in err
+    import deltalake
+
+    peer = deltalake.QueryBuilder().register("t", DeltaTable(str(table))).execute("select id from t").read_all()
+    assert sorted(pa.table(peer).column("id").to_pylist()) == [2, 3] == sorted(lakelog.read_table(str(table)).column("id").to_pylist())
+
+
+def test_write_replace_where(tmp_path, inputs, capsys):
+    table = tmp_path / "t"
+    assert _main(capsys, "write", table, inputs[0])[0] == 0
+    monday = tmp_path / "monday.csv"
+    monday.write_text("id,name,day\n10,new,mon\n")
+    code, out, err = _main(capsys, "write", table, monday, "--replace-where", "day = 'mon'")
+    assert code == 0, err
+    rows = sorted((r["id"], r["day"]) for r in lakelog.read_table(str(table)).to_pylist())
+    assert rows == [(2, "tue"), (10, "mon")] == sorted((r["id"], r["day"]) for r in DeltaTable(str(table)).to_pyarrow_table().to_pylist())
+    code, _, err = _main(capsys, "write", table, monday, "--replace-where", "day = 'tue'")
+    assert code == 2 and "do not satisfy the overwrite predicate" in _one_cli_line(err)
+    code, _, err = _main(capsys, "write", table, monday, "--replace-where", "day = 'mon'", "--mode", "append")
+    assert code == 2 and "--replace-where" in _one_cli_line(err)
+    assert lakelog.Table(str(table)).version == 1  # the refused writes committed nothing
+
+
+def test_engine_errors_read_as_the_users_mistake(table_path, inputs, capsys):
+    assert _main(capsys, "write", table_path, inputs[0])[0] == 0
+    code, _, err = _main(capsys, "delete", table_path, "--where", "nmae = 'ann'")
+    line = _one_cli_line(err)
+    assert code == 2 and "unknown column 'nmae'; did you mean 'name'?" in line and "Binder" not in line
+    code, _, err = _main(capsys, "update", table_path, "--set", "name=uper(name)", "--all")
+    line = _one_cli_line(err)
+    assert code == 2 and "unknown function 'uper'; did you mean 'upper'?" in line and "Catalog" not in line
+    code, _, err = _main(capsys, "delete", table_path, "--where", "id >> 'x'")
+    assert code == 2 and "Candidate" not in err and "Binder" not in err
+
+
+def test_merge_rename_and_drop_column_from_the_shell(tmp_path, inputs, capsys):
+    table = tmp_path / "t"
+    assert _main(capsys, "write", table, inputs[0], "--set", "delta.columnMapping.mode=name")[0] == 0
+    src = tmp_path / "src.csv"
+    src.write_text("id,name,day\n1,ANN,mon\n9,ike,sun\n")
+    code, out, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id", "--when-matched", "update-all",
+                           "--when-not-matched", "insert-all", "--when-not-matched-by-source", "delete",
+                           "--not-matched-by-source-condition", "target.day = 'tue'")
+    assert code == 0 and "1 row(s) inserted, 1 updated, 1 deleted" in out, err
+    code, out, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id", "--json",
+                           "--when-matched-update", "name=lower(source.name) || '!'", "--matched-condition", "source.id = 1")
+    assert code == 0 and json.loads(out)["num_target_rows_updated"] == 1, err
+    assert _main(capsys, "rename-column", table, "name", "full name")[0] == 0
+    assert _main(capsys, "drop-column", table, "day")[0] == 0
+    rows = sorted(lakelog.read_table(str(table)).to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "full name": "ann!"}, {"id": 3, "full name": "cid"}, {"id": 9, "full name": "ike"}]
+    code, _, err = _main(capsys, "merge", table, src, "--on", "target.id = source.id")
+    assert code == 2 and "at least one clause" in _one_cli_line(err)
+    code, _, err = _main(capsys, "rename-column", tmp_path / "nope", "a", "b")
+    assert code == 2 and "does not exist" in _one_cli_line(err)

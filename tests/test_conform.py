@@ -13,6 +13,7 @@ import os
 import pandas as pd
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 import lakelog
 from lakelog.conform import safe_widening
@@ -148,7 +149,6 @@ def test_lossless_widenings_are_applied(table_path, schema_mode, table_type, dat
         (pa.int32(), pa.array([1], pa.int64()), "c"),
         (pa.int64(), pa.array([1], pa.uint64()), "c"),
         (pa.float32(), pa.array([1.5], pa.float64()), "c"),
-        (pa.float64(), pa.array([1], pa.int64()), "c"),
         (pa.int64(), pa.array(["1"], pa.string()), "c"),
         (pa.date32(), pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("us")), "c"),
         (pa.timestamp("us", "UTC"), pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("us")), "c"),
@@ -295,3 +295,21 @@ def test_missing_nullable_fields_with_required_children_are_written(table_path):
         {"k": 4, "s": None},
         {"k": 5, "s": {"inner": None, "y": 5}},
     ]
+
+
+def test_integers_into_a_double_column_when_asked_and_only_exactly(tmp_path):
+    """A pandas int column (no missing value this time) appended to a double column."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pd.DataFrame({"amount": [1.5, None]}))
+    with pytest.raises(SchemaMismatchError, match="schema_mode='merge' to store the integers as double"):
+        lakelog.write_table(path, pd.DataFrame({"amount": [2]}))
+    lakelog.write_table(path, pd.DataFrame({"amount": [2, 2**53]}), schema_mode="merge")
+    lakelog.write_table(path, pa.table({"amount": pa.array([-7], pa.int8())}), schema_mode="merge")
+    with pytest.raises(SchemaMismatchError, match="cannot be stored as double"):
+        lakelog.write_table(path, pa.table({"amount": pa.array([2**53 + 1], pa.int64())}), schema_mode="merge")
+    t = lakelog.Table(path)
+    assert t.version == 2 and t.schema.field("amount").type == pa.float64()
+    expected = [-7.0, 1.5, 2.0, float(2**53), None]
+    key = lambda v: (v is None, v)  # noqa: E731
+    assert sorted(t.to_pyarrow().column("amount").to_pylist(), key=key) == expected
+    assert sorted(DeltaTable(path).to_pyarrow_table().column("amount").to_pylist(), key=key) == expected

@@ -513,3 +513,32 @@ def test_row_level_operations_on_every_storage_backend(any_table_path):
                         mode="overwrite", predicate="p = 'b'")
     got = sorted((r["id"], r["p"], r["v"]) for r in lakelog.read_table(path).to_pylist())
     assert got == [(2, "a", -2), (4, "a", 4), (7, "b", 7), (9, "a", -9)]
+
+
+def test_update_and_merge_take_python_values_as_literals(tmp_path):
+    """``t.update({"amount": 0})`` was refused: only str values are SQL expressions."""
+    import datetime as dt
+    import decimal
+
+    import numpy as np
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({
+        "id": [1, 2, 3], "amount": [1.0, 2.0, 3.0], "note": ["a", "b", "c"], "day": [dt.date(2026, 1, 1)] * 3,
+        "price": pa.array([decimal.Decimal("1.10")] * 3, pa.decimal128(9, 2)), "ok": [True, True, True],
+    }))
+    t = lakelog.Table(path)
+    t.update({"amount": 0, "note": None, "ok": False}, "id = 1")
+    t.update({"amount": np.int64(5), "day": dt.date(2026, 2, 3), "price": decimal.Decimal("9.99"), "note": "upper(note)"}, "id = 2")
+    t.merge(pa.table({"id": [3, 4]}), "target.id = source.id") \
+        .when_matched_update({"amount": 2.5}) \
+        .when_not_matched_insert({"id": "source.id", "note": "'it''s'", "amount": -1}).execute()
+    with pytest.raises(PredicateError, match="must be a SQL expression .* or a literal"):
+        t.update({"amount": [1, 2]})
+    with pytest.raises(PredicateError, match="it's"):
+        t.update({"note": "it's"})  # a str stays SQL: the string literal is 'it''s'
+    rows = {r["id"]: r for r in DeltaTable(path).to_pyarrow_table().to_pylist()}
+    assert (rows[1]["amount"], rows[1]["note"], rows[1]["ok"]) == (0.0, None, False)
+    assert (rows[2]["amount"], rows[2]["day"], rows[2]["price"], rows[2]["note"]) == (5.0, dt.date(2026, 2, 3), decimal.Decimal("9.99"), "B")
+    assert rows[3]["amount"] == 2.5 and rows[3]["note"] == "c"
+    assert rows[4]["amount"] == -1.0 and rows[4]["note"] == "it's"

@@ -5,7 +5,8 @@ blocks use the quickstart's table), in a fresh working directory; the Spark bloc
 Spark session from ``SparkSession.builder.getOrCreate()``. ```sh blocks of ``lakelog`` commands run
 with ``bash -e`` in a fresh directory, ``lakelog`` being this checkout's CLI; the ``make`` block is
 checked with ``make -n`` (its targets exist and expand), since running it is what ``make test`` and
-``make demo`` themselves do.
+``make demo`` themselves do. The install block (``pip install``) runs as a new user runs it: in a
+copy of the project, with a fresh virtual environment's ``python`` and ``lakelog`` first on PATH.
 """
 
 from __future__ import annotations
@@ -55,6 +56,34 @@ def _lakelog_wrapper(directory) -> str:
     return str(bin_dir)
 
 
+def _project_copy(directory) -> str:
+    """The files a clone has that an install reads (no .venv, build output or caches)."""
+    import shutil
+
+    dest = directory / "lakelog"
+    skip = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache", ".hypothesis",
+                                  "tests", "benchmarks", "demo_output", "spark-warehouse", "metastore_db")
+    shutil.copytree(REPO, dest, ignore=skip)
+    return str(dest)
+
+
+def test_install_block_installs_into_a_fresh_environment(tmp_path):
+    blocks = [code for lang, code in _blocks() if lang == "sh" and "pip install" in code]
+    assert len(blocks) == 1, "the README has one install block"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = str(venv / "bin") + os.pathsep + "/usr/bin:/bin"
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks[0]], cwd=_project_copy(tmp_path), env=env,
+                       capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, f"README install block failed:\n{blocks[0]}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.stdout.startswith("lakelog "), r.stdout
+    # What the quickstart needs came with it (pandas included), from the environment, not this checkout.
+    check = "import lakelog, pandas; print(lakelog.__file__)"
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith(str(venv)), r.stderr
+
+
 def test_shell_blocks_run(tmp_path):
     env = dict(os.environ)
     env["PATH"] = _lakelog_wrapper(tmp_path) + os.pathsep + env.get("PATH", "")
@@ -65,6 +94,8 @@ def test_shell_blocks_run(tmp_path):
             continue
         commands = [line.split("#", 1)[0].strip() for line in code.splitlines()]
         commands = [c for c in commands if c]
+        if any("pip install" in c for c in commands):
+            continue  # test_install_block_installs_into_a_fresh_environment
         if all(c.startswith("make ") for c in commands):
             targets = [t for c in commands for t in c.split()[1:]]
             r = subprocess.run(["make", "-n", *targets], cwd=REPO, capture_output=True, text=True, timeout=60)

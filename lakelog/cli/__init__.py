@@ -24,11 +24,12 @@ from .parser import build_parser
 
 
 def _exit_code(e: BaseException) -> int:
-    from ..errors import ConvertError, SchemaMismatchError, TableNotFoundError, VersionNotFoundError
+    from ..errors import ConvertError, PredicateViolationError, SchemaMismatchError, TableNotFoundError, VersionNotFoundError
 
     # Bad input: the command could not start on what it was given (RetentionDurationError, InvalidArgumentError
-    # and its subclasses are ValueErrors; ConvertError: a source convert cannot adopt as it is).
-    if isinstance(e, (UsageError, TableNotFoundError, VersionNotFoundError, SchemaMismatchError, ConvertError, ValueError)):
+    # and its subclasses are ValueErrors; ConvertError: a source convert cannot adopt as it is;
+    # PredicateViolationError: data outside the --replace-where predicate).
+    if isinstance(e, (UsageError, TableNotFoundError, VersionNotFoundError, SchemaMismatchError, PredicateViolationError, ConvertError, ValueError)):
         return EXIT_USAGE
     return EXIT_FAILED
 
@@ -46,7 +47,7 @@ _CLI_SPELLINGS: list[tuple[re.Pattern, Any]] = [
     (re.compile(r"storage_options=\{'([\w.]+)': '(\w+)'\}"), r"--storage-option \1=\2"),
     (re.compile(r"enforce_retention_duration=False \(CLI: --no-enforce-retention\)"), "--no-enforce-retention"),
     (re.compile(r"enforce_retention_duration=False"), "--no-enforce-retention"),
-    (re.compile(r"partition_by=\[([^\]]*)\]"), lambda m: "--partition-by " + " ".join(x.strip(" '\"") for x in m.group(1).split(",")) if m.group(1).strip() else "--partition-by with no value"),
+    (re.compile(r"partition_by=\[([^\]]*)\]"), lambda m: "--partition-by " + ",".join(x.strip(" '\"") for x in m.group(1).split(",")) if m.group(1).strip() else "--not-partitioned"),
     (re.compile(r"\bomit partition_by\b"), "omit --partition-by"),
     (re.compile(r"\bretention_hours\b"), "--retain-hours"),
     (re.compile(r"lakelog\.write_table\(\)"), "lakelog write"),
@@ -57,9 +58,12 @@ _CLI_SPELLINGS: list[tuple[re.Pattern, Any]] = [
 def cli_message(text: str, path: str | None = None) -> str:
     """An error message with its Python advice (``schema_mode='merge'``, ``lakelog.write_table()``, ...)
     replaced by the command-line flags and commands that do the same."""
+    quoted = shlex.quote(path) if path else "PATH"
+    text = text.replace("into a new table with lakelog.write_table()", f"into a new table with lakelog write TABLE {quoted}")
+    text = text.replace("a directory and convert it with lakelog.convert()", "a directory and convert it with lakelog convert DIRECTORY")
     for pattern, repl in _CLI_SPELLINGS:
         text = pattern.sub(repl, text)
-    return text.replace("lakelog.convert()", "lakelog convert " + (shlex.quote(path) if path else "PATH"))
+    return text.replace("lakelog.convert()", "lakelog convert " + quoted)
 
 
 def _show_warning(command: str):

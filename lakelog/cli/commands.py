@@ -11,7 +11,7 @@ from .output import EXIT_FAILED, EXIT_OK, Progress, UsageError, emit_json, human
 
 
 def _names(values: list[str] | None) -> list[str] | None:
-    """``--columns a b`` and ``--columns a,b`` both give ['a', 'b']."""
+    """``--columns a,b`` and ``--columns a --columns b`` both give ['a', 'b']."""
     if values is None:
         return None
     return [n.strip() for v in values for n in v.split(",") if n.strip()]
@@ -234,8 +234,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(metrics)
         return EXIT_OK
-    if metrics["version"] is None:
-        print(f"nothing to compact ({metrics['totalConsideredFiles']} file(s) considered, target size {human_size(metrics['targetSize'])})")
+    if not metrics["committed"]:
+        print(
+            f"nothing to compact ({metrics['totalConsideredFiles']} file(s) considered, target size "
+            f"{human_size(metrics['targetSize'])}); nothing committed (table at version {metrics['version']})"
+        )
         return EXIT_OK
     print(
         f"compacted {metrics['numFilesRemoved']} file(s) ({human_size(metrics['filesRemoved']['totalSize'])}) into "
@@ -323,6 +326,40 @@ def _open_input(path: str, fmt: str, delimiter: str | None):
         raise UsageError(f"cannot read {path!r} as {fmt}: {e}") from None
 
 
+def _properties(args: argparse.Namespace) -> dict[str, str] | None:
+    return dict(args.properties) if args.properties else None
+
+
+def _replace_where(args: argparse.Namespace, schema, formats: list[str]) -> int:
+    """``write --replace-where``: every input file, one stream, replacing the rows the predicate selects."""
+    import pyarrow as pa
+
+    from ..dml import overwrite_where
+
+    if args.mode not in (None, "overwrite"):
+        raise UsageError(f"--replace-where overwrites the rows it selects; it cannot be combined with --mode {args.mode}")
+
+    def batches():
+        for f, fmt in zip(args.files, formats):
+            for b in _open_input(f, fmt, args.delimiter):
+                if b.schema == schema:
+                    yield b
+                else:
+                    yield from pa.Table.from_batches([b]).cast(schema).to_batches()
+
+    counted = _counting(batches())
+    reader = pa.RecordBatchReader.from_batches(schema, counted)
+    version = overwrite_where(
+        args.path, reader, args.replace_where, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        configuration=_properties(args), storage_options=args.storage_options,
+    )
+    if args.json:
+        emit_json({"version": version, "rows": counted.rows, "files": len(args.files)})
+    else:
+        print(f"replaced the rows where {args.replace_where} with {counted.rows:,} row(s) from {len(args.files)} file(s): version {version}")
+    return EXIT_OK
+
+
 def cmd_write(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
@@ -337,9 +374,11 @@ def cmd_write(args: argparse.Namespace) -> int:
         schema = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UsageError(f"the input files have incompatible schemas: {e}") from None
+    if args.replace_where is not None:
+        return _replace_where(args, schema, formats)
     plan = plan_write(
-        args.path, schema, mode=args.mode, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
-        storage_options=args.storage_options,
+        args.path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        configuration=_properties(args), storage_options=args.storage_options,
     )
     if plan.skip:
         if args.json:
@@ -385,6 +424,23 @@ class _counting:
             yield b
 
 
+def cmd_properties(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    if args.properties:
+        t.set_properties(dict(args.properties))
+    props = dict(t.metadata.configuration)
+    if args.json:
+        emit_json({"version": t.version, "properties": props})
+        return EXIT_OK
+    if args.properties:
+        print(f"set {len(dict(args.properties))} propert{'y' if len(dict(args.properties)) == 1 else 'ies'}: version {t.version}")
+    if props:
+        print_table(["key", "value"], sorted(props.items()), width=80)
+    else:
+        print("no properties")
+    return EXIT_OK
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from ..check import check_table
 
@@ -399,7 +455,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from ..conversion import convert
 
-    partition_by = args.partition_by
+    partition_by = [] if args.not_partitioned else args.partition_by
     if partition_by:  # convert splits "a,b:decimal(10,2)" itself (commas inside parentheses stay)
         partition_by = ",".join(partition_by)
     version = convert(args.path, partition_by=partition_by, storage_options=args.storage_options)
@@ -425,14 +481,74 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_update(args: argparse.Namespace) -> int:
-    where = _where(args)
-    updates = {}
-    for spec in args.set:
+def _assignments(specs: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for spec in specs:
         col, sep, expr = spec.partition("=")
         if not sep or not col.strip() or not expr.strip():
-            raise UsageError(f"--set expects COLUMN=SQL_EXPRESSION, got {spec!r}")
-        updates[col.strip()] = expr.strip()
+            raise UsageError(f"{flag} expects COLUMN=SQL_EXPRESSION, got {spec!r}")
+        out[col.strip()] = expr.strip()
+    return out
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    if args.when_matched and args.matched_set:
+        raise UsageError("give --when-matched or --when-matched-update, not both")
+    if not (args.when_matched or args.matched_set or args.when_not_matched or args.when_not_matched_by_source):
+        raise UsageError("give at least one clause: --when-matched, --when-matched-update, --when-not-matched or --when-not-matched-by-source")
+    formats = [_input_format(f, args.format) for f in args.files]
+    tables = [pa.Table.from_batches(list(r), r.schema) for r in (_open_input(f, fmt, args.delimiter) for f, fmt in zip(args.files, formats))]
+    try:
+        source = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise UsageError(f"the input files have incompatible schemas: {e}") from None
+    m = open_table(args).merge(source, args.on, schema_mode=args.schema_mode)
+    if args.matched_set:
+        m.when_matched_update(_assignments(args.matched_set, "--when-matched-update"), args.matched_condition)
+    elif args.when_matched == "update-all":
+        m.when_matched_update_all(args.matched_condition)
+    elif args.when_matched == "delete":
+        m.when_matched_delete(args.matched_condition)
+    if args.when_not_matched:
+        m.when_not_matched_insert_all(args.not_matched_condition)
+    if args.when_not_matched_by_source:
+        m.when_not_matched_by_source_delete(args.not_matched_by_source_condition)
+    metrics = m.execute()
+    if args.json:
+        emit_json(metrics)
+        return EXIT_OK
+    print(
+        f"{metrics['num_target_rows_inserted']:,} row(s) inserted, {metrics['num_target_rows_updated']:,} updated, "
+        f"{metrics['num_target_rows_deleted']:,} deleted ({metrics['num_source_rows']:,} source rows): version {metrics['version']}"
+    )
+    return EXIT_OK
+
+
+def cmd_rename_column(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    version = t.rename_column(args.old, args.new)
+    if args.json:
+        emit_json({"version": version})
+    else:
+        print(f"renamed {args.old!r} to {args.new!r}: version {version}")
+    return EXIT_OK
+
+
+def cmd_drop_column(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    version = t.drop_column(args.name)
+    if args.json:
+        emit_json({"version": version})
+    else:
+        print(f"dropped {args.name!r}: version {version}")
+    return EXIT_OK
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    where = _where(args)
+    updates = _assignments(args.set, "--set")
     metrics = open_table(args).update(updates, where)
     print_metrics(args, metrics, "updated", "num_updated_rows")
     return EXIT_OK

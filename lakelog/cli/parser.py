@@ -14,8 +14,12 @@ from .commands import (
     cmd_delete,
     cmd_describe,
     cmd_files,
+    cmd_drop_column,
     cmd_history,
+    cmd_merge,
     cmd_optimize,
+    cmd_properties,
+    cmd_rename_column,
     cmd_restore,
     cmd_show,
     cmd_update,
@@ -51,6 +55,13 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
                "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
                "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE such as delta.enableDeletionVectors=true, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def _size(text: str) -> int:
@@ -95,6 +106,16 @@ def _timestamp(text: str) -> str:
 
 
 _nonneg_int = _nonneg(int, "a whole number")
+
+
+class _Extend(argparse.Action):
+    """One value per use (``--opt a,b`` or ``--opt a --opt b``), collected in a list: an option that
+    took every following word would swallow the positional arguments after it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, self.dest, None) or [])
+        items.append(values)
+        setattr(namespace, self.dest, items)
 
 
 _nonneg_float = _nonneg(float, "a number")
@@ -146,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("show", cmd_show, "print rows of the table")
     time_travel(p)
     p.add_argument("--limit", type=_nonneg_int, default=20, metavar="N", help="rows to print (default 20; 0 = all)")
-    p.add_argument("--columns", nargs="+", metavar="COL", help="columns to print (space or comma separated)")
+    p.add_argument("--columns", action=_Extend, metavar="COL[,COL...]", help="columns to print (comma separated or repeated)")
 
     p = add("describe", cmd_describe, "schema, partitioning, properties, protocol, size and file count")
     time_travel(p)
@@ -194,8 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("write", cmd_write, "write CSV, Parquet or newline-delimited JSON files into the table (one commit)")
     p.add_argument("files", nargs="+", metavar="FILE", help="input files (format from the extension, or --format)")
-    p.add_argument("--mode", choices=["append", "overwrite", "error", "ignore"], default="append", help="default: append")
-    p.add_argument("--partition-by", nargs="+", metavar="COL", help="partition columns of a new table")
+    p.add_argument("--mode", choices=["append", "overwrite", "error", "ignore"], help="default: append (overwrite with --replace-where)")
+    p.add_argument(
+        "--replace-where", metavar="SQL",
+        help="overwrite only the rows this SQL predicate selects (every input row must satisfy it), e.g. \"day >= '2026-01-01'\"",
+    )
+    p.add_argument(
+        "--set", dest="properties", action="append", type=_property, metavar="KEY=VALUE",
+        help="table property to set in the same commit, e.g. delta.enableDeletionVectors=true (repeatable)",
+    )
+    p.add_argument("--partition-by", action=_Extend, metavar="COL[,COL...]", help="partition columns of a new table (comma separated or repeated)")
     p.add_argument("--schema-mode", choices=["merge", "overwrite"], help="merge: add new columns; overwrite (with --mode overwrite): replace the schema")
     p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
@@ -217,12 +246,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--where", metavar="SQL", help="SQL predicate choosing the rows")
     p.add_argument("--all", dest="all_rows", action="store_true", help="update every row (instead of --where)")
 
+    p = add(
+        "merge", cmd_merge, "merge rows of CSV, Parquet or JSON files into the table (one MERGE commit)",
+        "Match the input rows (alias 'source') with the table's rows (alias 'target') on a SQL join predicate "
+        "and apply the chosen clauses, in one MERGE commit. Prints the metrics.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="input files (format from the extension, or --format)")
+    p.add_argument("--on", required=True, metavar="SQL", help="join predicate, e.g. \"target.id = source.id\"")
+    p.add_argument("--when-matched", choices=["update-all", "delete"], help="what to do with matched target rows")
+    p.add_argument("--when-matched-update", dest="matched_set", action="append", metavar="COL=EXPR",
+                   help="set a column of matched rows to a SQL expression over target and source (repeatable)")
+    p.add_argument("--matched-condition", metavar="SQL", help="apply the matched clause only where this holds")
+    p.add_argument("--when-not-matched", choices=["insert-all"], help="insert source rows no target row matches")
+    p.add_argument("--not-matched-condition", metavar="SQL", help="insert only where this holds")
+    p.add_argument("--when-not-matched-by-source", choices=["delete"], help="delete target rows no source row matches")
+    p.add_argument("--not-matched-by-source-condition", metavar="SQL", help="delete only where this holds")
+    p.add_argument("--schema-mode", choices=["merge"], help="merge: add the source's new columns to the table")
+    p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
+    p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
+
+    p = add("rename-column", cmd_rename_column, "rename a column (metadata only; needs column mapping)")
+    p.add_argument("old", metavar="OLD", help="column to rename (a.b names a struct's field)")
+    p.add_argument("new", metavar="NEW", help="its new name")
+
+    p = add("drop-column", cmd_drop_column, "drop a column (metadata only; needs column mapping)")
+    p.add_argument("name", metavar="COLUMN", help="column to drop (a.b names a struct's field)")
+
+    p = add(
+        "properties", cmd_properties, "print the table's properties, or set some (one commit)",
+        "Without --set, print the table properties. With --set KEY=VALUE (repeatable), set them in one commit, "
+        "upgrading the protocol when a property needs a table feature (e.g. delta.columnMapping.mode=name, "
+        "delta.enableDeletionVectors=true, delta.enableChangeDataFeed=true).",
+    )
+    p.add_argument("--set", dest="properties", action="append", type=_property, metavar="KEY=VALUE", help="property to set (repeatable)")
+
     add("check", cmd_check, "check the table's log and data files for problems (exit 1 when any are found)")
 
     p = add("convert", cmd_convert, "turn a directory of Parquet files into a lakelog table")
-    p.add_argument(
-        "--partition-by", nargs="*", metavar="COL[:TYPE]",
-        help="partition columns of the k=v directory layout, optionally typed (e.g. day:date); "
-        "no value: not partitioned; omitted: inferred from the directories",
+    m = p.add_mutually_exclusive_group()
+    m.add_argument(
+        "--partition-by", action=_Extend, metavar="COL[:TYPE][,...]",
+        help="partition columns of the k=v directory layout, optionally typed (e.g. day:date,region); "
+        "omitted: inferred from the directories",
     )
+    m.add_argument("--not-partitioned", action="store_true", help="the k=v directories are not partitions: read every file as it is")
     return parser

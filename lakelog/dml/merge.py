@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from ..errors import MultipleSourceMatchesError, PredicateError
 from ..schema import canonical_schema, check_column_names, to_arrow_stream
-from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns
+from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
 from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
@@ -66,9 +66,10 @@ class TableMerger:
         self.clauses.append(clause)
         return self
 
-    def when_matched_update(self, updates: dict[str, str], condition: str | None = None) -> "TableMerger":
-        """Set columns of matched target rows to SQL expressions over ``target`` and ``source``."""
-        return self._add(Clause("matched", "update", condition, dict(updates)))
+    def when_matched_update(self, updates: dict[str, Any], condition: str | None = None) -> "TableMerger":
+        """Set columns of matched target rows to SQL expressions over ``target`` and ``source`` (a str) or
+        to literal values (None, numbers, bools, dates, ...)."""
+        return self._add(Clause("matched", "update", condition, value_expressions(updates, "when_matched_update")))
 
     def when_matched_update_all(self, condition: str | None = None) -> "TableMerger":
         """Set every target column of matched rows to the source column of the same name."""
@@ -77,16 +78,17 @@ class TableMerger:
     def when_matched_delete(self, condition: str | None = None) -> "TableMerger":
         return self._add(Clause("matched", "delete", condition))
 
-    def when_not_matched_insert(self, values: dict[str, str], condition: str | None = None) -> "TableMerger":
-        """Insert a row per unmatched source row: column -> SQL expression over ``source`` (others NULL)."""
-        return self._add(Clause("not_matched", "insert", condition, dict(values)))
+    def when_not_matched_insert(self, values: dict[str, Any], condition: str | None = None) -> "TableMerger":
+        """Insert a row per unmatched source row: column -> SQL expression over ``source`` or literal value
+        (others NULL)."""
+        return self._add(Clause("not_matched", "insert", condition, value_expressions(values, "when_not_matched_insert")))
 
     def when_not_matched_insert_all(self, condition: str | None = None) -> "TableMerger":
         return self._add(Clause("not_matched", "insert", condition, None, True))
 
-    def when_not_matched_by_source_update(self, updates: dict[str, str], condition: str | None = None) -> "TableMerger":
+    def when_not_matched_by_source_update(self, updates: dict[str, Any], condition: str | None = None) -> "TableMerger":
         """Set columns of target rows no source row matches (expressions over ``target`` only)."""
-        return self._add(Clause("not_matched_by_source", "update", condition, dict(updates)))
+        return self._add(Clause("not_matched_by_source", "update", condition, value_expressions(updates, "when_not_matched_by_source_update")))
 
     def when_not_matched_by_source_delete(self, condition: str | None = None) -> "TableMerger":
         return self._add(Clause("not_matched_by_source", "delete", condition))

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PredicateError
-from ..sql import quote_ident
+from ..sql import quote_ident, value_expressions
 from ..storage import Storage
 from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
 
@@ -33,11 +33,10 @@ def update(
 
 
 def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: str = "update") -> dict[str, str]:
-    """Validate ``{column: SQL expression}`` against the table; returns it with exact column names."""
-    if not isinstance(updates, dict) or not updates:
-        raise PredicateError(f"the {what} needs a non-empty dict of column -> SQL expression, not {updates!r}")
+    """Validate ``{column: SQL expression or literal value}`` against the table; returns it as SQL text
+    with exact column names."""
     out = {}
-    for col, expr in updates.items():
+    for col, expr in value_expressions(updates, what).items():
         if col not in op.schema.names:
             raise PredicateError(f"{what}: column {col!r} is not in the table (columns: {op.schema.names})")
         op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")

@@ -93,7 +93,9 @@ def optimize(
     ``dataChange=false``: the data at the new version equals the data before, and older versions are
     untouched. A concurrent commit that removes one of the compacted files makes this one fail with
     ``CommitConflictError`` (the new files are then deleted); concurrent appends do not conflict.
-    Returns metrics named as delta-rs names them, plus ``version`` (None when nothing was compacted).
+    Returns metrics named as delta-rs names them, plus ``committed`` (False when there was nothing to
+    compact: every selected file is already near the target size, or alone in its partition) and
+    ``version`` (the committed version, else the table's unchanged version).
     """
     from .. import scan
 
@@ -114,7 +116,8 @@ def optimize(
         "totalFilesSkipped": len(selected) - sum(len(b) for b in bins),
         "preserveInsertionOrder": True,
         "targetSize": target,
-        "version": None,
+        "committed": False,
+        "version": snapshot.version,
     }
     if not bins:
         return metrics
@@ -149,11 +152,12 @@ def optimize(
             filesAdded=_file_stats([a.size for a in new_files]),
             filesRemoved=_file_stats([a.size for a in removed]),
         )
-        commit_metrics = {k: v for k, v in metrics.items() if k not in ("version", "targetSize")}
+        commit_metrics = {k: v for k, v in metrics.items() if k not in ("version", "targetSize", "committed")}
         params = {"targetSize": str(target), "predicate": orjson.dumps(filters or [], default=str).decode()}
         txn = MaintenanceTransaction(storage, snapshot, "OPTIMIZE", params, metrics=commit_metrics)
         committing = True
         metrics["version"] = txn.commit(actions).version
+        metrics["committed"] = True
     except BaseException as e:
         # Before the commit, or a LakelogError from it (conflict, protocol: raised before our commit file
         # was written), the new files are unreferenced. Other errors during the commit leave its outcome
