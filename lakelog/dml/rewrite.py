@@ -364,6 +364,9 @@ class RowLevelOperation:
         try:
             with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
                 pf = pq.ParquetFile(f)
+                # The footer's count: a read of no columns (a predicate on partition columns only, or
+                # on none) has no column to count rows by.
+                n = pf.metadata.num_rows
                 present = set(pf.schema_arrow.names)
                 if mapping.active:  # files name columns by physical name (or field id)
                     data_names = [c for c in names if c not in snap.partition_columns]
@@ -380,7 +383,6 @@ class RowLevelOperation:
         if columns is None:
             self.dictionary_columns[decode_path(add.path)] = _dictionary_encoded(pf.metadata)
             self._file_columns[decode_path(add.path)] = present
-        n = data.num_rows
         cols = []
         for name in names:
             t = schema.field(name).type
