@@ -196,14 +196,11 @@ def read_spark_metadata(storage: Storage) -> SparkSinkLog:
             "so the committed files cannot be known. Restore the missing files."
         )
     paths = {b: f"{meta_dir}/{batches[b]}" for b in wanted}
-    blobs = storage.fs.cat(list(paths.values()), on_error="return")
-    if not isinstance(blobs, dict):
-        blobs = {next(iter(paths.values())): blobs}
-    by_name = {k.rstrip("/").rsplit("/", 1)[-1]: v for k, v in blobs.items()}
+    blobs = dict(zip(wanted, storage.read_each(list(paths.values()), on_error="return")))
     entries: dict[str, dict] = {}
     deleted: set[str] = set()
     for b in wanted:
-        data = by_name.get(batches[b])
+        data = blobs.get(b)
         if data is None or isinstance(data, BaseException):
             raise SparkMetadataLogError(f"cannot read {SPARK_METADATA}/{batches[b]}: {data!r}")
         for e in _parse_sink_file(data, batches[b]):
