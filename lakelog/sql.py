@@ -501,7 +501,8 @@ def filters_to_sql(filters: Any) -> str:
                     raise PredicateError(f"filter {term!r}: {op!r} needs a list of values")
                 items = list(value)
                 if not items:
-                    terms.append("FALSE" if op == "in" else f"({name} IS NOT NULL OR {name} IS NULL)")
+                    # As every DNF term (lakelog.predicates): a null never satisfies it, not in () included.
+                    terms.append("FALSE" if op == "in" else f"({name} IS NOT NULL)")
                     continue
                 terms.append(f"{name} {op.upper()} ({', '.join(sql_literal(v) for v in items)})")
             elif op in _DNF_OPS:

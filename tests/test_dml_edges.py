@@ -63,3 +63,15 @@ def test_paths_with_glob_characters_stay_readable(any_table_path, name):
     assert lakelog.Table(path).version == 4
     assert sorted(lakelog.read_table(path).column("id").to_pylist()) == [2, 30]
     assert sorted(lakelog.read_table(path, version=1).column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_empty_in_and_not_in_lists_follow_the_dnf_semantics_in_every_translator(table_path):
+    """('p', 'not in', []) was 'p IS NOT NULL OR p IS NULL' for delete, update and merge, so rows with a
+    NULL p were deleted although a null never satisfies a DNF term (reads already kept them)."""
+    lakelog.write_table(table_path, pa.table({"id": [1, 2, 3], "p": ["a", None, "b"]}))
+    t = lakelog.Table(table_path)
+    for filters, selected in (([("p", "not in", [])], [1, 3]), ([("p", "in", [])], []), ([[("p", "in", [])], [("id", "=", 2)]], [2])):
+        assert sorted(lakelog.read_table(table_path, filters=filters).column("id").to_pylist()) == selected
+        assert t.update({"id": "id"}, filters)["num_updated_rows"] == len(selected)
+    assert t.delete([("p", "not in", [])])["num_deleted_rows"] == 2
+    assert lakelog.read_table(table_path).to_pylist() == [{"id": 2, "p": None}]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.errors import InvalidFilterError
+from lakelog.sql import Engine, filters_to_sql
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -241,11 +242,15 @@ def test_filtered_reads_equal_in_memory_evaluation(data, table):
         assert sorted((_canon(r) for r in full.to_pylist()), key=repr) == sorted((_canon(r) for r in rows), key=repr)
         dl = deltalake.DeltaTable(path)
         with_struct = "st" in written.column_names
+        engine = Engine()
+        relation = engine.register(written)
 
         for _ in range(6):
             filters = data.draw(dnf_filters(columns, pools), label="dnf")
             expected = _sql_model(rows, filters)
             assert _ids(lakelog.read_table(path, filters=filters)) == expected, filters
+            # The SQL translation (what delete, update and merge evaluate) in DuckDB: the same rows.
+            assert _ids(engine.query(f"SELECT id FROM {relation} WHERE {filters_to_sql(filters)}", "fuzz")) == expected, filters
             assert _ids(lakelog.Table(path).to_pyarrow(columns=["id"], filters=filters)) == expected, filters
             used = {c for conj in ([filters] if isinstance(filters[0], tuple) else filters) for c, _, _ in conj}
             if _deltalake_unreliable(columns, used, partition_by):
