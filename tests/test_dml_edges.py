@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog
+from deltalake import DeltaTable
 
 SHAPES = [
     pytest.param({"delta.columnMapping.mode": mode, **({"delta.enableDeletionVectors": "true"} if dv else {})}, id=f"{mode}-dv{int(dv)}")
@@ -75,3 +76,15 @@ def test_empty_in_and_not_in_lists_follow_the_dnf_semantics_in_every_translator(
         assert t.update({"id": "id"}, filters)["num_updated_rows"] == len(selected)
     assert t.delete([("p", "not in", [])])["num_deleted_rows"] == 2
     assert lakelog.read_table(table_path).to_pylist() == [{"id": 2, "p": None}]
+
+
+def test_dynamic_overwrite_with_no_rows_empties_an_unpartitioned_table(tmp_path):
+    """It was a no-op; Delta treats it as a plain overwrite, which with no rows empties the table."""
+    flat, parted = str(tmp_path / "flat"), str(tmp_path / "parted")
+    lakelog.write_table(flat, pa.table({"id": [1, 2]}))
+    lakelog.write_table(parted, pa.table({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"])
+    empty = pa.table({"id": pa.array([], pa.int64()), "p": pa.array([], pa.string())})
+    assert lakelog.write_table(flat, empty.select(["id"]), mode="overwrite", partition_overwrite="dynamic") == 1
+    assert lakelog.read_table(flat).num_rows == 0 and DeltaTable(flat).to_pyarrow_table().num_rows == 0
+    lakelog.write_table(parted, empty, mode="overwrite", partition_overwrite="dynamic")  # replaces no partition
+    assert sorted(lakelog.read_table(parted).column("id").to_pylist()) == [1, 2]

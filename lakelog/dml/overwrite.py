@@ -271,7 +271,9 @@ def _commit_partitions(op: RowLevelOperation, written: int) -> int:
     def key(a: AddFile) -> tuple:
         return tuple(a.partition_values.get(c) for c in keys)
 
-    replaced = {key(a) for a in adds}
+    # As Delta: on an unpartitioned table a dynamic overwrite is a plain one, so data without rows
+    # empties the table (it holds the one partition, even with no file for it).
+    replaced = {key(a) for a in adds} if parts else {()}
     op.read_checks.append(lambda a: key(a) in replaced)  # concurrent changes to these partitions conflict
     for a in op.snapshot.files.values():
         if key(a) in replaced:
@@ -288,8 +290,8 @@ def _commit_partitions(op: RowLevelOperation, written: int) -> int:
 
 def overwrite_partitions(path: str, data: Any, *, partition_by=None, schema_mode=None, configuration=None, storage_options=None,
                          app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None) -> int:
-    """Replace exactly the partitions present in ``data`` (all of an unpartitioned table when ``data`` has
-    rows), leaving the other partitions alone, in one commit."""
+    """Replace exactly the partitions present in ``data``, leaving the other partitions alone, in one
+    commit; on an unpartitioned table, everything (``data`` without rows empties it, as in Delta)."""
     plan, batches = _plan(path, data, partition_by, schema_mode, configuration, storage_options)
     if plan.snapshot is None:
         return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
