@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from typing import Iterator
 
 import pyarrow as pa
@@ -54,12 +53,17 @@ from .options import table_path as _path
 from .options import version as _version
 from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
+from .partition_by import install as install_partition_by
+from .workers import use_driver_python
 
 
 def register(spark) -> None:
     """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown (a reader that can push
-    filters needs it; lakelog pushes them only with the read option ``filterPushdown``)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    filters needs it; lakelog pushes them only with the read option ``filterPushdown``). Spark's Python
+    workers then run this interpreter (see ``spark_ext.workers``), even in a session started before, and
+    ``DataFrameWriter.partitionBy`` works for ``format("lakelog")`` (see ``spark_ext.partition_by``)."""
+    use_driver_python(spark)
+    install_partition_by()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
 
@@ -89,7 +93,7 @@ class LakelogDataSource(DataSource):
         return cls(self._table(), schema, self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> "LakelogWriter":
-        return LakelogWriter(self.options, schema, "overwrite" if overwrite else "append")
+        return LakelogWriter(self.options, schema, "overwrite" if overwrite else _save_mode(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> "LakelogStreamWriter":
         return LakelogStreamWriter(self.options, schema, "overwrite" if overwrite else "append")
@@ -326,6 +330,17 @@ class LakelogWriter(DataSourceArrowWriter):
 
     def abort(self, messages) -> None:
         self.plan.abort(_collect(messages))
+
+
+def _save_mode(options) -> str:
+    """An append, or the ``saveMode`` option that ``save()`` without a mode (``error``) or with
+    ``mode("ignore")`` becomes (see ``spark_ext.partition_by``)."""
+    v = options.get("saveMode")
+    if v is None:
+        return "append"
+    if str(v).strip().lower() not in ("error", "ignore", "append"):
+        raise InvalidArgumentError(f"option saveMode must be 'error', 'ignore' or 'append', not {v!r}")
+    return str(v).strip().lower()
 
 
 def _txn_options(options) -> tuple[str | None, int | None]:

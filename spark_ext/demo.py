@@ -27,7 +27,6 @@ BATCH_ROWS = 500
 
 
 def _spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import spark_ext

@@ -20,6 +20,7 @@ from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
 from .native import read as _read
+from .workers import use_driver_python
 
 _HISTORY_SCHEMA = T.StructType(
     [
@@ -72,6 +73,7 @@ class LakelogTable:
     """
 
     def __init__(self, spark, path: str, storage_options: dict | None = None, alias: str | None = None):
+        use_driver_python(spark)  # delete/update/merge run Python functions on the workers
         self._spark = spark
         self._path = str(path)
         self._storage_options = storage_options
