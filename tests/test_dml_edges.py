@@ -88,3 +88,19 @@ def test_dynamic_overwrite_with_no_rows_empties_an_unpartitioned_table(tmp_path)
     assert lakelog.read_table(flat).num_rows == 0 and DeltaTable(flat).to_pyarrow_table().num_rows == 0
     lakelog.write_table(parted, empty, mode="overwrite", partition_overwrite="dynamic")  # replaces no partition
     assert sorted(lakelog.read_table(parted).column("id").to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("conf", [None, {"delta.enableDeletionVectors": "true"}])
+def test_user_columns_named_like_lakelog_internal_columns(table_path, conf):
+    """A column named __lakelog_row or __lakelog_file crashed delete and update (KeyError) and a merge
+    source with one was refused: the internal names are now unique to the process."""
+    names = ["__lakelog_row", "__lakelog_file", "__lakelog_pos", "__lakelog_src", "__lakelog_k"]
+    lakelog.write_table(table_path, pa.table({"id": [1, 2, 3]} | {n: [10, 20, 30] for n in names}), configuration=conf)
+    t = lakelog.Table(table_path)
+    assert t.delete("id = 1")["num_deleted_rows"] == 1
+    assert t.update({"__lakelog_row": "__lakelog_row + 1"}, "__lakelog_file = 20")["num_updated_rows"] == 1
+    source = pa.table({"id": [3, 4]} | {n: [7, 8] for n in names})
+    m = t.merge(source, "target.id = source.id and target.__lakelog_src = 30").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
+    rows = sorted(lakelog.read_table(table_path).to_pylist(), key=lambda r: r["id"])
+    assert [(r["id"], r["__lakelog_row"], r["__lakelog_file"], r["__lakelog_k"]) for r in rows] == [(2, 21, 20, 20), (3, 7, 7, 7), (4, 8, 8, 8)]

@@ -33,9 +33,10 @@ from ..schema import canonical_schema, check_column_names, to_arrow_stream
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
-from .rewrite import FILE, ROW, Group, RowLevelOperation, predicate_parameter, run, split_by_file
+from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predicate_parameter, run, split_by_file
 
-SRC = "__lakelog_src"  # a source row's position in the source
+SRC = internal_name("src")  # a source row's position in the source
+CLAUSE = internal_name("clause")  # the number of the insert clause that applies to a source row
 KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
 
 
@@ -126,9 +127,6 @@ class _Merge:
             raise PredicateError("a merge needs at least one when_* clause")
         self.op, self.engine = op, op.engine
         self.src = _source_table(source)
-        for name in self.src.column_names:
-            if name.startswith("__lakelog_"):
-                raise PredicateError(f"source column {name!r} uses a name reserved by lakelog; rename it")
         self.t_alias, self.s_alias = quote_ident(target_alias), quote_ident(source_alias)
         self.target_alias, self.source_alias = target_alias, source_alias
         self.target_names = list(op.schema.names)
@@ -417,10 +415,10 @@ class _Merge:
         for name in self.out_schema.names:
             sql_type = eng.sql_type(self.out_schema.field(name).type)
             whens = [f"WHEN {i} THEN CAST(({c.assignments[name]}) AS {sql_type})" for i, c in enumerate(inserts) if name in (c.assignments or {})]
-            cols.append(f"{'CASE __lakelog_k ' + ' '.join(whens) + ' ELSE NULL END' if whens else 'CAST(NULL AS ' + sql_type + ')'} AS {quote_ident(name)}")
+            cols.append(f"{f'CASE {CLAUSE} ' + ' '.join(whens) + ' ELSE NULL END' if whens else 'CAST(NULL AS ' + sql_type + ')'} AS {quote_ident(name)}")
         try:
             rows = eng.query(
-                f"SELECT {', '.join(cols)} FROM (SELECT *, {self._case(inserts, 0)} AS __lakelog_k FROM {u} AS {s}) AS {s} WHERE __lakelog_k >= 0",
+                f"SELECT {', '.join(cols)} FROM (SELECT *, {self._case(inserts, 0)} AS {CLAUSE} FROM {u} AS {s}) AS {s} WHERE {CLAUSE} >= 0",
                 "cannot evaluate the merge's insert expressions",
             )
         finally:

@@ -11,6 +11,7 @@ deletion vector.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,8 +39,18 @@ from ..write import DataWriter
 from .merge_on_read import MergeOnRead
 from ..features import is_supported
 
-FILE = "__lakelog_file"  # index of a row's file in the operation's candidate list
-ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
+_TAG = secrets.token_hex(6)
+
+
+def internal_name(what: str) -> str:
+    """A column name for lakelog's own use in a row-level change, unique to this process so that no
+    user column (and no source column) can be named like it."""
+    return f"__lakelog_{what}_{_TAG}"
+
+
+FILE = internal_name("file")  # index of a row's file in the operation's candidate list
+ROW = internal_name("row")  # a row's position in its data file (the protocol's file row index)
+POS = internal_name("pos")  # a row's position in a table being filtered
 GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
 REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
@@ -92,11 +103,11 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
         return np.arange(table.num_rows, dtype=np.int64)
     if predicate.expression is not None:
         pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        hit = ds.dataset(table.append_column("__lakelog_pos", pos)).to_table(columns=["__lakelog_pos"], filter=predicate.expression)
+        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=predicate.expression)
         return np.sort(hit.column(0).to_numpy())
-    name = engine.register(table.append_column("__lakelog_pos", pa.array(np.arange(table.num_rows, dtype=np.int64))))
+    name = engine.register(table.append_column(POS, pa.array(np.arange(table.num_rows, dtype=np.int64))))
     try:
-        hit = engine.query(f"SELECT __lakelog_pos FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+        hit = engine.query(f"SELECT {POS} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
     finally:
         engine.unregister(name)
     return np.sort(hit.column(0).to_numpy())
