@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from . import arrow_values
 from .errors import InvalidFilterError
+from .schema import ColumnNames
 
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 NEGATED_OP = {"=": "!=", "==": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}
@@ -99,6 +100,23 @@ def term_mask(values: pa.Array, op: str, value: Any, t: pa.DataType, *, quoted: 
     return arrow_values.to_numpy(pc.fill_null(out, arrow_values.scalar(False, pa.bool_())))
 
 
+def resolve_filter_columns(filters: Any, schema: pa.Schema) -> Any:
+    """DNF ``filters`` with each column name as the table spells it (names resolve ignoring case, as in
+    Delta); expressions, unknown names and malformed filters are returned as they are."""
+    if not isinstance(filters, (list, tuple)) or not filters:
+        return filters
+    index = ColumnNames(schema.names)
+
+    def term(t: Any) -> Any:
+        if isinstance(t, tuple) and len(t) == 3 and (found := index.find(t[0])) is not None:
+            return (found, t[1], t[2])
+        return t
+
+    if isinstance(filters[0], tuple):
+        return [term(t) for t in filters]
+    return [[term(t) for t in conj] if isinstance(conj, (list, tuple)) else conj for conj in filters]
+
+
 @dataclass(frozen=True)
 class CompiledFilter:
     """``exact`` keeps exactly the filter's rows; ``scan`` (implied by ``exact``, or None for no filter) is
@@ -130,6 +148,7 @@ def compile_filter(filters: Any, schema: pa.Schema, partition_columns: list[str]
         return None
     dnf = [filters] if isinstance(filters[0], tuple) else filters
     disjuncts_exact, disjuncts_scan, columns = [], [], []
+    index = ColumnNames(schema.names)
     for conj in dnf:
         if not isinstance(conj, (list, tuple)) or not conj or not all(isinstance(t, tuple) for t in conj):
             raise InvalidFilterError(
@@ -140,9 +159,9 @@ def compile_filter(filters: Any, schema: pa.Schema, partition_columns: list[str]
         for t in conj:
             if len(t) != 3:
                 raise InvalidFilterError(f"filter {t!r} is not a (column, op, value) tuple")
-            col = t[0]
-            if not isinstance(col, str) or col not in schema.names:
-                raise InvalidFilterError(f"filter {t!r}: column {col!r} is not in the table (columns: {schema.names})")
+            col = index.find(t[0])  # as Delta: ignoring case
+            if col is None:
+                raise InvalidFilterError(f"filter {t!r}: column {t[0]!r} is not in the table (columns: {schema.names})")
             e = term_expression(col, t[1], t[2], schema.field(col).type, quoted=t)
             exact.append(e)
             if not _stats_unsafe(schema.field(col).type) or col in partition_columns:

@@ -31,7 +31,7 @@ from .column_mapping import ColumnMapping
 from .data_files import inspect_files
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from .predicates import CompiledFilter, compile_filter
+from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
 from .schema import partition_scalars
 from .snapshot import Snapshot
@@ -147,7 +147,7 @@ def files_dataset(
 def _kept(snapshot: Snapshot, filters: Any, compiled: CompiledFilter | None) -> Kept | None:
     """The files ``filters`` keeps, decided over all files at once (None: no filter, or one that must be
     decided file by file)."""
-    return None if compiled is None else prune(snapshot, filters)
+    return None if compiled is None else prune(snapshot, resolve_filter_columns(filters, snapshot.schema))
 
 
 def candidate_adds(snapshot: Snapshot, filters: Any = None) -> list[AddFile]:

@@ -205,6 +205,27 @@ def schema_to_string(schema: pa.Schema) -> str:
     return orjson.dumps({"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}).decode()
 
 
+class ColumnNames:
+    """Column-name resolution as Delta does it: a name refers to the column it equals, else to the one
+    it equals ignoring case (a table never has two names differing only in case)."""
+
+    def __init__(self, names):
+        self.names = list(names)
+        self._exact = set(self.names)
+        self._lower: dict[str, str] = {}
+        for n in self.names:
+            self._lower.setdefault(n.lower(), n)
+
+    def find(self, name: Any) -> str | None:
+        """The column ``name`` refers to, or None."""
+        if not isinstance(name, str):
+            return None
+        return name if name in self._exact else self._lower.get(name.lower())
+
+    def __contains__(self, name: Any) -> bool:
+        return self.find(name) is not None
+
+
 def check_column_names(schema: pa.Schema | list[pa.Field], prefix: str = "") -> None:
     """Refuse names Delta does not allow without column mapping, at every depth (as Spark does)."""
     seen: dict[str, str] = {}

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import PredicateError
+from .schema import ColumnNames
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()
@@ -142,9 +143,10 @@ def column_refs(expr: dict) -> list[tuple[str, ...]]:
 
 
 def table_columns(expr: dict, names: Iterable[str]) -> set[str]:
-    """The columns among ``names`` (a table's) that a parse tree reads: any part of a reference naming one."""
-    names = set(names)
-    return {part for ref in column_refs(expr) for part in ref if part in names}
+    """The columns among ``names`` (a table's) that a parse tree reads: any part of a reference naming one
+    (ignoring case, as Delta resolves names)."""
+    index = ColumnNames(names)
+    return {found for ref in column_refs(expr) for part in ref if (found := index.find(part)) is not None}
 
 
 def and_terms(node: dict) -> list[dict]:
@@ -313,7 +315,8 @@ def prune_expression(tree: dict, schema: pa.Schema, engine: Engine, resolve: Res
     Float columns are never translated (NaN and signed zeros make bounds unsafe).
     """
     if resolve is None:
-        resolve = lambda ref: ref[0] if len(ref) == 1 and ref[0] in schema.names else None  # noqa: E731
+        index = ColumnNames(schema.names)
+        resolve = lambda ref: index.find(ref[0]) if len(ref) == 1 else None  # noqa: E731
     return _Translator(schema, engine, resolve).relaxed(tree)
 
 

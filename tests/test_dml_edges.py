@@ -104,3 +104,22 @@ def test_user_columns_named_like_lakelog_internal_columns(table_path, conf):
     assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
     rows = sorted(lakelog.read_table(table_path).to_pylist(), key=lambda r: r["id"])
     assert [(r["id"], r["__lakelog_row"], r["__lakelog_file"], r["__lakelog_k"]) for r in rows] == [(2, 21, 20, 20), (3, 7, 7, 7), (4, 8, 8, 8)]
+
+
+def test_column_names_resolve_ignoring_case_everywhere(table_path):
+    """Validation ignored case but binding did not ('id' for 'Id'): a predicate passed validation and then
+    failed, or matched nothing. As in Delta, names resolve ignoring case in every form."""
+    lakelog.write_table(table_path, pa.table({"Id": [1, 2, 3, 4], "Val": ["a", "b", "c", "d"], "p": ["x", "x", "y", "y"]}), partition_by=["p"])
+    t = lakelog.Table(table_path)
+    assert lakelog.read_table(table_path, filters=[("ID", "=", 3), ("P", "=", "y")]).column("Id").to_pylist() == [3]
+    assert t.delete("id = 1")["num_deleted_rows"] == 1
+    assert t.delete([("iD", "=", 2)])["num_deleted_rows"] == 1
+    assert t.update({"val": "upper(VAL)"}, "P = 'y' and ID = 3")["num_updated_rows"] == 1
+    source = pa.table({"id": [4, 9], "VAL": ["q", "r"], "P": ["y", "y"]})
+    m = (t.merge(source, "target.ID = source.Id").when_matched_update({"vAl": "source.val"})
+         .when_not_matched_insert_all().execute())
+    assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (1, 1)
+    t.merge(pa.table({"ID": [10]}), "target.id = source.id").when_not_matched_insert({"id": "source.ID", "VAL": "'n'"}).execute()
+    assert lakelog.Table(table_path).schema.names == ["Id", "Val", "p"]
+    rows = sorted((r["Id"], r["Val"], r["p"]) for r in DeltaTable(table_path).to_pyarrow_table().to_pylist())
+    assert rows == [(3, "C", "y"), (4, "q", "y"), (9, "r", "y"), (10, "n", None)]

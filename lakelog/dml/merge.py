@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MultipleSourceMatchesError, PredicateError
-from ..schema import canonical_schema, check_column_names, to_arrow_stream
+from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
@@ -146,7 +146,8 @@ class _Merge:
         uses_all = any(c.all for c in self.clauses)
         added = []
         if self.schema_mode == "merge" and uses_all:
-            new = [f for f in self.src.schema if f.name not in self.target_names]
+            targets = ColumnNames(self.target_names)
+            new = [f for f in self.src.schema if f.name not in targets]
             if new:
                 added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
         if added:
@@ -156,7 +157,8 @@ class _Merge:
             protocol = plan_protocol(schema, op.snapshot.protocol)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_schema = op.schema
-        src_names = set(self.src.column_names)
+        src_names = ColumnNames(self.src.column_names)
+        out_names = ColumnNames(self.out_schema.names)
         for c in self.clauses:
             if c.all:
                 missing = [n for n in self.target_names if n not in src_names]
@@ -165,15 +167,15 @@ class _Merge:
                         f"{c.kind.replace('_', ' ')} {c.action}_all needs every table column in the source; missing: {missing}. "
                         "Add them to the source, assign columns explicitly, or pass schema_mode='merge'"
                     )
-                c.assignments = {n: f"{self.s_alias}.{quote_ident(n)}" for n in self.out_schema.names if n in src_names}
+                c.assignments = {n: f"{self.s_alias}.{quote_ident(src_names.find(n))}" for n in self.out_schema.names if n in src_names}
             elif c.assignments is not None:
                 fixed = {}
                 for col, expr in c.assignments.items():
-                    name = col
+                    name = out_names.find(col)
                     prefix = self.target_alias + "."
-                    if isinstance(col, str) and col.lower().startswith(prefix.lower()) and col[len(prefix):] in self.out_schema.names:
-                        name = col[len(prefix):]
-                    if name not in self.out_schema.names:
+                    if name is None and isinstance(col, str) and col.lower().startswith(prefix.lower()):
+                        name = out_names.find(col[len(prefix):])
+                    if name is None:
                         raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_schema.names})")
                     fixed[name] = expr
                 c.assignments = fixed
@@ -194,17 +196,19 @@ class _Merge:
                 eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
 
     def _resolve_target(self, ref: tuple[str, ...]) -> str | None:
-        if len(ref) == 2 and ref[0].lower() == self.target_alias.lower() and ref[1] in self.target_names:
-            return ref[1]
-        if len(ref) == 1 and ref[0] in self.target_names and ref[0] not in self.src.column_names:
-            return ref[0]
+        targets, sources = ColumnNames(self.target_names), ColumnNames(self.src.column_names)
+        if len(ref) == 2 and ref[0].lower() == self.target_alias.lower():
+            return targets.find(ref[1])
+        if len(ref) == 1 and ref[0] not in sources:
+            return targets.find(ref[0])
         return None
 
     def _resolve_source(self, ref: tuple[str, ...]) -> str | None:
-        if len(ref) == 2 and ref[0].lower() == self.source_alias.lower() and ref[1] in self.src.column_names:
-            return ref[1]
-        if len(ref) == 1 and ref[0] in self.src.column_names and ref[0] not in self.target_names:
-            return ref[0]
+        targets, sources = ColumnNames(self.target_names), ColumnNames(self.src.column_names)
+        if len(ref) == 2 and ref[0].lower() == self.source_alias.lower():
+            return sources.find(ref[1])
+        if len(ref) == 1 and ref[0] not in targets:
+            return sources.find(ref[0])
         return None
 
     def _key_ranges(self) -> list[pc.Expression]:

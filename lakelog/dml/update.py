@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PredicateError
+from ..schema import ColumnNames
 from ..sql import quote_ident, value_expressions
 from ..storage import Storage
 from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
@@ -36,9 +37,11 @@ def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: 
     """Validate ``{column: SQL expression or literal value}`` against the table; returns it as SQL text
     with exact column names."""
     out = {}
-    for col, expr in value_expressions(updates, what).items():
-        if col not in op.schema.names:
-            raise PredicateError(f"{what}: column {col!r} is not in the table (columns: {op.schema.names})")
+    index = ColumnNames(op.schema.names)
+    for given, expr in value_expressions(updates, what).items():
+        col = index.find(given)  # as Delta: ignoring case
+        if col is None:
+            raise PredicateError(f"{what}: column {given!r} is not in the table (columns: {op.schema.names})")
         op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
         out[col] = expr
     return out
