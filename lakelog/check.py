@@ -61,7 +61,7 @@ from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, Lake
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
-from .snapshot import Snapshot, _Replay, as_version, describe_ranges, missing_ranges
+from .snapshot import Snapshot, _Replay, as_version, describe_ranges, logical_file_key, missing_ranges
 from .storage import Storage
 
 _TEMP_RE = re.compile(r"^\..+\.tmp$")  # lakelog's temp files: .<final name>.<uuid>.tmp
@@ -418,11 +418,21 @@ def _read_checkpoint_state(storage: Storage, cp: CheckpointFiles, problems: list
         problems.append(Problem("unreadable_checkpoint", f"{e}; readers fall back to an older checkpoint or the JSON commits", v, name))
         return None
     note_paths(actions, v, name)
+    # A checkpoint keeps tombstones, and a file whose deletion vector changed has several (one per old
+    # DV): they are not one commit's removes, so they are compared, not replayed.
     state = _Replay()
     try:
-        state.apply(actions)
-    except CorruptLogError:
-        return None  # invalid path: reported by note_paths
+        state.apply([a for a in actions if type(a) is not RemoveFile])
+    except InvalidPathError:
+        return None  # reported by note_paths
+    except CorruptLogError as e:
+        problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} is inconsistent: {e}", v, name))
+        return None
+    state.tombstones = {logical_file_key(decode_path(a.path), a): a for a in actions if type(a) is RemoveFile}
+    live = [k for k in state.tombstones if k[0] in state.files and logical_file_key(k[0], state.files[k[0]]) == k]
+    if live:
+        problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} both adds and removes {live[0][0]!r}", v, name))
+        return None
     if state.protocol is None or state.metadata is None:
         problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} has no protocol or metaData", v, name))
         return None

@@ -123,3 +123,27 @@ def test_column_names_resolve_ignoring_case_everywhere(table_path):
     assert lakelog.Table(table_path).schema.names == ["Id", "Val", "p"]
     rows = sorted((r["Id"], r["Val"], r["p"]) for r in DeltaTable(table_path).to_pyarrow_table().to_pylist())
     assert rows == [(3, "C", "y"), (4, "q", "y"), (9, "r", "y"), (10, "n", None)]
+
+
+def test_check_verifies_checkpoints_of_deletion_vector_tables(table_path):
+    """A checkpoint of a DV table holds one tombstone per old DV of a file; check replayed them as one
+    commit's removes, gave up on the checkpoint ('removes it twice') and reported a corrupt one OK."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    lakelog.write_table(table_path, pa.table({"id": list(range(10))}), configuration={"delta.enableDeletionVectors": "true"})
+    lakelog.write_table(table_path, pa.table({"id": list(range(10, 20))}))
+    t = lakelog.Table(table_path)
+    for i in (1, 2, 11):
+        t.delete(f"id = {i}")
+    t.checkpoint()
+    report = t.check()
+    assert report.ok and report.to_dict()["counts"]["checkpoints_verified"] == 1
+    (cp,) = glob.glob(table_path + "/_delta_log/*.checkpoint.parquet")
+    actions = pq.read_table(cp)
+    first_add = next(i for i, a in enumerate(actions.column("add").to_pylist()) if a is not None)
+    pq.write_table(actions.take([i for i in range(actions.num_rows) if i != first_add]), cp)
+    report = lakelog.Table(table_path).check()
+    assert not report.ok
+    assert [p.kind for p in report.problems] == ["checkpoint_mismatch"]
