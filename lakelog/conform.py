@@ -114,6 +114,24 @@ def _new_type(t: pa.DataType, path: str) -> pa.DataType:
         raise SchemaMismatchError(f"column {path!r}: {e}") from None
 
 
+def added_fields(table: pa.DataType, data: pa.DataType, path: str) -> list[str]:
+    """Paths (``s.b``, ``l.element.c``, ``m.value.d``) of the struct fields, at any depth, that ``data``
+    has and ``table`` lacks (names compared ignoring case)."""
+    if pa.types.is_struct(table) and pa.types.is_struct(data):
+        fields = {table.field(i).name.lower(): table.field(i) for i in range(table.num_fields)}
+        out = []
+        for i in range(data.num_fields):
+            f = data.field(i)
+            existing = fields.get(f.name.lower())
+            out.extend([f"{path}.{f.name}"] if existing is None else added_fields(existing.type, f.type, f"{path}.{f.name}"))
+        return out
+    if _is_list(table) and _is_list(data):
+        return added_fields(table.value_type, data.value_type, f"{path}.element")
+    if pa.types.is_map(table) and pa.types.is_map(data):
+        return added_fields(table.key_type, data.key_type, f"{path}.key") + added_fields(table.item_type, data.item_type, f"{path}.value")
+    return []
+
+
 def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge: bool) -> list[pa.Field]:
     """Merge the fields of a struct (or, with ``prefix`` "", of a schema); see ``merge_type``."""
     by_lower = {f.name.lower(): f for f in table}

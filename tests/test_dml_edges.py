@@ -147,3 +147,27 @@ def test_check_verifies_checkpoints_of_deletion_vector_tables(table_path):
     report = lakelog.Table(table_path).check()
     assert not report.ok
     assert [p.kind for p in report.problems] == ["checkpoint_mismatch"]
+
+
+@pytest.mark.parametrize("conf", SHAPES)
+def test_merge_adds_a_new_nested_field_or_refuses_it_never_drops_it(tmp_path, conf):
+    """A source struct field the table lacked was silently dropped by update_all/insert_all."""
+    from lakelog.errors import SchemaMismatchError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2], "s": [{"a": 1}, {"a": 2}]}), configuration=conf)
+    source = pa.table({"id": [2, 3], "s": [{"a": 20, "b": "x"}, {"a": 30, "b": "y"}], "l": [[{"c": 1}], None]})
+    t = lakelog.Table(path)
+    with pytest.raises(SchemaMismatchError, match=r"\['s.b'\].*schema_mode='merge'"):
+        t.merge(source.select(["id", "s"]), "target.id = source.id").when_matched_update_all().execute()
+    assert lakelog.Table(path).version == 0
+    t.merge(source, "target.id = source.id", schema_mode="merge").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert lakelog.Table(path).schema.field("s").type == pa.struct([("a", pa.int64()), ("b", pa.string())])
+    rows = sorted(lakelog.read_table(path).to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "s": {"a": 1, "b": None}, "l": None}, {"id": 2, "s": {"a": 20, "b": "x"}, "l": [{"c": 1}]},
+                    {"id": 3, "s": {"a": 30, "b": "y"}, "l": None}]
+    # A deeper field, inside a list of structs, is added the same way.
+    deeper = pa.table({"id": [1], "s": [{"a": 5, "b": "z"}], "l": [[{"c": 2, "d": True}]]})
+    t.merge(deeper, "target.id = source.id", schema_mode="merge").when_matched_update_all().execute()
+    assert lakelog.read_table(path, filters=[("id", "=", 1)]).to_pylist() == [{"id": 1, "s": {"a": 5, "b": "z"}, "l": [{"c": 2, "d": True}]}]
+    assert t.check().ok

@@ -28,7 +28,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import MultipleSourceMatchesError, PredicateError
+from ..conform import added_fields, merge_type
+from ..errors import MultipleSourceMatchesError, PredicateError, SchemaMismatchError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
@@ -145,13 +146,28 @@ class _Merge:
         op = self.op
         uses_all = any(c.all for c in self.clauses)
         added = []
+        fields = list(op.schema)
+        if uses_all:
+            # A source struct with fields the table's lacks: *_all would drop them (the engine casts
+            # structs by name); schema_mode='merge' adds them, as it adds columns.
+            sources = ColumnNames(self.src.column_names)
+            for i, f in enumerate(fields):
+                s = sources.find(f.name)
+                extra = added_fields(f.type, self.src.schema.field(s).type, f.name) if s is not None else []
+                if extra and self.schema_mode != "merge":
+                    raise SchemaMismatchError(
+                        f"the merge source has field(s) {extra} that the table lacks, which update_all/insert_all would drop; "
+                        "pass schema_mode='merge' to add them to the table, or select the table's fields in the source"
+                    )
+                if extra:
+                    fields[i] = f.with_type(merge_type(f.type, self.src.schema.field(s).type, f.name, True))
         if self.schema_mode == "merge" and uses_all:
             targets = ColumnNames(self.target_names)
             new = [f for f in self.src.schema if f.name not in targets]
             if new:
                 added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
-        if added:
-            schema = pa.schema(list(op.schema) + added)
+        if added or fields != list(op.schema):
+            schema = pa.schema(fields + added)
             check_column_names(schema)
             metadata = evolved_metadata(op.snapshot, schema)
             protocol = plan_protocol(schema, op.snapshot.protocol)
