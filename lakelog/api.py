@@ -38,6 +38,8 @@ def write_table(
     expression); every row of ``data`` must satisfy it (``PredicateViolationError`` otherwise).
     partition_overwrite="dynamic" (with mode="overwrite"): replace only the partitions present in ``data``;
     "static" (the default) replaces the whole table.
+    Timestamps are stored in microseconds; a nanosecond value with a sub-microsecond part is refused
+    (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
     if partition_overwrite not in (None, *PARTITION_OVERWRITE_MODES):
         raise ValueError(f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, not {partition_overwrite!r}")

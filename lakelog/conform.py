@@ -114,6 +114,39 @@ def _new_type(t: pa.DataType, path: str) -> pa.DataType:
         raise SchemaMismatchError(f"column {path!r}: {e}") from None
 
 
+_NS_HINT = (
+    "Delta timestamps are microseconds, and lakelog never rounds or truncates a value: truncate them first "
+    "(pyarrow.compute.floor_temporal(column, unit='microsecond'), or pandas' Series.dt.floor('us'))"
+)
+
+
+def _microsecond_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_microsecond_type(t.field(i).type)) for i in range(t.num_fields)])
+    if _is_list(t):
+        return pa.list_(t.value_field.with_type(_microsecond_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_microsecond_type(t.key_type)), t.item_field.with_type(_microsecond_type(t.item_type)))
+    return t
+
+
+def to_microseconds(table: pa.Table, what: str) -> pa.Table:
+    """``table`` with its nanosecond timestamps (at any depth) as microseconds, exactly: a value with a
+    sub-microsecond part is a ``SchemaMismatchError`` naming the column, as ``write_table`` refuses it."""
+    cols = []
+    for name, col in zip(table.column_names, table.columns):
+        t = _microsecond_type(col.type)
+        if t != col.type:
+            try:
+                col = col.cast(t, safe=True)
+            except pa.ArrowInvalid as e:
+                raise SchemaMismatchError(f"column {name!r} of the {what} has timestamps with nanoseconds ({e}). {_NS_HINT}") from None
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
 def added_fields(table: pa.DataType, data: pa.DataType, path: str) -> list[str]:
     """Paths (``s.b``, ``l.element.c``, ``m.value.d``) of the struct fields, at any depth, that ``data``
     has and ``table`` lacks (names compared ignoring case)."""
@@ -280,6 +313,8 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     try:
         return arr.cast(t, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        if pa.types.is_timestamp(arr.type) and arr.type.unit == "ns":
+            raise SchemaMismatchError(f"column {path!r} has timestamps with nanoseconds ({e}). {_NS_HINT}") from None
         raise SchemaMismatchError(f"column {path!r} cannot be stored as {delta_type_string(t)}: {e}") from None
 
 

@@ -243,6 +243,13 @@ class Engine:
     def check_value(self, text: str, from_sql: str, target: pa.DataType, what: str) -> dict:
         """Parse and bind an expression whose value is stored as ``target``; return its parse tree."""
         tree = parse_expression(text, what)
+        (kind,) = self.result_types(f"SELECT ({text}) FROM {from_sql} WHERE FALSE", f"invalid {what} {text!r}")
+        if "TIMESTAMP_NS" in kind:
+            # Storing it would truncate silently; every write path refuses sub-microsecond values.
+            raise PredicateError(
+                f"the {what} {text!r} yields nanosecond timestamps ({kind}), which Delta's microsecond timestamps cannot "
+                "store exactly; cast it yourself, e.g. CAST(... AS TIMESTAMP), to say how it is truncated"
+            )
         cast = f"CAST(({text}) AS {self.sql_type(target)})"
         self.result_types(f"SELECT {cast} FROM {from_sql} WHERE (({text}) IS NULL)", f"invalid {what} {text!r}")
         return tree

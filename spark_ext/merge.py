@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
@@ -397,8 +397,11 @@ class _SparkMerge:
         clause kind and action."""
         tgt = self._target(files, row_id=True)
         joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner")
+        action = self._target_action()
+        # The one-match rule counts only source rows a matched clause applies to (as Delta, and the
+        # Python merge): others matching the same target row are not ambiguous.
         rows = joined.select(
-            tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), F.col(S_MARK).isNotNull().cast("int").alias("m"), self._target_action().alias(ACTION)
+            tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), (F.col(S_MARK).isNotNull() & (action >= 0)).cast("int").alias("m"), action.alias(ACTION)
         )
         per_row = rows.groupBy(FILE, ROW_ID).agg(F.sum("m").alias("m"), F.max(ACTION).alias(ACTION))
         aggs = [F.max("m").alias("max_m")]
@@ -443,9 +446,20 @@ class _SparkMerge:
     def _rewritten(self, files, cond: Column) -> DataFrame:
         """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows
         dropped), with KIND."""
-        tgt = self._target(files, file_column=False)
-        if self.check_cardinality:  # at most one source row per target row: one left join
+        if self.check_cardinality and (self.run.merge_on_read or all(c.condition is None for c in self.matched)):
+            # Every match applies a clause (or merge-on-read, which writes only rows a clause applies to),
+            # so (checked) one source row at most per target row: one left join.
+            tgt = self._target(files, file_column=False)
             return self._apply(tgt, tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action()))
+        if self.check_cardinality:
+            # Several source rows may match a target row, a clause applying for one of them at most
+            # (checked): keep per target row the one it applies for, else any one.
+            tgt = self._target(files, file_column=False, row_id=True)
+            joined = tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action())
+            best = F.max(ACTION).over(Window.partitionBy(tgt[ROW_ID]))
+            joined = joined.withColumn("__lakelog_best", best).where(F.col(ACTION) == F.col("__lakelog_best")).dropDuplicates([ROW_ID])
+            return self._apply(tgt, joined)
+        tgt = self._target(files, file_column=False)
         # Several source rows may match a target row: take each target row once. Unmatched rows get
         # the not-matched-by-source clauses; matched ones are deleted (the only matched clause is an
         # unconditional delete) or, with no matched clause, kept as they are.

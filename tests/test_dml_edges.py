@@ -171,3 +171,47 @@ def test_merge_adds_a_new_nested_field_or_refuses_it_never_drops_it(tmp_path, co
     t.merge(deeper, "target.id = source.id", schema_mode="merge").when_matched_update_all().execute()
     assert lakelog.read_table(path, filters=[("id", "=", 1)]).to_pylist() == [{"id": 1, "s": {"a": 5, "b": "z"}, "l": [{"c": 2, "d": True}]}]
     assert t.check().ok
+
+
+def test_conditional_matched_merge_with_duplicate_source_keys_where_one_row_applies(table_path):
+    """Refused whenever two source rows joined one target row; Delta only refuses when a matched clause
+    would apply to more than one of them."""
+    from lakelog.errors import MultipleSourceMatchesError
+
+    lakelog.write_table(table_path, pa.table({"id": [1, 2], "v": [0, 0]}))
+    source = pa.table({"id": [1, 1, 2], "v": [10, 11, 20], "op": ["upd", "skip", "upd"]})
+    t = lakelog.Table(table_path)
+    m = t.merge(source, "target.id = source.id").when_matched_update({"v": "source.v"}, "source.op = 'upd'").execute()
+    assert m["num_target_rows_updated"] == 2
+    assert sorted(lakelog.read_table(table_path).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "v": 10}, {"id": 2, "v": 20}]
+    with pytest.raises(MultipleSourceMatchesError):  # both rows of id 1 satisfy a clause
+        t.merge(source, "target.id = source.id").when_matched_update({"v": "source.v"}, "source.op = 'upd'").when_matched_delete().execute()
+    m = t.merge(source, "target.id = source.id").when_matched_delete("source.op = 'skip'").execute()
+    assert m["num_target_rows_deleted"] == 1 and lakelog.read_table(table_path).to_pylist() == [{"id": 2, "v": 20}]
+
+
+def test_nanosecond_timestamps_behave_alike_on_every_write_path(table_path):
+    """write_table refused sub-microsecond values, merge rounded them and update truncated them."""
+    import pandas as pd
+
+    from lakelog.errors import PredicateError, SchemaMismatchError
+
+    exact, sub_us = pd.Timestamp("2026-01-01 00:00:00.000001"), pd.Timestamp("2026-01-01 00:00:00.000001999")
+    lakelog.write_table(table_path, pd.DataFrame({"id": [1], "t": [exact]}))  # nanosecond type, exact values: stored
+    t = lakelog.Table(table_path)
+    bad = pd.DataFrame({"id": [2], "t": [sub_us]})
+    for write in (
+        lambda: lakelog.write_table(table_path, bad),
+        lambda: lakelog.write_table(table_path, bad, mode="overwrite", predicate="id = 2"),
+        lambda: lakelog.write_table(table_path, bad, mode="overwrite", partition_overwrite="dynamic"),
+        lambda: t.merge(bad, "target.id = source.id").when_not_matched_insert_all().execute(),
+        lambda: t.merge(pa.table({"id": [1], "s": pa.array([{"t": sub_us.value}], pa.struct([("t", pa.timestamp("ns"))]))}),
+                        "target.id = source.id").when_matched_update({"t": "source.s.t"}).execute(),
+    ):
+        with pytest.raises(SchemaMismatchError, match="'[ts]'.*nanoseconds.*floor"):
+            write()
+    with pytest.raises(PredicateError, match="nanosecond"):
+        t.update({"t": "TIMESTAMP_NS '2026-01-01 00:00:00.000001999'"})
+    assert lakelog.Table(table_path).version == 0
+    t.merge(pd.DataFrame({"id": [3], "t": [exact]}), "target.id = source.id").when_not_matched_insert_all().execute()
+    assert [r["t"].microsecond for r in lakelog.read_table(table_path).to_pylist()] == [1, 1]

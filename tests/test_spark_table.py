@@ -342,6 +342,10 @@ def test_merge_multiple_matches_fail_and_commit_nothing(spark, tmp_path):
     with pytest.raises(MultipleSourceMatchesError):
         t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsert(values={"id": "s.id"}).execute()
     assert lakelog.Table(path).version == v and _data_files(path) == files
+    # Two source rows match id 3, but the clause condition holds for one: not ambiguous (as Delta).
+    m = t.alias("t").merge(dup.alias("s"), "t.id = s.id").whenMatchedUpdate("s.x = 2.0", set={"x": "s.x"}).execute()
+    assert m["num_target_rows_updated"] == 1 and {r["id"]: r["x"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}[3] == 2.0
+    v, files = lakelog.Table(path).version, _data_files(path)
     with pytest.raises(PredicateError, match="nope"):  # Spark's analysis error, as lakelog's typed error
         t.alias("t").merge(dup.alias("s"), "t.nope = s.id").whenMatchedDelete().execute()
     assert lakelog.Table(path).version == v and _data_files(path) == files

@@ -3,8 +3,9 @@
 * Clauses are kept in the order given; within each kind (matched, not matched, not matched by
   source) the first clause whose condition is TRUE wins (NULL is not TRUE). Only the last clause of
   a kind may omit its condition.
-* A target row matched by more than one source row is an error (``MultipleSourceMatchesError``,
-  nothing committed), unless the only matched clause is an unconditional delete.
+* A target row to which matched clauses would apply for more than one source row is an error
+  (``MultipleSourceMatchesError``, nothing committed), unless the only matched clause is an
+  unconditional delete; source rows whose clause conditions are all not TRUE do not count.
 * ``*_all`` clauses assign columns by name; with ``schema_mode="merge"`` source columns the table
   lacks are added (nullable) and target columns the source lacks keep their value (update) or are
   NULL (insert); without it every target column must be in the source and extra ones are ignored.
@@ -28,7 +29,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..conform import added_fields, merge_type
+from ..conform import added_fields, merge_type, to_microseconds
 from ..errors import MultipleSourceMatchesError, PredicateError, SchemaMismatchError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
@@ -119,7 +120,8 @@ def _source_table(source: Any) -> pa.Table:
     schema, batches = to_arrow_stream(source)
     t = pa.Table.from_batches(list(batches), schema=schema)
     cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in t.columns]
-    return pa.table(cols, names=t.column_names)
+    # As every write path: nanoseconds are stored only when exact in microseconds (the engine would round).
+    return to_microseconds(pa.table(cols, names=t.column_names), "merge source")
 
 
 class _Merge:
@@ -347,9 +349,12 @@ class _Merge:
                 f"FROM {g} AS {t} JOIN {self.src_rel} AS {s} ON ({self.predicate})",
                 f"cannot evaluate the merge {self.predicate!r}",
             )
-            f_arr, r_arr = hits.column("f").to_numpy(), hits.column("r").to_numpy()
             if self.check_cardinality and hits.num_rows:
-                key = f_arr.astype(np.int64) * (int(r_arr.max()) + 1) + r_arr
+                # As Delta: only source rows for which a matched clause applies count; others that
+                # match the same target row (a clause condition is not TRUE for them) are not ambiguous.
+                applied = hits.filter(pc.greater_equal(hits.column("k"), 0))
+                f_arr, r_arr = applied.column("f").to_numpy(), applied.column("r").to_numpy()
+                key = f_arr.astype(np.int64) * (int(r_arr.max(initial=0)) + 1) + r_arr
                 if len(np.unique(key)) != len(key):
                     raise MultipleSourceMatchesError(
                         "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
