@@ -226,14 +226,17 @@ class ColumnNames:
         return self.find(name) is not None
 
 
-def check_column_names(schema: pa.Schema | list[pa.Field], prefix: str = "") -> None:
-    """Refuse names Delta does not allow without column mapping, at every depth (as Spark does)."""
+def check_column_names(schema: pa.Schema | list[pa.Field], prefix: str = "", *, mapped: bool = False) -> None:
+    """Refuse names that are empty or equal ignoring case and, unless the table has column mapping
+    (``mapped``: names are then free text, spaces and ``,;{}()=`` included), names with a character Delta
+    does not allow without it; at every depth, as Spark does."""
     seen: dict[str, str] = {}
     for f in schema:
-        if not f.name or set(f.name) & _BAD_NAME_CHARS:
+        if not f.name or (not mapped and set(f.name) & _BAD_NAME_CHARS):
             raise SchemaMismatchError(
                 f"column name {prefix + f.name!r} contains a character Delta does not allow without column mapping "
-                f"(one of {sorted(_BAD_NAME_CHARS)!r}); rename the column"
+                f"(one of {sorted(_BAD_NAME_CHARS)!r}); rename the column, or give the table column mapping "
+                "(configuration={'delta.columnMapping.mode': 'name'}), which allows any name"
             )
         low = f.name.lower()
         if low in seen:
@@ -242,12 +245,12 @@ def check_column_names(schema: pa.Schema | list[pa.Field], prefix: str = "") -> 
         t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
         while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_map(t):
             if pa.types.is_map(t):
-                check_column_names([pa.field("key", t.key_type)], f"{prefix}{f.name}.")
+                check_column_names([pa.field("key", t.key_type)], f"{prefix}{f.name}.", mapped=mapped)
                 t = t.item_type
             else:
                 t = t.value_type
         if pa.types.is_struct(t):
-            check_column_names([t.field(i) for i in range(t.num_fields)], f"{prefix}{f.name}.")
+            check_column_names([t.field(i) for i in range(t.num_fields)], f"{prefix}{f.name}.", mapped=mapped)
 
 
 def canonical_type(t: pa.DataType) -> pa.DataType:

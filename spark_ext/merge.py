@@ -192,7 +192,7 @@ class _SparkMerge:
 
                 arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
                 schema = pa.schema(list(op.schema) + [pa.field(f.name, f.type, True) for f in arrow_new])
-                check_column_names(schema)
+                check_column_names(schema, mapped=op.snapshot.column_mapping.active)
                 metadata = evolved_metadata(op.snapshot, schema)
                 protocol = plan_protocol(schema, op.snapshot.protocol)
                 op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])

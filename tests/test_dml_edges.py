@@ -215,3 +215,30 @@ def test_nanosecond_timestamps_behave_alike_on_every_write_path(table_path):
     assert lakelog.Table(table_path).version == 0
     t.merge(pd.DataFrame({"id": [3], "t": [exact]}), "target.id = source.id").when_not_matched_insert_all().execute()
     assert [r["t"].microsecond for r in lakelog.read_table(table_path).to_pylist()] == [1, 1]
+
+
+NAMES = ["my col", "a,b", "x;y", "p(q)", "t=1", "{br}", 'q"uote', "dot.ted", "ünï çødé"]
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_column_mapping_tables_take_any_column_name(tmp_path, mode):
+    """Column mapping exists so that names may hold spaces and special characters; they were refused, and
+    a merge with schema evolution after a rename to 'my col' failed with a misleading message."""
+    from lakelog.errors import SchemaMismatchError
+    from lakelog.sql import quote_ident
+
+    path = str(tmp_path / "t")
+    conf = {"delta.columnMapping.mode": mode}
+    lakelog.write_table(path, pa.table({"id": [1, 2], **{n: [i, i] for i, n in enumerate(NAMES)}}), configuration=conf)
+    t = lakelog.Table(path)
+    for n in NAMES:
+        assert t.update({n: f"{quote_ident(n)} + 100"}, f"{quote_ident(n)} >= 0 and id = 1")["num_updated_rows"] == 1
+    t.rename_column("id", "the id")
+    source = pa.table({"the id": [2, 3], "my col": [5, 6], "new col, too": ["a", "b"]})
+    t.merge(source, 'target."the id" = source."the id"', schema_mode="merge").when_matched_update({"my col": 'source."my col"'}).when_not_matched_insert_all().execute()
+    t.merge(source, 'target."the id" = source."the id"', schema_mode="merge").when_matched_update_all().execute()
+    rows = sorted(lakelog.read_table(path).to_pylist(), key=lambda r: r["the id"])
+    assert [(r["the id"], r["my col"], r["new col, too"], r["ünï çødé"]) for r in rows] == [(1, 100, None, 108), (2, 5, "a", 8), (3, 6, "b", None)]
+    assert t.check().ok
+    with pytest.raises(SchemaMismatchError, match="columnMapping"):  # without column mapping Delta refuses them
+        lakelog.write_table(str(tmp_path / "plain"), pa.table({"my col": [1]}))

@@ -170,7 +170,7 @@ class _Merge:
                 added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
         if added or fields != list(op.schema):
             schema = pa.schema(fields + added)
-            check_column_names(schema)
+            check_column_names(schema, mapped=op.snapshot.column_mapping.active)
             metadata = evolved_metadata(op.snapshot, schema)
             protocol = plan_protocol(schema, op.snapshot.protocol)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])

@@ -44,7 +44,7 @@ def _plan_schema(
 ) -> tuple[pa.Schema, list[str], bool]:
     """Return (table schema, partition columns, metadata_changed)."""
     if snapshot is None or (mode == "overwrite" and schema_mode == "overwrite"):
-        check_column_names(data_schema)
+        check_column_names(data_schema, mapped=True)  # the characters: in plan_write, which knows the mapping mode
         schema = canonical_schema(data_schema)
         parts = list(partition_by or [])
         for c in parts:
@@ -371,6 +371,7 @@ def plan_write(
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
     conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
     mode_after = TableProperties(conf).column_mapping_mode
+    check_column_names(table_schema, mapped=mode_after != "none")
     mapping = None
     if snapshot is not None:
         check_mode_change(snapshot.column_mapping.mode, mode_after)
