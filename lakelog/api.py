@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import write
+from .errors import InvalidArgumentError
 
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
 
@@ -42,7 +43,7 @@ def write_table(
     (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
     if partition_overwrite not in (None, *PARTITION_OVERWRITE_MODES):
-        raise ValueError(f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, not {partition_overwrite!r}")
+        raise InvalidArgumentError(f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, not {partition_overwrite!r}")
     partial = predicate is not None or partition_overwrite == "dynamic"
     if not partial:
         return write.write_table(
@@ -50,9 +51,9 @@ def write_table(
             storage_options=storage_options, app_id=app_id, app_version=app_version, user_metadata=user_metadata,
         )
     if mode != "overwrite":
-        raise ValueError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
+        raise InvalidArgumentError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
     if predicate is not None and partition_overwrite == "dynamic":
-        raise ValueError("pass either predicate or partition_overwrite='dynamic', not both")
+        raise InvalidArgumentError("pass either predicate or partition_overwrite='dynamic', not both")
     from . import dml
 
     kwargs = dict(partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options,

@@ -105,6 +105,10 @@ class InvalidArgumentError(LakelogError, ValueError):
     option value); the message names it and the accepted form."""
 
 
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of a type lakelog cannot use (also a ``TypeError``); the message names the accepted types."""
+
+
 class InvalidVersionError(InvalidArgumentError, TypeError):
     """A table version that is not an integer (``1.9``, ``"3"``, ``True``)."""
 

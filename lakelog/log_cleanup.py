@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .checkpoint import checkpoint_sidecars, read_checkpoint_state
-from .errors import CorruptLogError
+from .errors import CorruptLogError, InvalidArgumentError
 from .actions import now_ms
 from .log import SIDECARS, CheckpointFiles, DeltaLog
 from .snapshot import Snapshot
@@ -122,9 +122,12 @@ def cleanup_log(storage: Storage, *, retention_hours: float | None = None, dry_r
         cutoff = now_ms() - log_retention_ms(snapshot)
         cutoff -= cutoff % DAY_MS
     else:
-        hours = float(retention_hours)
+        try:
+            hours = float(retention_hours)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"retention_hours must be a number of hours, not {retention_hours!r}") from None
         if hours < 0 or hours != hours:
-            raise ValueError(f"retention_hours must be zero or positive, not {retention_hours!r}")
+            raise InvalidArgumentError(f"retention_hours must be zero or positive, not {retention_hours!r}")
         cutoff = now_ms() - int(hours * HOUR_MS)
     names = expired_log_files(storage, cutoff, snapshot.version)
     if dry_run:

@@ -30,10 +30,10 @@ from .actions import AddFile, stats_count, stats_dict
 from .column_mapping import ColumnMapping
 from .data_files import inspect_files
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
-from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from .schema import partition_scalars
+from .schema import ColumnNames, partition_scalars
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
@@ -354,13 +354,24 @@ def _read_live(pf: pq.ParquetFile, columns: list[str], live: np.ndarray) -> pa.T
     return pa.Table.from_batches(out) if out else pf.schema_arrow.empty_table().select(columns)
 
 
+def selected_columns(columns: Any, schema: pa.Schema) -> list[str] | None:
+    """``columns`` of a read as the table names them (resolved ignoring case, as Delta does; None: all);
+    not a list of names is ``InvalidArgumentTypeError``, an unknown name ``SchemaMismatchError``."""
+    if columns is None:
+        return None
+    if isinstance(columns, str) or not isinstance(columns, (list, tuple)) or not all(isinstance(c, str) for c in columns):
+        raise InvalidArgumentTypeError(f"columns must be a list of column names (e.g. ['id']), not {columns!r}")
+    index = ColumnNames(schema.names)
+    unknown = [c for c in columns if c not in index]
+    if unknown:
+        raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {schema.names})")
+    return [index.find(c) for c in columns]
+
+
 def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
     """The snapshot's rows (the first ``limit`` of them when given); a data file that is missing or not
     Parquet is a typed error naming it."""
-    if columns is not None:
-        unknown = [c for c in columns if c not in snapshot.schema.names]
-        if unknown:
-            raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snapshot.schema.names})")
+    columns = selected_columns(columns, snapshot.schema)
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
     mapping = snapshot.column_mapping
     kept = _kept(snapshot, filters, compiled)

@@ -12,7 +12,7 @@ import orjson
 import pyarrow as pa
 
 from . import arrow_values
-from .errors import CorruptLogError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
+from .errors import CorruptLogError, InvalidArgumentTypeError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
     "string": pa.string(),
@@ -289,7 +289,7 @@ def _from_pandas(df: Any) -> pa.Table:
     """A pandas DataFrame as Arrow: named index levels become columns (after the others, as pyarrow and
     deltalake place them); unnamed ones (a default RangeIndex, a filtered frame's row labels) are dropped."""
     if not hasattr(df, "index") or not hasattr(df, "columns"):
-        raise TypeError(f"cannot write a pandas {type(df).__name__}; pass a DataFrame (e.g. series.to_frame())")
+        raise InvalidArgumentTypeError(f"cannot write a pandas {type(df).__name__}; pass a DataFrame (e.g. series.to_frame())")
     named = [n for n in df.index.names if n is not None]
     try:
         t = pa.Table.from_pandas(df, preserve_index=bool(named))
@@ -329,7 +329,7 @@ def to_arrow_stream(data: Any) -> tuple[pa.Schema, Any]:
     if hasattr(data, "__arrow_c_stream__"):
         r = pa.RecordBatchReader.from_stream(data)
         return r.schema, iter(r)
-    raise TypeError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table, RecordBatch, RecordBatchReader or pandas DataFrame")
+    raise InvalidArgumentTypeError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table, RecordBatch, RecordBatchReader or pandas DataFrame")
 
 
 def _widening_ok(src: pa.DataType, dst: pa.DataType) -> bool:

@@ -15,7 +15,7 @@ from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
-from .errors import CorruptLogError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
+from .errors import CorruptLogError, InvalidArgumentError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
 from .features import NO_DATA_WRITES, check_read, check_write
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
@@ -208,7 +208,7 @@ class Snapshot:
         latest = listing.latest_version
         if timestamp is not None:
             if version is not None:
-                raise ValueError("pass version or timestamp, not both")
+                raise InvalidArgumentError("pass version or timestamp, not both")
             version = version_at_timestamp(listing, timestamp, log)
         target = latest if version is None else as_version(version)
         if target < 0 or target > latest:

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow.fs as pafs
 
-from .errors import InvalidArgumentError, StorageError
+from .errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError
 
 # Protocols whose put-if-absent is atomic (two writers cannot both create the same name).
 _ATOMIC_CREATE = {"file", "local", "s3", "s3a", "memory"}
@@ -163,21 +163,27 @@ class Storage:
     """
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None):
+        if not isinstance(uri, (str, os.PathLike)):
+            raise InvalidArgumentTypeError(f"a table path must be a str (a local path or a URL) or a path object, not {type(uri).__name__}: {uri!r}")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise InvalidArgumentTypeError(
+                f"storage_options must be a dict of fsspec options (e.g. {{'endpoint_url': ...}}), not {type(storage_options).__name__}"
+            )
         opts = dict(storage_options or {})
         unknown = sorted(k for k in opts if isinstance(k, str) and k.startswith("lakelog.") and k not in _LAKELOG_OPTIONS)
         if unknown:
-            raise ValueError(f"unknown lakelog storage option(s) {unknown}; known: {list(_LAKELOG_OPTIONS)}")
+            raise InvalidArgumentError(f"unknown lakelog storage option(s) {unknown}; known: {list(_LAKELOG_OPTIONS)}")
         self.single_writer = str(opts.pop("lakelog.single_writer", "false")).lower() in ("1", "true", "yes")
         self.fault_injector = opts.pop("lakelog.fault_injector", None)
         if self.fault_injector is not None and not callable(self.fault_injector):
-            raise ValueError(f"lakelog.fault_injector must be a callable(op, path), not {self.fault_injector!r}")
+            raise InvalidArgumentError(f"lakelog.fault_injector must be a callable(op, path), not {self.fault_injector!r}")
         attempts = opts.pop("lakelog.max_commit_attempts", None)
         try:
             self.max_commit_attempts: int | None = None if attempts in (None, "") else int(attempts)
         except (TypeError, ValueError):
-            raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}") from None
+            raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}") from None
         if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
-            raise ValueError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
+            raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
         location = resolve_location(uri)
         # No listings cache: lakelog always needs the store's current answer. With s3fs's cache, a listing

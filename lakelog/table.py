@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
-from .errors import InvalidArgumentError, SchemaMismatchError
+from .errors import InvalidArgumentError
 from .log import DeltaLog
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
@@ -77,10 +77,7 @@ class Table:
         memory; rows deleted by deletion vectors are never returned. DuckDB and Polars read it as
         ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``."""
         snap = self._snapshot
-        if columns is not None:
-            unknown = [c for c in columns if c not in snap.schema.names]
-            if unknown:
-                raise SchemaMismatchError(f"column(s) {unknown} are not in the table (columns: {snap.schema.names})")
+        columns = scan.selected_columns(columns, snap.schema)
         return scan.read_batches(snap.storage, snap.schema, snap.partition_columns, scan.candidate_adds(snap, filters), columns, filters, snap.column_mapping)
 
     def to_pyarrow_dataset(self, filters: Any = None) -> ds.FileSystemDataset:

@@ -29,7 +29,7 @@ from . import __version__
 from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
 from .commit_times import ict_enabled, stamp
-from .errors import CommitConflictError, CorruptLogError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
@@ -83,6 +83,13 @@ def _is_transient(e: OSError) -> bool:
     )
 
 
+
+def check_user_metadata(value: Any) -> str | None:
+    """``user_metadata`` as a commit records it (Delta's ``commitInfo.userMetadata``: a string)."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidArgumentTypeError(f"user_metadata must be a str (Delta's commitInfo.userMetadata), not {type(value).__name__}: {value!r}")
+    return value
+
 class Transaction:
     """Stage actions against a read snapshot and commit them as one atomic log entry.
 
@@ -118,9 +125,9 @@ class Transaction:
         if max_attempts is None:
             max_attempts = getattr(storage, "max_commit_attempts", None) or DEFAULT_MAX_ATTEMPTS
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+            raise InvalidArgumentError(f"max_attempts must be at least 1, not {max_attempts}")
         self.max_attempts = max_attempts
-        self.user_metadata = user_metadata
+        self.user_metadata = check_user_metadata(user_metadata)
         self.operation_metrics = operation_metrics  # commitInfo.operationMetrics (string values, as Spark writes them)
         self.txn_id = uuid.uuid4().hex
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import ConvertError, SchemaMismatchError, UnsupportedFeatureError
+from ..errors import ConvertError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from ..schema import (
     HIVE_NULL,
     _strip_nullability,
@@ -40,12 +40,12 @@ def _parse_type(spec: Any, column: str) -> pa.DataType:
     try:
         t = delta_type_to_arrow(name)
     except UnsupportedFeatureError:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"partition_by: unknown type {spec!r} for column {column!r} (use a Delta type name such as "
             "string, integer, long, double, date, timestamp, boolean, decimal(p,s))"
         ) from None
     if pa.types.is_nested(t):
-        raise ValueError(f"partition_by: column {column!r} cannot have the nested type {spec!r}")
+        raise InvalidArgumentError(f"partition_by: column {column!r} cannot have the nested type {spec!r}")
     return t
 
 
@@ -57,6 +57,8 @@ def parse_partition_by(partition_by: Any) -> list[tuple[str, pa.DataType | None]
         items: list[Any] = list(partition_by.items())
     elif isinstance(partition_by, str):
         items = [s for s in re.split(r",(?![^()]*\))", partition_by) if s.strip()]
+    elif not isinstance(partition_by, (list, tuple)):
+        raise InvalidArgumentError(f"partition_by must be a list of column names or 'name:type' strings (or a dict name -> type), not {partition_by!r}")
     else:
         items = list(partition_by)
     out: list[tuple[str, pa.DataType | None]] = []
@@ -66,7 +68,7 @@ def parse_partition_by(partition_by: Any) -> list[tuple[str, pa.DataType | None]
             out.append((str(name), None if t is None else _parse_type(t, str(name))))
             continue
         if not isinstance(item, str):
-            raise ValueError(f"partition_by entries must be column names or 'name:type' strings, not {item!r}")
+            raise InvalidArgumentError(f"partition_by entries must be column names or 'name:type' strings, not {item!r}")
         s = item.strip()
         m = re.match(r"^(\S+)\s+(\S.*)$", s)  # "name type" (column names cannot contain spaces)
         if m:
@@ -82,7 +84,7 @@ def parse_partition_by(partition_by: Any) -> list[tuple[str, pa.DataType | None]
         out.append((s, None))
     names = [n for n, _ in out]
     if len(set(names)) != len(names):
-        raise ValueError(f"partition_by names a column twice: {names}")
+        raise InvalidArgumentError(f"partition_by names a column twice: {names}")
     return out
 
 

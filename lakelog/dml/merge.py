@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..conform import added_fields, merge_type, to_microseconds
-from ..errors import MultipleSourceMatchesError, PredicateError, SchemaMismatchError
+from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError, SchemaMismatchError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
@@ -57,9 +57,9 @@ class TableMerger:
     def __init__(self, table: Any, source: Any, predicate: str, *, source_alias: str = "source", target_alias: str = "target",
                  schema_mode: str | None = None, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None):
         if schema_mode not in (None, "merge"):
-            raise ValueError(f"schema_mode must be None or 'merge' for a merge, not {schema_mode!r}")
+            raise InvalidArgumentError(f"schema_mode must be None or 'merge' for a merge, not {schema_mode!r}")
         if not isinstance(source_alias, str) or not isinstance(target_alias, str) or source_alias.lower() == target_alias.lower():
-            raise ValueError(f"source_alias and target_alias must be two different names, not {source_alias!r} and {target_alias!r}")
+            raise InvalidArgumentError(f"source_alias and target_alias must be two different names, not {source_alias!r} and {target_alias!r}")
         self.table, self.source, self.predicate = table, source, predicate
         self.source_alias, self.target_alias, self.schema_mode = source_alias, target_alias, schema_mode
         self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..actions import AddFile
-from ..errors import PredicateViolationError, SchemaMismatchError
+from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
 from ..column_mapping import ColumnMapping
 from ..conform import cast_batch
 from ..scan import read_batches
@@ -26,7 +26,7 @@ from .rewrite import Predicate, RowLevelOperation, compile_predicate, run, selec
 
 def _plan(path: str, data: Any, partition_by, schema_mode, configuration, storage_options) -> tuple[WritePlan, Iterator[pa.RecordBatch]]:
     if schema_mode not in (None, "merge"):
-        raise ValueError(f"schema_mode={schema_mode!r} cannot be combined with a partial overwrite; use None or 'merge'")
+        raise InvalidArgumentError(f"schema_mode={schema_mode!r} cannot be combined with a partial overwrite; use None or 'merge'")
     data_schema, batches = to_arrow_stream(data)
     plan = plan_write(path, data_schema, mode="append", partition_by=partition_by, schema_mode=schema_mode,
                       configuration=configuration, storage_options=storage_options)

@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
-from ..errors import LakelogError, PredicateError, UnsupportedFeatureError
+from ..errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
 from ..conform import cast_batch
@@ -33,7 +33,7 @@ from ..schema import parse_partition_value
 from ..snapshot import Snapshot
 from ..sql import Engine, filters_to_sql, prune_expression, table_columns
 from ..storage import Storage
-from ..transaction import DuplicateTransaction, Transaction
+from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
 from ..write import DataWriter
 from .merge_on_read import MergeOnRead
@@ -267,9 +267,10 @@ class RowLevelOperation:
 
     def __init__(self, storage: Storage, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None, snapshot: Snapshot | None = None):
         if (app_id is None) != (app_version is None):
-            raise ValueError("pass app_id and app_version together")
+            raise InvalidArgumentError("pass app_id and app_version together")
         if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0):
-            raise ValueError(f"app_version must be an integer >= 0, not {app_version!r}")
+            raise InvalidArgumentError(f"app_version must be an integer >= 0, not {app_version!r}")
+        check_user_metadata(user_metadata)
         self.started = time.perf_counter()
         self.storage = storage
         storage.check_atomic_commits()

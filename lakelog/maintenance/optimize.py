@@ -31,12 +31,14 @@ def _check_partition_filters(snapshot: Snapshot, filters: Any) -> None:
     if filters is None:
         return
     if isinstance(filters, pc.Expression):
-        raise ValueError("optimize takes DNF filter tuples on partition columns, e.g. [('day', '=', '2024-01-01')]")
+        raise InvalidArgumentError("optimize takes DNF filter tuples on partition columns, e.g. [('day', '=', '2024-01-01')]")
+    if not isinstance(filters, (list, tuple)) or not all(isinstance(x, (list, tuple)) for x in filters):
+        raise InvalidArgumentError(f"optimize takes DNF filter tuples on partition columns, e.g. [('day', '=', '2024-01-01')], not {filters!r}")
     flat = [filters] if filters and isinstance(filters[0], tuple) else filters
     for conj in flat:
         for term in conj:
-            if len(term) != 3:
-                raise ValueError(f"filter {term!r} is not a (column, op, value) tuple")
+            if not isinstance(term, (list, tuple)) or len(term) != 3:
+                raise InvalidArgumentError(f"filter {term!r} is not a (column, op, value) tuple")
             if term[0] not in snapshot.partition_columns:
                 raise SchemaMismatchError(
                     f"optimize filters may only name partition columns ({snapshot.partition_columns}); "

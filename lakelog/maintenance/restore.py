@@ -8,9 +8,9 @@ from typing import Any
 
 from ..actions import Action, AddFile, Metadata, dv_id, now_ms
 from ..deletion_vectors import referenced_dv_file
-from ..snapshot import Snapshot, commit_times
+from ..snapshot import Snapshot, as_version, commit_times
 from ..storage import Storage
-from ..errors import VersionNotFoundError
+from ..errors import InvalidArgumentError, VersionNotFoundError
 from .commits import MaintenanceTransaction
 
 
@@ -44,8 +44,10 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     current = Snapshot.load(storage)
     current.check_writable()
     if version is None and timestamp is None:
-        raise ValueError("pass the version or timestamp to restore")
-    if version is not None and int(version) > current.version:
+        raise InvalidArgumentError("pass the version or timestamp to restore")
+    if version is not None:
+        version = as_version(version)
+    if version is not None and version > current.version:
         raise VersionNotFoundError(f"cannot restore version {version}: the latest version is {current.version}")
     old = Snapshot.load(storage, version=version, timestamp=timestamp, listing=current.listing)
     # Logical files are (path, deletion vector): a file whose DV changed since is removed and re-added.

@@ -31,7 +31,7 @@ from ..deletion_vectors import referenced_dv_file
 from ..schema import hive_escape
 from ..snapshot import Snapshot
 from ..storage import Storage
-from ..errors import RetentionDurationError
+from ..errors import InvalidArgumentError, RetentionDurationError
 from ..log_cleanup import HOUR_MS
 from .commits import Progress, commit_info_only
 
@@ -146,9 +146,9 @@ def _retention_ms(snapshot: Snapshot, retention_hours: float | None, enforce: bo
     try:
         hours = float(retention_hours)
     except (TypeError, ValueError):
-        raise ValueError(f"retention_hours must be a number of hours, not {retention_hours!r}") from None
+        raise InvalidArgumentError(f"retention_hours must be a number of hours, not {retention_hours!r}") from None
     if hours < 0 or hours != hours:
-        raise ValueError(f"retention_hours must be zero or positive, not {retention_hours!r}")
+        raise InvalidArgumentError(f"retention_hours must be zero or positive, not {retention_hours!r}")
     ms = int(hours * HOUR_MS)
     if enforce and ms < default_ms:
         raise RetentionDurationError(

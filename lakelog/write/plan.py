@@ -13,7 +13,7 @@ from ..actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, ch
 from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, mapped_schema_string, physical_schema
 from ..features import features_for_properties
 from ..log import DeltaLog
-from ..errors import CommitConflictError, InvalidArgumentError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
+from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from ..conform import cast_batch, merge_schema
 from ..schema import (
     canonical_schema,
@@ -27,7 +27,7 @@ from ..schema import (
 from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
-from ..transaction import DuplicateTransaction, Transaction
+from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from .files import DataWriter
 
 
@@ -349,14 +349,18 @@ def plan_write(
     storage_options: dict[str, Any] | None = None,
 ) -> WritePlan:
     """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``)."""
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentTypeError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, not {mode!r}")
     if schema_mode not in (None, "merge", "overwrite"):
-        raise ValueError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
+        raise InvalidArgumentError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
     if schema_mode == "overwrite" and mode != "overwrite":
-        raise ValueError("schema_mode='overwrite' requires mode='overwrite'")
+        raise InvalidArgumentError("schema_mode='overwrite' requires mode='overwrite'")
     if isinstance(partition_by, str):
         partition_by = [partition_by]
+    if partition_by is not None and (not isinstance(partition_by, (list, tuple)) or not all(isinstance(c, str) for c in partition_by)):
+        raise InvalidArgumentTypeError(f"partition_by must be a column name or a list of column names, not {partition_by!r}")
     configuration = validate_new(configuration)
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
@@ -414,6 +418,7 @@ def write_table(
     app_id/app_version: idempotent writes; nothing is committed when the table's txn for app_id is >= app_version.
     """
     app_id, app_version = _check_txn(app_id, app_version)
+    check_user_metadata(user_metadata)  # before any file is written
     data_schema, batches = to_arrow_stream(data)
     plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options)
     if plan.skip:
