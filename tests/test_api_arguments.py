@@ -44,6 +44,11 @@ def _required(sig: inspect.Signature, path: str, skip_self: bool = False) -> dic
     return {q: (path if q == "path" else VALID.get(q, path)) for q, p in params if p.default is inspect.Parameter.empty}
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative path such as "bogus" is a table location: keep it here
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_public_functions_raise_typed_errors_for_bad_arguments(tmp_path, name):
     fn = FUNCTIONS[name]
