@@ -242,3 +242,19 @@ def test_column_mapping_tables_take_any_column_name(tmp_path, mode):
     assert t.check().ok
     with pytest.raises(SchemaMismatchError, match="columnMapping"):  # without column mapping Delta refuses them
         lakelog.write_table(str(tmp_path / "plain"), pa.table({"my col": [1]}))
+
+
+def test_merge_into_a_void_column_types_it_with_schema_merge(table_path):
+    """Found by the table-shapes model: a merge whose schema evolution added an all-null column (void)
+    then failed on the next merge with the engine's 'Unimplemented type for cast (VARCHAR -> NULL)'."""
+    from lakelog.errors import SchemaMismatchError
+
+    lakelog.write_table(table_path, pa.table({"id": [1]}))
+    t = lakelog.Table(table_path)
+    t.merge(pa.table({"id": [1], "extra": pa.nulls(1)}), "target.id = source.id", schema_mode="merge").when_matched_update_all().execute()
+    assert t.schema.field("extra").type == pa.null()
+    source = pa.table({"id": [1, 2], "extra": ["a", "b"]})
+    with pytest.raises(SchemaMismatchError, match="void.*schema_mode='merge'"):
+        t.merge(source, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    t.merge(source, "target.id = source.id", schema_mode="merge").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert sorted(lakelog.read_table(table_path).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "extra": "a"}, {"id": 2, "extra": "b"}]

@@ -155,6 +155,10 @@ class _Merge:
             sources = ColumnNames(self.src.column_names)
             for i, f in enumerate(fields):
                 s = sources.find(f.name)
+                if s is not None and pa.types.is_null(f.type) and not pa.types.is_null(self.src.schema.field(s).type):
+                    # A void column (it only ever held nulls): merge gives it the source's type, as a write does.
+                    fields[i] = f.with_type(merge_type(f.type, self.src.schema.field(s).type, f.name, self.schema_mode == "merge"))
+                    continue
                 extra = added_fields(f.type, self.src.schema.field(s).type, f.name) if s is not None else []
                 if extra and self.schema_mode != "merge":
                     raise SchemaMismatchError(
