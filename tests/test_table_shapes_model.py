@@ -182,7 +182,7 @@ class TableShapes(RuleBasedStateMachine):
         has_extra = "extra" in self.con.sql("SELECT * FROM m LIMIT 0").columns
         evolve = evolve and not has_extra
         if evolve or has_extra:  # (without schema evolution update_all needs every table column)
-            source = source.append_column("extra", pa.array([f"e{i}" for i in source.column("id").to_pylist()]))
+            source = source.append_column("extra", pa.array([f"e{i}" for i in source.column("id").to_pylist()], pa.string()))
         t = lakelog.Table(self.path)
         m = t.merge(source, "target.id = source.id", schema_mode="merge" if evolve else None)
         x = self._q("x")
