@@ -18,6 +18,8 @@ in a double column, checking that each value is exact (|v| <= 2**53).
 
 from __future__ import annotations
 
+from typing import Collection
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -318,8 +320,9 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
         raise SchemaMismatchError(f"column {path!r} cannot be stored as {delta_type_string(t)}: {e}") from None
 
 
-def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """``batch`` as ``target`` (columns by name; missing ones null), checking nullability at every depth."""
+def cast_batch(batch: pa.RecordBatch, target: pa.Schema, computed: Collection[str] = ()) -> pa.RecordBatch:
+    """``batch`` as ``target`` (columns by name; missing ones null), checking nullability at every depth
+    (not of ``computed`` columns: the writer's features fill them, then check)."""
     extra = set(batch.schema.names) - set(target.names)
     if extra:
         raise SchemaMismatchError(f"the data has column(s) {sorted(extra)} that the table lacks; pass schema_mode='merge' to add them")
@@ -327,7 +330,7 @@ def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     for f in target:
         idx = batch.schema.get_field_index(f.name)
         col = conform_array(batch.column(idx), f.type, f.name) if idx >= 0 else all_null(f.type, batch.num_rows)
-        if not f.nullable and col.null_count:
+        if not f.nullable and col.null_count and f.name not in computed:
             raise _null_error(f.name, col.null_count)
         cols.append(col)
     return pa.RecordBatch.from_arrays(cols, schema=target)

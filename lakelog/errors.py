@@ -159,3 +159,20 @@ class InvalidTablePropertyError(LakelogError, ValueError):
         super().__init__(message)
         self.key = key
         self.value = value
+
+
+class ConstraintViolationError(LakelogError):
+    """Rows being written break a CHECK constraint or a column invariant of the table; nothing was committed.
+
+    ``constraint`` names it, ``expression`` is its SQL text and ``row`` one offending row (a dict).
+    """
+
+    def __init__(self, message: str, constraint: str | None = None, expression: str | None = None, row: dict | None = None):
+        super().__init__(message)
+        self.constraint = constraint
+        self.expression = expression
+        self.row = row
+
+
+class GeneratedColumnError(ConstraintViolationError):
+    """A value given for a generated column differs from what its generation expression computes."""

@@ -42,9 +42,11 @@ REGISTRY: dict[str, Feature] = {
     f.name: f
     for f in [
         _f("appendOnly", False, True, True, _NOTHING, "with delta.appendOnly=true, commits that remove data are refused"),
-        _f("invariants", False, True, True, _NOTHING, "writes refused while a column has a delta.invariants expression"),
-        _f("checkConstraints", False, True, True, _NOTHING, "writes refused while the table has delta.constraints.* (not enforced)"),
-        _f("generatedColumns", False, True, True, _NOTHING, "writes refused while a column has a generation expression"),
+        _f("invariants", False, True, True, _NOTHING, "every new row checked (Spark SQL evaluated by DuckDB; NULL is a violation); DELETE always allowed"),
+        _f("checkConstraints", False, True, True, _NOTHING, "every new row checked against delta.constraints.* (NULL is a violation); "
+           "Table.add_constraint checks existing rows first, drop_constraint; DELETE always allowed"),
+        _f("generatedColumns", False, True, True, _NOTHING, "computed when a write lacks the column, checked when it gives it, "
+           "recomputed by update and merge; declared on create with generated_columns="),
         _f("identityColumns", False, True, True, _NOTHING, "writes refused while a column is an identity column"),
         _f("changeDataFeed", False, True, True, "data files' extra _change_type column ignored; change data files not read",
            "writes refused while delta.enableChangeDataFeed=true (no change data files written)"),
@@ -75,7 +77,8 @@ REGISTRY: dict[str, Feature] = {
         _f("icebergCompatV2", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergCompatV3", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergWriterCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
-        _f("allowColumnDefaults", False, True, False, _NOTHING, "refused: column defaults not applied"),
+        _f("allowColumnDefaults", False, True, True, _NOTHING, "CURRENT_DEFAULT stored when an append or overwrite lacks the column "
+           "(a merge insert or update that omits it stores NULL)"),
         _f("materializePartitionColumns", False, True, False, "partition values come from the log (copies in data files ignored)",
            "refused: partition columns are not written into data files"),
         _f("checkpointProtection", False, True, False, _NOTHING, "refused: log cleanup does not honour delta.requireCheckpointProtectionBeforeVersion"),

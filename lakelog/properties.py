@@ -282,7 +282,7 @@ REGISTRY: dict[str, Property] = {
 }
 
 _NOT_SETTABLE_PREFIXES = {
-    "delta.constraints.": "CHECK constraints, which lakelog cannot enforce",
+    "delta.constraints.": "CHECK constraints, which Table.add_constraint adds (after checking the table's rows)",
     "delta.feature.": "table features, which lakelog enables itself when a table needs them",
 }
 
@@ -414,8 +414,6 @@ class TableProperties:
             out.append("change data feed")
         if self.get("delta.compatibility.symlinkFormatManifest.enabled"):
             out.append("symlink manifest generation")
-        if any(k.startswith("delta.constraints.") for k in self.configuration):
-            out.append("CHECK constraints")
         return out
 
     @property

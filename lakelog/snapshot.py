@@ -176,23 +176,27 @@ class Snapshot:
         """``check_writer_protocol`` plus what writing data needs: properties lakelog honours
         (``configuration`` when given: the properties the commit being made leaves the table with), and no
         constraint, generated or identity column, invariant or change data feed that lakelog would have to
-        enforce or produce."""
+        enforce or produce (CHECK constraints, invariants, generated columns and defaults are enforced by
+        ``lakelog.writer_features``)."""
         props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
         features = set(self.protocol.writer_features or [])
         in_use.extend(sorted({what for f, what in NO_DATA_WRITES.items() if f in features}))
-        if '"delta.generationExpression"' in self.metadata.schema_string:
-            in_use.append("generated columns")
         if '"delta.identity.' in self.metadata.schema_string:
             in_use.append("identity columns")
-        if '"delta.invariants"' in self.metadata.schema_string:
-            in_use.append("column invariants")
         if in_use:
             raise UnsupportedFeatureError(f"table uses {', '.join(in_use)}, which lakelog cannot honour on write")
 
     @property
     def append_only(self) -> bool:
         return self.properties.append_only
+
+    @property
+    def writer_features(self):
+        """The ``WriterFeatures`` every new row must meet (None when the table has none)."""
+        from .writer_features import WriterFeatures
+
+        return WriterFeatures.of(self.metadata.schema_string, self.configuration)
 
     # ------------------------------------------------------------ loading
     @classmethod

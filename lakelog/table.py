@@ -253,6 +253,24 @@ class Table:
         self.refresh()
         return version
 
+    def add_constraint(self, constraints: dict[str, str]) -> int:
+        """Add CHECK constraints (``{"positive_id": "id > 0"}``, Spark SQL) in one commit, after checking
+        every row of the table (``ConstraintViolationError`` naming a violating row otherwise). From then
+        on every write checks its new rows (NULL is a violation, as in Delta). Returns the version."""
+        from .writer_features.constraints import add_constraints
+
+        version = add_constraints(self.storage, constraints)
+        self.refresh()
+        return version
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False) -> int:
+        """Drop a CHECK constraint in one commit; returns the version."""
+        from .writer_features.constraints import drop_constraint
+
+        version = drop_constraint(self.storage, name, if_exists)
+        self.refresh()
+        return version
+
     def rename_column(self, old: str, new: str) -> int:
         """Rename a column (``"a.b"`` names a struct's field) in one metadata-only commit; data files are
         not rewritten. Needs column mapping (``ColumnMappingRequiredError`` otherwise). Returns the version."""

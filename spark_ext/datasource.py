@@ -284,7 +284,7 @@ class LakelogWriter(DataSourceArrowWriter):
         if self.replace_where is not None:
             from lakelog.dml import checked_batches
 
-            batches = checked_batches(iterator, self.plan.schema, self.replace_where)
+            batches = checked_batches(iterator, self.plan.schema, self.replace_where, self.plan.features)
         adds = self.plan.write(batches, file_prefix=_task_prefix())
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], _session_partition_overwrite_mode())
 

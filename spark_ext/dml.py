@@ -106,9 +106,10 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
 
 
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 prefix: str, column_mapping=None, features=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
-    row per file (its add action as JSON) and one with the task's row counts by KIND."""
+    row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
+    (updated, inserted) meet the table's writer ``features``; copied rows are written as they are."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -116,14 +117,23 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
         ctx = TaskContext.get()
         name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
         writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping)
+        computed = features.computed if features is not None else ()
         counts = [0, 0, 0]
         try:
             for b in batches:
                 if b.num_rows == 0:
                     continue
                 if KIND in b.schema.names:
-                    for k, n in enumerate(np.bincount(b.column(KIND).to_numpy(zero_copy_only=False), minlength=3)[:3]):
+                    kinds = b.column(KIND).to_numpy(zero_copy_only=False)
+                    for k, n in enumerate(np.bincount(kinds, minlength=3)[:3]):
                         counts[k] += int(n)
+                    if features is not None:
+                        new = kinds != COPIED
+                        writer.write(cast_batch(b.filter(pa.array(~new)).select(schema.names), schema))
+                        b = b.filter(pa.array(new))
+                        if b.num_rows:
+                            writer.write(features.apply(cast_batch(b.select(schema.names), schema, computed)))
+                        continue
                 else:
                     counts[COPIED] += b.num_rows
                 writer.write(cast_batch(b.select(schema.names), schema))
@@ -224,7 +234,7 @@ class SparkOperation:
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
         task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
-                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping)
+                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features)
         adds: list[AddFile] = []
         counts = [0, 0, 0]
         rows = df.mapInArrow(task, "add string, counts string").collect()
@@ -357,6 +367,8 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
         return {**zero, "version": run.snapshot.version}
     names = op.schema.names
     sets = {resolve_column(c, names, "update"): as_column(e, f"expression for column {c!r}") for c, e in assignments.items()}
+    if op.features is not None:
+        op.features = op.features.for_assignments(sets)
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "update condition")
     files = run.candidates(run.prune(text))

@@ -220,6 +220,8 @@ class _SparkMerge:
                         raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_names})")
                     fixed[matches[0]] = expr
                 c.assignments = fixed
+        if op.features is not None:
+            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
 
     def _frames(self) -> None:
         src = self.source.withColumn(S_MARK, F.lit(True))

@@ -201,6 +201,8 @@ class _Merge:
                         raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_schema.names})")
                     fixed[name] = expr
                 c.assignments = fixed
+        if op.features is not None:
+            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
 
     def _validate(self) -> None:
         eng = self.engine

@@ -19,6 +19,7 @@ from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
 from ..sql import Engine
 from ..storage import Storage
+from ..writer_features import WriterFeatures
 from ..write import WritePlan, discard_files, plan_protocol, evolved_metadata, plan_write
 from .delete import delete_matching
 from .rewrite import Predicate, RowLevelOperation, compile_predicate, run, select_positions
@@ -52,10 +53,13 @@ def _violation(pred: Predicate, bad: int, example: dict) -> PredicateViolationEr
     )
 
 
-def _checked(batches, schema: pa.Schema, pred: Predicate, engine: Engine) -> Iterator[pa.RecordBatch]:
-    """The data, cast to ``schema``, refusing any row the predicate does not select (NULL included)."""
+def _checked(batches, schema: pa.Schema, pred: Predicate, engine: Engine, features: WriterFeatures | None = None) -> Iterator[pa.RecordBatch]:
+    """The data, cast to ``schema`` (with the table's ``features`` applied, so the predicate sees generated
+    columns), refusing any row the predicate does not select (NULL included)."""
     for batch in batches:
-        b = cast_batch(batch, schema)
+        b = cast_batch(batch, schema, features.computed if features is not None else ())
+        if features is not None:
+            b = features.apply(b)
         hit = select_positions(engine, pred, pa.Table.from_batches([b]))
         if len(hit) != b.num_rows:
             missing = sorted(set(range(b.num_rows)) - set(hit.tolist()))
@@ -63,14 +67,15 @@ def _checked(batches, schema: pa.Schema, pred: Predicate, engine: Engine) -> Ite
         yield b
 
 
-def checked_batches(batches, schema: pa.Schema, predicate: Any) -> Iterator[pa.RecordBatch]:
+def checked_batches(batches, schema: pa.Schema, predicate: Any, features: WriterFeatures | None = None) -> Iterator[pa.RecordBatch]:
     """``batches`` cast to ``schema``, raising ``PredicateViolationError`` (naming the predicate) at the
     first row that ``predicate`` does not select: what a writer of a predicate overwrite's files (one
-    task of a distributed write) runs before ``commit_overwrite_where(..., rows_checked=True)``."""
+    task of a distributed write) runs before ``commit_overwrite_where(..., rows_checked=True)``.
+    ``features``: the plan's, applied here first (the plan's writer applies them again, which changes nothing)."""
     engine = Engine()
     try:
         pred = compile_predicate(predicate, schema, engine, "overwrite predicate")
-        yield from _checked(batches, schema, pred, engine)
+        yield from _checked(batches, schema, pred, engine, features)
     finally:
         engine.close()
 
@@ -157,7 +162,8 @@ def overwrite_where(path: str, data: Any, predicate: Any, *, partition_by=None, 
         engine = Engine()
         try:
             pred = compile_predicate(predicate, plan.schema, engine, "overwrite predicate")
-            adds = plan.write(_checked(batches, plan.schema, pred, engine))
+            # the features are applied before the predicate check, not again when writing
+            adds = dataclasses.replace(plan, features=None).write(_checked(batches, plan.schema, pred, engine, plan.features))
         finally:
             engine.close()
         return plan.commit(adds, app_id=app_id, app_version=app_version, user_metadata=user_metadata, extra_parameters={"predicate": pred.text})
@@ -170,7 +176,8 @@ def overwrite_where(path: str, data: Any, predicate: Any, *, partition_by=None, 
         data_pred = compile_predicate(predicate, op.schema, op.engine, "overwrite predicate")
         old_pred = compile_predicate(predicate, op.snapshot.schema, op.engine, "overwrite predicate")
         written = 0
-        for b in _checked(batches, op.schema, data_pred, op.engine):
+        features, op.features = plan.features, None  # applied before the predicate check, not again when writing
+        for b in _checked(batches, op.schema, data_pred, op.engine, features):
             op.writer.write(b)
             written += b.num_rows
         return _commit_where(op, old_pred, written)
@@ -302,6 +309,7 @@ def overwrite_partitions(path: str, data: Any, *, partition_by=None, schema_mode
         if op.duplicate:
             return op.snapshot.version
         _evolve(op, plan)
+        op.features = plan.features  # (computing the generated and defaulted columns the data lacks)
         written = 0
         for b in batches:
             op.write(pa.Table.from_batches([b]))

@@ -35,6 +35,7 @@ from ..sql import Engine, filters_to_sql, prune_expression, table_columns
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
+from ..writer_features import WriterFeatures
 from ..write import DataWriter
 from .merge_on_read import MergeOnRead
 from ..features import is_supported
@@ -116,12 +117,12 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
 # ---------------------------------------------------------------- the seam: delete rows of a file
 
 
-def _table_rows(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def _table_rows(batch: pa.RecordBatch, schema: pa.Schema, features: WriterFeatures | None = None) -> pa.RecordBatch:
     """``batch`` cast to the table's ``schema``, without the internal columns (row positions) it carries."""
     keep = [n for n in batch.schema.names if n in schema.names]
     if len(keep) != batch.num_columns:
         batch = batch.select(keep)
-    return cast_batch(batch, schema)
+    return cast_batch(batch, schema, features.computed if features is not None else ())
 
 class CopyOnWrite:
     """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
@@ -175,10 +176,14 @@ class CopyOnWrite:
         if not parts:
             return [], 0
         writer = self.op.new_writer(like=add)
+        features = self.op.features
         try:
             for t in parts:
                 for batch in t.to_batches():
-                    writer.write(_table_rows(batch, self.op.schema))
+                    if t is replacement and features is not None:  # new rows; the kept ones are copies
+                        writer.write(features.apply(_table_rows(batch, self.op.schema, features)))
+                    else:
+                        writer.write(_table_rows(batch, self.op.schema))
             return writer.finish(), kept.num_rows if kept is not None else 0
         except BaseException:
             writer.abort()
@@ -293,6 +298,8 @@ class RowLevelOperation:
         self.dictionary_columns: dict[str, list[str]] = {}  # per file read whole: its dictionary-encoded leaves
         self._file_columns: dict[str, set[str]] = {}  # per file read whole: its top-level columns
         self.deletion_vectors = DeletionVectors(storage)
+        # What new rows (updated, inserted, overwriting) must meet; rows copied unchanged are not checked.
+        self.features: WriterFeatures | None = self.snapshot.writer_features
         self._adds: list[AddFile] | None = None
         self._written: list[AddFile] = []  # files written elsewhere (e.g. by Spark tasks) that this commit adds
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
@@ -314,7 +321,8 @@ class RowLevelOperation:
     def new_writer(self, like: AddFile | None = None) -> DataWriter:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
-        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols, column_mapping=self.column_mapping)
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols, column_mapping=self.column_mapping,
+                       features=self.features if like is None else None)
         if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default
@@ -336,6 +344,8 @@ class RowLevelOperation:
         if self._writer is not None:
             raise RuntimeError("the schema must be set before any row is written")
         self.schema, self.metadata, self.extra_actions = schema, metadata, list(extra)
+        features = WriterFeatures.of(metadata.schema_string, metadata.configuration)
+        self.features = features.computing(self.features.computed) if features is not None and self.features is not None else features
 
     # ------------------------------------------------------------ files
     def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
@@ -475,7 +485,7 @@ class RowLevelOperation:
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""
         for batch in table.to_batches():
-            self.writer.write(_table_rows(batch, self.schema))
+            self.writer.write(_table_rows(batch, self.schema, self.features))
 
     def add_files(self, adds: list[AddFile]) -> None:
         """Commit files already written with this operation's schema and partitioning (``WritePlan.write``,

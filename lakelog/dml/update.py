@@ -69,6 +69,8 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     if op.duplicate:
         return {**metrics, "version": op.snapshot.version}
     updates = check_assignments(op, updates, op.engine.empty_relation(op.schema))
+    if op.features is not None:
+        op.features = op.features.for_assignments(updates)
     pred = compile_predicate(predicate, op.schema, op.engine)
     assignments = ", ".join(
         f"CAST(({expr}) AS {op.engine.sql_type(op.schema.field(col).type)}) AS {quote_ident(col)}" for col, expr in updates.items()

@@ -80,6 +80,7 @@ class DataWriter:
     max_open_files: int = 0  # 0: default_max_open_files()
     max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
     column_mapping: ColumnMapping | None = None
+    features: Any = None  # the table's WriterFeatures, applied to every batch (None: rows are copies, or there are none)
     _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
     _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
     _created: list[str] = field(default_factory=list)
@@ -106,6 +107,8 @@ class DataWriter:
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
+        if self.features is not None:
+            batch = self.features.apply(batch)
         if not self.partition_columns:
             self._write_part((), {}, batch)
             return

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, now_ms
 from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, mapped_schema_string, physical_schema
-from ..features import features_for_properties
+from ..features import LEGACY_WRITER_FEATURES, features_for_properties
 from ..log import DeltaLog
 from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, TableExistsError, TableNotFoundError
 from ..conform import cast_batch, merge_schema
@@ -28,6 +28,8 @@ from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
+from ..writer_features import WriterFeatures
+from ..writer_features.generated import add_generation_expressions, keep_field_metadata, with_generated_columns
 from .files import DataWriter
 
 
@@ -86,11 +88,30 @@ def evolved_metadata(snapshot: Snapshot, schema: pa.Schema, configuration: dict[
         schema_string, conf = mapped_schema(schema, conf, [m.schema_string, *sources])
     else:
         schema_string = schema_to_string(schema)
+    schema_string = keep_field_metadata(schema_string, m.schema_string)
     return Metadata(id=m.id, schema_string=schema_string, partition_columns=m.partition_columns, configuration=conf, created_time=m.created_time,
                     name=m.name, description=m.description, format_provider=m.format_provider, format_options=m.format_options)
 
 
-def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None) -> Protocol | None:
+# The legacy writer version that implies each feature (Delta picks the lowest that covers the table).
+LEGACY_WRITER_VERSION = {f: v for v, names in LEGACY_WRITER_FEATURES.items() for f in names}
+
+
+def schema_features(schema_string: str | None) -> set[str]:
+    """Writer features a schema's field metadata uses (generated columns, invariants, column defaults)."""
+    if not schema_string:
+        return set()
+    out = set()
+    if '"delta.generationExpression"' in schema_string:
+        out.add("generatedColumns")
+    if '"delta.invariants"' in schema_string:
+        out.add("invariants")
+    if '"CURRENT_DEFAULT"' in schema_string:
+        out.add("allowColumnDefaults")
+    return out
+
+
+def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None, schema_string: str | None = None) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
@@ -101,13 +122,19 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     """
     append_only = TableProperties(configuration).append_only
     by_properties_reader, by_properties_writer = features_for_properties(configuration)
-    if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= {"columnMapping"}:
-        # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5.
+    if any(k.startswith("delta.constraints.") for k in (configuration or {})):
+        by_properties_writer.add("checkConstraints")
+    by_properties_writer |= schema_features(schema_string)
+    if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= set(LEGACY_WRITER_VERSION):
+        # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5,
+        # a CHECK constraint writer 3, a generated column writer 4.
         reader_version, writer_version = (1, 2) if current is None else (current.min_reader_version, current.min_writer_version)
         if append_only:
             writer_version = max(writer_version, 2)  # legacy versions from 2 on imply appendOnly
-        if by_properties_writer:
-            reader_version, writer_version = max(reader_version, 2), max(writer_version, 5)
+        for f in by_properties_writer:
+            writer_version = max(writer_version, LEGACY_WRITER_VERSION[f])
+        if "columnMapping" in by_properties_writer:
+            reader_version = max(reader_version, 2)
         if current is not None and (reader_version, writer_version) == (current.min_reader_version, current.min_writer_version):
             return None
         return Protocol(reader_version, writer_version)
@@ -119,9 +146,7 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
         return None
     if current is not None and current.min_writer_version < 7:
         # Features implied by the legacy writer version must be listed once on version 7.
-        legacy = {2: ["appendOnly", "invariants"], 3: ["checkConstraints"], 4: ["changeDataFeed", "generatedColumns"], 5: ["columnMapping"], 6: ["identityColumns"]}
-        for v in range(2, current.min_writer_version + 1):
-            writer.update(legacy.get(v, []))
+        writer.update(f for f, v in LEGACY_WRITER_VERSION.items() if v <= current.min_writer_version)
     if current is not None and current.min_reader_version >= 3 or needs_reader:
         reader_version, reader_features = 3, sorted(reader | needs_reader)
     else:
@@ -151,6 +176,8 @@ class WritePlan:
     skip: bool = False  # mode="ignore" on an existing table: nothing to do
     txn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     column_mapping: ColumnMapping | None = None  # the table's mapping the files are written for (mode name or id)
+    features: WriterFeatures | None = None  # constraints, generated columns and defaults every row must meet
+    generated_columns: dict[str, str] | None = None  # declared by this write (it creates the table)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
 
     def __getstate__(self) -> dict:
@@ -173,10 +200,12 @@ class WritePlan:
             return []
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or type(data).__module__.startswith("pandas"):
             _, data = to_arrow_stream(data)
-        w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix, column_mapping=self.column_mapping)
+        w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix, column_mapping=self.column_mapping,
+                       features=self.features)
+        computed = self.features.computed if self.features is not None else ()
         try:
             for b in data:
-                w.write(cast_batch(b, self.schema))
+                w.write(cast_batch(b, self.schema, computed))
             return w.finish()
         except BaseException:
             w.abort()
@@ -277,9 +306,6 @@ class WritePlan:
         configuration = dict(self.configuration or {})
         effective = {**(snapshot.configuration if snapshot else {}), **configuration}
         actions: list[Action] = []
-        protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective)
-        if protocol is not None:
-            actions.append(protocol)
         mode = TableProperties(effective).column_mapping_mode
         if snapshot is not None:
             check_mode_change(snapshot.column_mapping.mode, mode)
@@ -290,6 +316,13 @@ class WritePlan:
             configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
         elif schema_string is None:
             schema_string = schema_to_string(schema)
+        if self.generated_columns:
+            schema_string = add_generation_expressions(schema_string, self.generated_columns)
+        elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
+            schema_string = keep_field_metadata(schema_string, snapshot.metadata.schema_string)
+        protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective, schema_string)
+        if protocol is not None:
+            actions.append(protocol)
         self._check_physical(ColumnMapping(mode, schema_string), snapshot)
         if snapshot is None:
             actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=parts, configuration=configuration, created_time=now_ms()))
@@ -347,8 +380,12 @@ def plan_write(
     schema_mode: str | None = None,
     configuration: dict[str, str] | None = None,
     storage_options: dict[str, Any] | None = None,
+    generated_columns: dict[str, str] | None = None,
 ) -> WritePlan:
-    """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``)."""
+    """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``).
+
+    ``generated_columns`` ({column: Spark SQL expression}) declares generated columns when the write
+    creates the table (or replaces its schema); a column the data lacks gets the expression's type."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentTypeError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     if mode not in MODES:
@@ -372,6 +409,18 @@ def plan_write(
     if snapshot is not None and mode == "ignore":
         # The table exists: the data is ignored whole, schema and partitioning included.
         return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
+    creates = snapshot is None or (mode == "overwrite" and schema_mode == "overwrite")
+    given = list(schema.names)
+    if generated_columns is not None:
+        if not creates:
+            raise InvalidArgumentError("generated_columns are declared when a write creates the table (or replaces its schema with "
+                                       "mode='overwrite', schema_mode='overwrite'); this table exists")
+        schema = with_generated_columns(schema, generated_columns)
+    elif not creates and snapshot.writer_features is not None:
+        # Generated and defaulted columns the data lacks are computed, not missing (non-nullable ones too).
+        lower = {n.lower() for n in schema.names}
+        computed = [snapshot.schema.field(c) for c in sorted(snapshot.writer_features.computable) if c.lower() not in lower]
+        schema = pa.schema(list(schema) + computed)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
     conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
     mode_after = TableProperties(conf).column_mapping_mode
@@ -382,6 +431,15 @@ def plan_write(
     if mode_after != "none":
         mapped, _ = mapped_schema(table_schema, conf, [snapshot.metadata.schema_string if snapshot is not None else None])
         mapping = ColumnMapping(mode_after, mapped)
+    if creates:
+        schema_string = add_generation_expressions(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns or {})
+    else:
+        schema_string = snapshot.metadata.schema_string
+    features = WriterFeatures.of(schema_string, conf)
+    if features is not None:
+        features = features.for_input(given)
+        if creates:
+            features.check_expressions(table_schema)
     return WritePlan(
         path=str(path),
         storage_options=storage_options,
@@ -395,6 +453,8 @@ def plan_write(
         max_indexed_cols=TableProperties(conf).num_indexed_cols,
         column_mapping=mapping,
         snapshot=snapshot,
+        features=features,
+        generated_columns=dict(generated_columns) if generated_columns else None,
     )
 
 
@@ -410,6 +470,7 @@ def write_table(
     app_id: str | None = None,
     app_version: int | None = None,
     user_metadata: str | None = None,
+    generated_columns: dict[str, str] | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -420,7 +481,8 @@ def write_table(
     app_id, app_version = _check_txn(app_id, app_version)
     check_user_metadata(user_metadata)  # before any file is written
     data_schema, batches = to_arrow_stream(data)
-    plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration, storage_options=storage_options)
+    plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
+                      storage_options=storage_options, generated_columns=generated_columns)
     if plan.skip:
         return plan.read_version
     if app_id is not None and plan.snapshot is not None:

@@ -1,0 +1,250 @@
+"""What a table asks of every row written into it, enforced in one place.
+
+``WriterFeatures.of(metadata)`` reads them from a table's ``metaData`` (None when there are none):
+
+* CHECK constraints (``delta.constraints.<name>`` properties) and column invariants (legacy
+  ``delta.invariants`` field metadata): every new row must make the expression true. As in Delta, NULL
+  counts as a violation.
+* Generated columns (``delta.generationExpression`` field metadata): computed when the write does not
+  give the column, checked when it does (a given value must equal the computed one, NULLs included).
+* Column defaults (``CURRENT_DEFAULT`` field metadata, the ``allowColumnDefaults`` feature): the
+  default is stored when an append does not give the column.
+
+Every path that writes new rows (appends and overwrites, the rows an update or merge changes or inserts,
+in Python and in Spark tasks) hands its batches to ``DataWriter``, which calls ``WriterFeatures.apply``
+once per batch; rows copied unchanged out of a rewritten file are not checked again (they were when they
+were written), and DELETE is always allowed, as in Delta.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConstraintViolationError, GeneratedColumnError, SchemaMismatchError
+from .expressions import referenced_columns, to_engine_sql
+
+CONSTRAINT_PREFIX = "delta.constraints."
+GENERATION_KEY = "delta.generationExpression"
+INVARIANTS_KEY = "delta.invariants"
+DEFAULT_KEY = "CURRENT_DEFAULT"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A CHECK constraint (``kind="CHECK constraint"``) or a column invariant (``kind="invariant"``)."""
+
+    name: str
+    expression: str
+    kind: str = "CHECK constraint"
+
+    @property
+    def label(self) -> str:
+        return f"CHECK constraint {self.name}" if self.kind == "CHECK constraint" else f"invariant on column {self.name!r}"
+
+
+@dataclass(frozen=True)
+class GeneratedColumn:
+    name: str
+    expression: str
+
+    @property
+    def inputs(self) -> frozenset[str]:
+        """The columns the expression reads (lower-cased)."""
+        return referenced_columns(self.expression)
+
+
+def table_constraints(configuration: dict[str, str]) -> dict[str, str]:
+    """The table's CHECK constraints: name -> Spark SQL expression."""
+    return {k[len(CONSTRAINT_PREFIX):]: v for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX)}
+
+
+def _invariants(fields: list[dict], prefix: str = "") -> Iterable[Constraint]:
+    for f in fields:
+        path = prefix + f["name"]
+        raw = (f.get("metadata") or {}).get(INVARIANTS_KEY)
+        if raw:
+            try:
+                expr = orjson.loads(raw)["expression"]["expression"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise SchemaMismatchError(f"column {path!r} has an invariant lakelog cannot read ({raw!r})") from None
+            yield Constraint(path, expr, "invariant")
+        t = f.get("type")
+        if isinstance(t, dict) and t.get("type") == "struct":
+            yield from _invariants(t["fields"], path + ".")
+
+
+@dataclass(frozen=True)
+class WriterFeatures:
+    """The constraints, generated columns and defaults of a table, applied to batches being written.
+
+    ``computed``: the generated and defaulted columns this write computes (it does not give them);
+    ``apply`` checks the other generated columns. Picklable (Spark tasks receive it); the engine is
+    made per process when first needed.
+    """
+
+    constraints: tuple[Constraint, ...] = ()
+    generated: tuple[GeneratedColumn, ...] = ()
+    defaults: tuple[tuple[str, str], ...] = ()
+    computed: frozenset[str] = frozenset()
+    _state: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, schema_string: str, configuration: dict[str, str]) -> "WriterFeatures | None":
+        """The writer features of a table with this schema string and configuration (None: none)."""
+        constraints = [Constraint(n, e) for n, e in sorted(table_constraints(configuration).items())]
+        generated, defaults = [], []
+        if INVARIANTS_KEY in schema_string or GENERATION_KEY in schema_string or DEFAULT_KEY in schema_string:
+            fields = orjson.loads(schema_string)["fields"]
+            constraints.extend(_invariants(fields))
+            for f in fields:
+                meta = f.get("metadata") or {}
+                if meta.get(GENERATION_KEY):
+                    generated.append(GeneratedColumn(f["name"], meta[GENERATION_KEY]))
+                elif meta.get(DEFAULT_KEY) is not None:
+                    defaults.append((f["name"], meta[DEFAULT_KEY]))
+        if not constraints and not generated and not defaults:
+            return None
+        return cls(tuple(constraints), tuple(generated), tuple(defaults))
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_state"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_state", {})
+
+    # ------------------------------------------------------------ which columns a write computes
+    @property
+    def computable(self) -> set[str]:
+        return {g.name for g in self.generated} | {n for n, _ in self.defaults}
+
+    def computing(self, columns: Iterable[str]) -> "WriterFeatures":
+        """These features for a write that computes ``columns`` (those generated or defaulted)."""
+        lower = {c.lower() for c in columns}
+        return replace(self, computed=frozenset(c for c in self.computable if c.lower() in lower), _state={})
+
+    def for_input(self, given: Iterable[str]) -> "WriterFeatures":
+        """These features for a write whose data has the columns ``given``: the generated and defaulted
+        columns it lacks are computed."""
+        lower = {c.lower() for c in given}
+        return self.computing(c for c in self.computable if c.lower() not in lower)
+
+    def for_assignments(self, *assigned: Iterable[str]) -> "WriterFeatures":
+        """These features for an update or merge whose clauses assign ``assigned`` (one collection of
+        columns per clause that writes rows): a generated column is recomputed unless every clause
+        assigns it (its inputs may have changed), else checked."""
+        sets = [{c.lower() for c in a} for a in assigned]
+        return self.computing(g.name for g in self.generated if any(g.name.lower() not in s for s in sets))
+
+    # ------------------------------------------------------------ applying
+    def _engine(self):
+        state = self._state
+        if "engine" not in state:
+            from ..sql import Engine
+
+            state["engine"] = Engine()
+            state["lock"] = threading.Lock()
+        return state["engine"], state["lock"]
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with its computed columns filled; raises ConstraintViolationError (GeneratedColumnError
+        for a generated column given a different value) naming the rule and an offending row."""
+        if batch.num_rows == 0:
+            return batch
+        engine, lock = self._engine()
+        with lock:
+            if self.generated or self.computed:
+                batch = self._generate(engine, batch)
+            if self.constraints:
+                self._check(engine, batch)
+        return batch
+
+    def _generate(self, engine, batch: pa.RecordBatch) -> pa.RecordBatch:
+        exprs: list[tuple[str, str, str, bool]] = []  # (column, engine SQL, label, generated)
+        for g in self.generated:
+            exprs.append((g.name, to_engine_sql(g.expression, f"generation expression of column {g.name!r}"), f"generated column {g.name!r} ({g.expression})", True))
+        for name, text in self.defaults:
+            if name in self.computed:
+                exprs.append((name, to_engine_sql(text, f"default of column {name!r}"), f"default of column {name!r} ({text})", False))
+        if not exprs:
+            return batch
+        rel = engine.register(pa.Table.from_batches([batch]))
+        try:
+            selects = []
+            for name, sql, _, _ in exprs:
+                selects.append(f"CAST(({sql}) AS {engine.sql_type(batch.schema.field(name).type)})")
+            values = engine.query(f"SELECT {', '.join(selects)} FROM {rel}", "; ".join(label for _, _, label, _ in exprs))
+        finally:
+            engine.unregister(rel)
+        columns = list(batch.columns)
+        for i, (name, _, label, generated) in enumerate(exprs):
+            idx = batch.schema.get_field_index(name)
+            f = batch.schema.field(idx)
+            value = values.column(i).combine_chunks().cast(f.type)
+            if name in self.computed:
+                if not f.nullable and value.null_count:
+                    row = batch.slice(pc.index(pc.is_null(value), True).as_py(), 1).to_pylist()[0]
+                    raise ConstraintViolationError(f"{label} computes NULL for the non-nullable column {name!r} from row {_show(row)}; nothing was committed",
+                                                   name, label, row)
+                columns[idx] = value
+            elif generated:
+                given = batch.column(idx)
+                same = pc.or_kleene(pc.fill_null(pc.equal(given, value), False), pc.and_(pc.is_null(given), pc.is_null(value)))
+                if not pc.all(same).as_py():
+                    at = pc.index(same, False).as_py()
+                    row = batch.slice(at, 1).to_pylist()[0]
+                    raise GeneratedColumnError(
+                        f"{label}: the data gives {given[at].as_py()!r} where the expression computes {value[at].as_py()!r}, in row {_show(row)}; "
+                        f"nothing was committed. Leave the column out of the data (it is computed), or give the computed value",
+                        name, label, row,
+                    )
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+    def _check(self, engine, batch: pa.RecordBatch) -> None:
+        rel = engine.register(pa.Table.from_batches([batch]))
+        try:
+            sqls = [to_engine_sql(c.expression, c.label) for c in self.constraints]
+            counts = engine.query(
+                "SELECT " + ", ".join(f"count(*) FILTER (WHERE NOT coalesce(({s}), false)) AS v{i}" for i, s in enumerate(sqls)) + f" FROM {rel}",
+                "; ".join(f"{c.label} ({c.expression})" for c in self.constraints),
+            ).to_pylist()[0]
+            for (n, c, s) in zip(counts.values(), self.constraints, sqls):
+                if n:
+                    sample = engine.query(f"SELECT * FROM {rel} WHERE NOT coalesce(({s}), false) LIMIT 1", c.label).to_pylist()[0]
+                    raise ConstraintViolationError(
+                        f"{c.label} ({c.expression}) is violated by {n} of the {batch.num_rows} rows being written, e.g. {_show(sample)} "
+                        f"(a NULL result is a violation, as in Delta); nothing was committed",
+                        c.name, c.expression, sample,
+                    )
+        finally:
+            engine.unregister(rel)
+
+    def check_expressions(self, schema: pa.Schema) -> None:
+        """Bind every expression against an empty table of ``schema`` (PredicateError when one does not)."""
+        engine, lock = self._engine()
+        with lock:
+            rel = engine.empty_relation(schema)
+            try:
+                for c in self.constraints:
+                    engine.check_predicate(to_engine_sql(c.expression, c.label), rel, f"{c.label}")
+                for g in self.generated:
+                    t = schema.field(g.name).type if g.name in schema.names else None
+                    sql = to_engine_sql(g.expression, f"generation expression of column {g.name!r}")
+                    if t is not None:
+                        engine.check_value(sql, rel, t, f"generation expression of column {g.name!r}")
+            finally:
+                engine.unregister(rel)
+
+
+def _show(row: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in row.items())
+    return "{" + (text if len(text) <= 300 else text[:297] + "...") + "}"
+
+
+__all__ = ["Constraint", "GeneratedColumn", "WriterFeatures", "table_constraints", "CONSTRAINT_PREFIX", "GENERATION_KEY"]

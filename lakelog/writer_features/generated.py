@@ -1,0 +1,87 @@
+"""Declaring generated columns, and keeping field metadata (generation expressions, invariants,
+defaults, comments) when a schema is rewritten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
+from . import GENERATION_KEY
+from .expressions import referenced_columns, to_engine_sql
+
+
+def check_generated_columns(generated: Any) -> dict[str, str]:
+    if not isinstance(generated, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in generated.items()):
+        raise InvalidArgumentTypeError(f"generated_columns must be a dict of column name -> Spark SQL expression, not {generated!r}")
+    if not generated:
+        raise InvalidArgumentError("generated_columns is empty; pass None for a table without generated columns")
+    return generated
+
+
+def with_generated_columns(schema: pa.Schema, generated: Any) -> pa.Schema:
+    """``schema`` plus the generated columns it lacks, typed as their expressions' results (nullable).
+
+    An expression may read only columns that are not generated, as in Delta."""
+    generated = check_generated_columns(generated)
+    lower = {n.lower() for n in generated}
+    from ..sql import Engine
+
+    engine = Engine()
+    try:
+        base = pa.schema([f for f in schema if f.name.lower() not in lower])
+        rel = engine.empty_relation(base)
+        fields = list(schema)
+        for name, text in generated.items():
+            what = f"generation expression of column {name!r}"
+            reads = referenced_columns(text) if to_engine_sql(text, what) else frozenset()
+            bad = sorted(reads & lower)
+            if bad:
+                raise SchemaMismatchError(f"the {what} ({text}) reads generated column(s) {bad}; a generation expression may read only other columns")
+            result = engine.query(f"SELECT ({to_engine_sql(text, what)}) AS v FROM {rel}", f"invalid {what} ({text})")
+            if name not in schema.names:
+                t = result.schema.field(0).type
+                if pa.types.is_null(t):
+                    raise SchemaMismatchError(f"the {what} ({text}) has no type (it is NULL); cast it, e.g. CAST(NULL AS STRING)")
+                fields.append(pa.field(name, t, True))
+        return pa.schema(fields)
+    finally:
+        engine.close()
+
+
+def add_generation_expressions(schema_string: str, generated: dict[str, str]) -> str:
+    """``schema_string`` with ``delta.generationExpression`` on the named top-level fields."""
+    if not generated:
+        return schema_string
+    schema = orjson.loads(schema_string)
+    by_name = {k.lower(): v for k, v in generated.items()}
+    for f in schema["fields"]:
+        text = by_name.get(f["name"].lower())
+        if text is not None:
+            f["metadata"] = {**(f.get("metadata") or {}), GENERATION_KEY: text}
+    return orjson.dumps(schema).decode()
+
+
+def keep_field_metadata(schema_string: str, previous: str) -> str:
+    """``schema_string`` (a schema rebuilt from Arrow, e.g. evolved by a write) with the field metadata
+    each field had in ``previous`` (generation expressions, invariants, defaults, comments); metadata
+    already in ``schema_string`` wins."""
+    old = orjson.loads(previous)
+    new = orjson.loads(schema_string)
+
+    def merge(new_fields: list[dict], old_fields: list[dict]) -> None:
+        by_name = {f["name"]: f for f in old_fields}
+        for f in new_fields:
+            o = by_name.get(f["name"])
+            if o is None:
+                continue
+            if o.get("metadata"):
+                f["metadata"] = {**o["metadata"], **(f.get("metadata") or {})}
+            nt, ot = f.get("type"), o.get("type")
+            if isinstance(nt, dict) and isinstance(ot, dict) and nt.get("type") == "struct" and ot.get("type") == "struct":
+                merge(nt["fields"], ot["fields"])
+
+    merge(new["fields"], old["fields"])
+    return orjson.dumps(new).decode()

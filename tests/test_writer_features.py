@@ -1,0 +1,235 @@
+"""Writer features enforced on every write path (lakelog.writer_features): CHECK constraints, invariants,
+generated columns and column defaults, on tables made by deltalake, by Spark (tests/data) and by hand as
+Spark writes them; deltalake reads back what lakelog wrote, and refuses what lakelog refuses."""
+
+import datetime as dt
+import json
+import os
+import shutil
+
+import deltalake
+import orjson
+import pyarrow as pa
+import pytest
+
+import lakelog
+from lakelog.errors import ConstraintViolationError, GeneratedColumnError, InvalidArgumentError, PredicateError, UnsupportedFeatureError
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def _rows(path):
+    """Rows as deltalake reads them, sorted."""
+    t = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    return sorted(t.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _ours(path):
+    return sorted(lakelog.Table(str(path)).to_pyarrow().to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _constrained(path):
+    """A deltalake-made table with a deltalake-added CHECK constraint."""
+    deltalake.write_deltalake(str(path), pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["a", "b", "a"], "v": [10, 20, 30]}),
+                              partition_by=["p"])
+    deltalake.DeltaTable(str(path)).alter.add_constraint({"v_positive": "v > 0"})
+    return lakelog.Table(str(path))
+
+
+def test_check_constraint_is_enforced_on_every_write_path(tmp_path):
+    path = tmp_path / "t"
+    t = _constrained(path)
+    start = t.version
+
+    def refused(fn):
+        with pytest.raises(ConstraintViolationError) as e:
+            fn()
+        assert "v_positive" in str(e.value) and "v > 0" in str(e.value)
+        assert lakelog.Table(str(path)).version == start  # nothing committed
+        return e.value
+
+    bad = pa.table({"id": pa.array([4, 5], pa.int64()), "p": ["a", "b"], "v": [5, -1]})
+    err = refused(lambda: lakelog.write_table(str(path), bad))
+    assert err.row["v"] == -1 and err.constraint == "v_positive"
+    refused(lambda: lakelog.write_table(str(path), bad, mode="overwrite"))
+    refused(lambda: lakelog.write_table(str(path), bad, mode="overwrite", predicate="p = 'a' OR p = 'b'"))
+    refused(lambda: lakelog.write_table(str(path), bad, mode="overwrite", partition_overwrite="dynamic"))
+    refused(lambda: t.update({"v": "v - 15"}, "id = 1"))
+    refused(lambda: t.merge(bad, "target.id = source.id").when_not_matched_insert_all().execute())
+    refused(lambda: t.merge(pa.table({"id": pa.array([2], pa.int64()), "v": [-2]}), "target.id = source.id")
+            .when_matched_update({"v": "source.v"}).execute())
+    # NULL is a violation, as in Delta
+    refused(lambda: lakelog.write_table(str(path), pa.table({"id": pa.array([6], pa.int64()), "p": ["a"], "v": pa.array([None], pa.int64())})))
+
+    # Good rows pass; DELETE is always allowed; deltalake reads what lakelog wrote
+    lakelog.write_table(str(path), pa.table({"id": pa.array([7], pa.int64()), "p": ["b"], "v": [70]}))
+    t.update({"v": "v + 1"}, "id = 1")
+    t.merge(pa.table({"id": pa.array([2, 8], pa.int64()), "p": ["b", "a"], "v": [21, 80]}), "target.id = source.id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    t.delete("id = 3")
+    expected = [{"id": 1, "p": "a", "v": 11}, {"id": 2, "p": "b", "v": 21}, {"id": 7, "p": "b", "v": 70}, {"id": 8, "p": "a", "v": 80}]
+    assert _rows(path) == _ours(path) == sorted(expected, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def test_add_constraint_checks_existing_rows_upgrades_the_protocol_and_deltalake_enforces_it(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "name": ["a", "b", None]}))
+    t = lakelog.Table(path)
+    with pytest.raises(ConstraintViolationError, match="name_nn.*'name': None"):
+        t.add_constraint({"name_nn": "name IS NOT NULL"})
+    assert t.version == 0
+    with pytest.raises(PredicateError):
+        t.add_constraint({"bad": "no_such_column > 1"})
+    with pytest.raises(InvalidArgumentError):
+        t.add_constraint({"x": 1})
+    v = t.add_constraint({"Id_Positive": "id > 0"})
+    with pytest.raises(InvalidArgumentError, match="already has a constraint"):
+        t.add_constraint({"id_positive": "id > 1"})
+    log = [orjson.loads(line) for line in open(os.path.join(path, "_delta_log", f"{v:020d}.json"))]
+    info = next(a["commitInfo"] for a in log if "commitInfo" in a)
+    assert info["operation"] == "ADD CONSTRAINT" and info["operationParameters"] == {"name": "id_positive", "expr": "id > 0"}
+    dt_ = deltalake.DeltaTable(path)
+    assert dt_.protocol().min_writer_version == 3
+    assert dt_.metadata().configuration["delta.constraints.id_positive"] == "id > 0"
+    with pytest.raises(Exception, match="(?i)check|constraint|invalid"):  # deltalake enforces what lakelog added
+        deltalake.write_deltalake(path, pa.table({"id": [-1], "name": ["z"]}), mode="append")
+    t.drop_constraint("ID_POSITIVE")
+    assert "delta.constraints.id_positive" not in deltalake.DeltaTable(path).metadata().configuration
+    lakelog.write_table(path, pa.table({"id": [-1], "name": ["z"]}))
+    with pytest.raises(InvalidArgumentError, match="no constraint"):
+        t.drop_constraint("id_positive")
+    assert t.drop_constraint("id_positive", if_exists=True) == t.version
+
+
+def test_constraint_on_a_table_features_protocol_lists_the_feature(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2]}), configuration={"delta.enableDeletionVectors": "true"})
+    t = lakelog.Table(path)
+    t.add_constraint({"small": "id < 100"})
+    p = deltalake.DeltaTable(path).protocol()
+    assert p.min_writer_version == 7 and "checkConstraints" in p.writer_features and "deletionVectors" in p.writer_features
+    with pytest.raises(ConstraintViolationError):
+        t.update({"id": "id * 100"})  # (deletion-vector path)
+    t.delete("id = 1")
+    assert _ours(path) == [{"id": 2}]
+
+
+def _spark_style_table(path, fields, rows, writer_version=2):
+    """A table whose log is written as Spark writes it (protocol, metaData with field metadata), with
+    its rows appended by lakelog afterwards only through the checks under test."""
+    os.makedirs(os.path.join(path, "_delta_log"))
+    schema = {"type": "struct", "fields": fields}
+    actions = [
+        {"commitInfo": {"timestamp": 1700000000000, "operation": "CREATE TABLE", "operationParameters": {}}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": writer_version}},
+        {"metaData": {"id": "0c2b4a8e-0000-4000-8000-000000000001", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {}, "createdTime": 1700000000000}},
+    ]
+    with open(os.path.join(path, "_delta_log", "00000000000000000000.json"), "w") as f:
+        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def test_invariants_are_enforced_including_nested_fields(tmp_path):
+    path = str(tmp_path / "t")
+    inv = lambda e: json.dumps({"expression": {"expression": e}})  # noqa: E731
+    _spark_style_table(path, [
+        {"name": "value", "type": "integer", "nullable": True, "metadata": {"delta.invariants": inv("value < 3")}},
+        {"name": "s", "type": {"type": "struct", "fields": [
+            {"name": "n", "type": "integer", "nullable": True, "metadata": {"delta.invariants": inv("s.n >= 0")}}]},
+         "nullable": True, "metadata": {}},
+    ], [])
+    schema = pa.schema([("value", pa.int32()), ("s", pa.struct([("n", pa.int32())]))])
+    lakelog.write_table(path, pa.table({"value": [1, 2], "s": [{"n": 0}, {"n": 5}]}, schema=schema))
+    with pytest.raises(ConstraintViolationError, match="invariant on column 'value'"):
+        lakelog.write_table(path, pa.table({"value": [3], "s": [{"n": 1}]}, schema=schema))
+    with pytest.raises(ConstraintViolationError, match=r"invariant on column 's\.n'"):
+        lakelog.write_table(path, pa.table({"value": [1], "s": [{"n": -1}]}, schema=schema))
+    t = lakelog.Table(path)
+    with pytest.raises(ConstraintViolationError):
+        t.update({"value": "value + 2"})
+    t.delete("value = 1")
+    assert _rows(path) == _ours(path) == [{"value": 2, "s": {"n": 5}}]
+
+
+def test_spark_written_generated_column_table_takes_every_write(tmp_path):
+    # tests/data/dbr_8_1_generated_columns: written by Databricks Runtime 8.1 (from delta-rs's test data); c2 = c1 + 1
+    path = str(tmp_path / "t")
+    shutil.copytree(os.path.join(DATA, "dbr_8_1_generated_columns"), path)
+    lakelog.write_table(path, pa.table({"c1": pa.array([1, 2], pa.int32())}))  # c2 computed
+    lakelog.write_table(path, pa.table({"c1": pa.array([3], pa.int32()), "c2": pa.array([4], pa.int32())}))  # given, equal
+    with pytest.raises(GeneratedColumnError, match=r"c2.*c1 \+ 1.*gives 9 where the expression computes 4"):
+        lakelog.write_table(path, pa.table({"c1": pa.array([3], pa.int32()), "c2": pa.array([9], pa.int32())}))
+    t = lakelog.Table(path)
+    t.update({"c1": "c1 * 10"}, "c1 = 2")  # c2 recomputed
+    with pytest.raises(GeneratedColumnError):
+        t.update({"c2": "0"}, "c1 = 1")
+    t.merge(pa.table({"c1": pa.array([3, 7], pa.int32())}), "target.c1 = source.c1") \
+        .when_matched_update({"c1": "source.c1 + 100"}).when_not_matched_insert({"c1": "source.c1"}).execute()
+    expected = [{"c1": 1, "c2": 2}, {"c1": 20, "c2": 21}, {"c1": 103, "c2": 104}, {"c1": 7, "c2": 8}]
+    assert _rows(path) == _ours(path) == sorted(expected, key=lambda r: json.dumps(r, sort_keys=True))
+    deltalake.write_deltalake(path, pa.table({"c1": pa.array([50], pa.int32())}), mode="append")  # and deltalake still writes there
+    assert {"c1": 50, "c2": 51} in _ours(path)
+
+
+def test_generated_columns_declared_from_python_partition_a_table_and_deltalake_honours_them(tmp_path):
+    path = str(tmp_path / "t")
+    ts = pa.array([dt.datetime(2026, 1, 1, 23, 0), dt.datetime(2026, 1, 2, 1, 0)], pa.timestamp("us", tz="UTC"))
+    v = lakelog.write_table(path, pa.table({"id": [1, 2], "ts": ts}), partition_by="day",
+                            generated_columns={"day": "CAST(ts AS DATE)", "id_name": "concat('n', id)"})
+    meta = deltalake.DeltaTable(path)
+    assert meta.protocol().min_writer_version == 4
+    fields = {f["name"]: f for f in json.loads(meta.schema().to_json())["fields"]}
+    assert fields["day"]["metadata"]["delta.generationExpression"] == "CAST(ts AS DATE)"
+    assert fields["day"]["type"] == "date" and fields["id_name"]["type"] == "string"
+    assert sorted(a.partition_values["day"] for a in lakelog.Table(path).snapshot.files.values()) == ["2026-01-01", "2026-01-02"]
+    # dynamic partition overwrite of a generated partition column: partitions come from the computed values
+    lakelog.write_table(path, pa.table({"id": [3], "ts": ts.slice(0, 1)}), mode="overwrite", partition_overwrite="dynamic")
+    deltalake.write_deltalake(path, pa.table({"id": [4], "ts": ts.slice(1, 1)}), mode="append")
+    rows = {r["id"]: (str(r["day"]), r["id_name"]) for r in _ours(path)}
+    assert rows == {2: ("2026-01-02", "n2"), 3: ("2026-01-01", "n3"), 4: ("2026-01-02", "n4")}
+    assert v == 0 and _rows(path) == _ours(path)
+    with pytest.raises(InvalidArgumentError, match="creates the table"):
+        lakelog.write_table(path, pa.table({"id": [5], "ts": ts.slice(0, 1)}), generated_columns={"x": "id"})
+    with pytest.raises(PredicateError):
+        lakelog.write_table(str(tmp_path / "u"), pa.table({"id": [1]}), generated_columns={"x": "nope + 1"})
+
+
+def test_schema_evolution_keeps_generation_expressions_and_constraints(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"a": [1]}), generated_columns={"b": "a * 2"})
+    t = lakelog.Table(path)
+    t.add_constraint({"a_small": "a < 10"})
+    lakelog.write_table(path, pa.table({"a": [2], "c": ["x"]}), schema_mode="merge")
+    t.merge(pa.table({"a": [3], "d": [1.5]}), "target.a = source.a", schema_mode="merge").when_not_matched_insert_all().execute()
+    fields = {f["name"]: f for f in json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"]}
+    assert fields["b"]["metadata"]["delta.generationExpression"] == "a * 2"
+    assert sorted((r["a"], r["b"]) for r in _ours(path)) == [(1, 2), (2, 4), (3, 6)]
+    with pytest.raises(ConstraintViolationError):
+        lakelog.write_table(path, pa.table({"a": [11]}))
+
+
+def test_column_defaults_fill_appends_that_lack_the_column(tmp_path):
+    path = str(tmp_path / "t")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "status", "type": "string", "nullable": False, "metadata": {"CURRENT_DEFAULT": "'new'", "EXISTS_DEFAULT": "'new'"}},
+    ]}
+    actions = [
+        {"commitInfo": {"timestamp": 1700000000000, "operation": "CREATE TABLE", "operationParameters": {}}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["allowColumnDefaults"]}},
+        {"metaData": {"id": "0c2b4a8e-0000-4000-8000-000000000002", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {}, "createdTime": 1700000000000}},
+    ]
+    with open(os.path.join(path, "_delta_log", "00000000000000000000.json"), "w") as f:
+        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    lakelog.write_table(path, pa.table({"id": [1, 2]}))
+    lakelog.write_table(path, pa.table({"id": [3], "status": ["done"]}))
+    assert sorted((r["id"], r["status"]) for r in _ours(path)) == [(1, "new"), (2, "new"), (3, "done")]
+
+
+def test_identity_columns_stay_refused_by_name(tmp_path):
+    path = str(tmp_path / "t")
+    shutil.copytree(os.path.join(DATA, "identity_test_written_by_version_5"), path)
+    with pytest.raises(UnsupportedFeatureError, match="identity"):
+        lakelog.write_table(path, lakelog.Table(path).to_pyarrow().slice(0, 0))
