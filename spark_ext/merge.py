@@ -202,7 +202,8 @@ class _SparkMerge:
         by_lower = {n.lower(): n for n in src_fields}
         for c in self.clauses:
             if c.all:
-                missing = [n for n in target if n.lower() not in by_lower]
+                computed = op.features.computable if op.features is not None else set()  # generated columns: computed
+                missing = [n for n in target if n.lower() not in by_lower and n not in computed]
                 if missing and not self.evolve:
                     raise PredicateError(
                         f"{c.kind.replace('_', ' ')} {c.action}All needs every table column in the source; missing: {missing}. "

@@ -487,3 +487,36 @@ def test_spark_writes_and_row_level_operations_on_a_column_mapping_table(spark, 
     assert fields["label"] == "s" and fields["extra"].startswith("col-")
     for a in lakelog.Table(path).snapshot.files.values():
         assert set(a.partition_values) == {"p"} and set(pq.read_schema(f"{path}/{a.relative_path}").names) <= set(fields.values())
+
+
+# ---------------------------------------------------------------- writer features
+
+def test_constraints_and_generated_columns_hold_on_every_spark_write_path(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": pa.array([10, 20, 30], pa.int64())}),
+                        generated_columns={"v2": "v * 2"})
+    lakelog.Table(path).add_constraint({"v_positive": "v > 0"})
+    start = lakelog.Table(path).version
+    t = LakelogTable.forPath(spark, path)
+
+    def refused(fn, what="v_positive"):
+        with pytest.raises(Exception) as e:
+            fn()
+        assert what in str(e.value)
+        assert lakelog.Table(path).version == start  # nothing committed
+
+    bad = spark.createDataFrame([(4, -1)], "id long, v long")
+    refused(lambda: bad.write.format("lakelog").mode("append").save(path))
+    refused(lambda: bad.write.format("lakelog").mode("overwrite").option("replaceWhere", "id >= 4").save(path))
+    refused(lambda: t.update("id = 1", {"v": "v - 100"}))
+    refused(lambda: t.alias("t").merge(bad.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute())
+    refused(lambda: spark.createDataFrame([(5, 5, 99)], "id long, v long, v2 long").write.format("lakelog").mode("append").save(path), "v2")
+
+    spark.createDataFrame([(4, 40)], "id long, v long").write.format("lakelog").mode("append").save(path)  # v2 computed in the task
+    t.update("id = 1", {"v": "v + 1"})  # v2 recomputed
+    t.alias("t").merge(spark.createDataFrame([(2, 25), (6, 60)], "id long, v long").alias("s"), "t.id = s.id") \
+        .whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsert(values={"id": "s.id", "v": "s.v"}).execute()
+    t.delete("id = 3")
+    got = sorted((r["id"], r["v"], r["v2"]) for r in lakelog.Table(path).to_pyarrow().to_pylist())
+    assert got == [(1, 11, 22), (2, 25, 50), (4, 40, 80), (6, 60, 120)]
+    assert sorted((r["id"], r["v2"]) for r in deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()) == [(1, 22), (2, 50), (4, 80), (6, 120)]

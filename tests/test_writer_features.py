@@ -165,7 +165,8 @@ def test_spark_written_generated_column_table_takes_every_write(tmp_path):
         t.update({"c2": "0"}, "c1 = 1")
     t.merge(pa.table({"c1": pa.array([3, 7], pa.int32())}), "target.c1 = source.c1") \
         .when_matched_update({"c1": "source.c1 + 100"}).when_not_matched_insert({"c1": "source.c1"}).execute()
-    expected = [{"c1": 1, "c2": 2}, {"c1": 20, "c2": 21}, {"c1": 103, "c2": 104}, {"c1": 7, "c2": 8}]
+    t.merge(pa.table({"c1": pa.array([9], pa.int32())}), "target.c1 = source.c1").when_not_matched_insert_all().execute()  # c2 not needed
+    expected = [{"c1": 1, "c2": 2}, {"c1": 20, "c2": 21}, {"c1": 103, "c2": 104}, {"c1": 7, "c2": 8}, {"c1": 9, "c2": 10}]
     assert _rows(path) == _ours(path) == sorted(expected, key=lambda r: json.dumps(r, sort_keys=True))
     deltalake.write_deltalake(path, pa.table({"c1": pa.array([50], pa.int32())}), mode="append")  # and deltalake still writes there
     assert {"c1": 50, "c2": 51} in _ours(path)

@@ -183,7 +183,8 @@ class _Merge:
         out_names = ColumnNames(self.out_schema.names)
         for c in self.clauses:
             if c.all:
-                missing = [n for n in self.target_names if n not in src_names]
+                computed = op.features.computable if op.features is not None else set()  # generated columns: computed
+                missing = [n for n in self.target_names if n not in src_names and n not in computed]
                 if missing and self.schema_mode != "merge":
                     raise PredicateError(
                         f"{c.kind.replace('_', ' ')} {c.action}_all needs every table column in the source; missing: {missing}. "
