@@ -270,7 +270,8 @@ class Metadata:
         configuration = string_map(d.get("configuration"), "configuration") or {}
         return cls(
             id=_str(d, "id"),
-            schema_string=_str(d, "schemaString"),
+            # (absent in a Delta Live Tables table before its first update: Snapshot.schema refuses it by name)
+            schema_string=_str(d, "schemaString", required=False) or "",
             partition_columns=_strings(d, "partitionColumns") or [],
             configuration=configuration_from_log(configuration),
             created_time=_int(d, "createdTime"),

@@ -49,6 +49,10 @@ class ColumnMappingRequiredError(UnsupportedFeatureError):
     """A schema change (rename or drop of a column) needs column mapping, which the table does not use."""
 
 
+class TableWithoutSchemaError(UnsupportedFeatureError):
+    """The table's metadata has no schema yet (a Delta Live Tables table before its first update)."""
+
+
 class VersionNotFoundError(LakelogError):
     """The requested version or timestamp is not reconstructable from the log."""
 

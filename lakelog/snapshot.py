@@ -15,7 +15,7 @@ from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
-from .errors import CorruptLogError, InvalidArgumentError, InvalidTimestampError, InvalidVersionError, UnsupportedFeatureError, VersionNotFoundError
+from .errors import CorruptLogError, InvalidArgumentError, InvalidTimestampError, InvalidVersionError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
 from .features import NO_DATA_WRITES, check_read, check_write
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
@@ -122,6 +122,12 @@ class Snapshot:
     @property
     def schema(self) -> pa.Schema:
         if self._schema is None:
+            if not self.metadata.schema_string:
+                raise TableWithoutSchemaError(
+                    f"the table's metadata (version {self.version}) has no schema (metaData.schemaString is absent), as a Delta Live "
+                    "Tables table has before its pipeline first updates it; nothing can be read or written until a writer that "
+                    "owns the table (the pipeline) sets its schema"
+                )
             self._schema = schema_from_string(self.metadata.schema_string)
         return self._schema
 

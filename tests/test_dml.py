@@ -391,10 +391,22 @@ def test_idempotent_operations_commit_once(people):
         t.delete("id = 3", app_id="fix", app_version=1.5)
 
 
-def test_append_only_table_refuses_row_changes(table_path):
+def test_append_only_table_refuses_row_changes_and_takes_inserts(table_path):
     lakelog.write_table(table_path, pa.table({"id": [1]}), configuration={"delta.appendOnly": "true"})
+    t = lakelog.Table(table_path)
     with pytest.raises(UnsupportedFeatureError, match="appendOnly"):
-        lakelog.Table(table_path).delete("id = 1")
+        t.delete("id = 1")
+    with pytest.raises(UnsupportedFeatureError, match="appendOnly"):
+        t.update({"id": "id + 1"})
+    with pytest.raises(UnsupportedFeatureError, match="appendOnly"):
+        t.merge(pa.table({"id": [1, 2]}), "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert t.version == 0 and len(os.listdir(table_path)) == 2  # nothing committed, no file left behind
+    # what Spark allows on an append-only table: an insert-only merge, a delete or update that matches nothing
+    assert t.delete("id = 99")["num_deleted_rows"] == 0
+    assert t.update({"id": "0"}, "id > 99")["num_updated_rows"] == 0
+    m = t.merge(pa.table({"id": [1, 2]}), "target.id = source.id").when_not_matched_insert_all().execute()
+    assert m["num_target_rows_inserted"] == 1
+    assert sorted(r["id"] for r in t.to_pyarrow().to_pylist()) == [1, 2]
 
 
 def test_concurrent_commits_conflict_only_when_they_touch_what_was_read(people):

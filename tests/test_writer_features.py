@@ -234,3 +234,23 @@ def test_identity_columns_stay_refused_by_name(tmp_path):
     shutil.copytree(os.path.join(DATA, "identity_test_written_by_version_5"), path)
     with pytest.raises(UnsupportedFeatureError, match="identity"):
         lakelog.write_table(path, lakelog.Table(path).to_pyarrow().slice(0, 0))
+
+
+def test_a_table_whose_metadata_has_no_schema_yet_is_a_typed_refusal_until_one_is_set(tmp_path):
+    from lakelog.errors import CorruptLogError, TableWithoutSchemaError
+
+    path = str(tmp_path / "dlt")
+    os.makedirs(os.path.join(path, "_delta_log"))
+    meta = {"id": "0c2b4a8e-0000-4000-8000-00000000000a", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [],
+            "configuration": {"pipelines.pipelineId": "p"}, "createdTime": 1700000000000}
+    with open(os.path.join(path, "_delta_log", f"{0:020d}.json"), "w") as f:  # as Delta Live Tables creates a table
+        f.write(json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}) + "\n" + json.dumps({"metaData": meta}) + "\n")
+    for attempt in (lambda: lakelog.Table(path), lambda: lakelog.write_table(path, pa.table({"a": [1]}))):
+        with pytest.raises(TableWithoutSchemaError, match="no schema") as e:
+            attempt()
+        assert not isinstance(e.value, CorruptLogError)
+    schema = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
+    with open(os.path.join(path, "_delta_log", f"{1:020d}.json"), "w") as f:  # the pipeline's first update sets it
+        f.write(json.dumps({"metaData": {**meta, "schemaString": json.dumps(schema)}}) + "\n")
+    lakelog.write_table(path, pa.table({"a": [1]}))
+    assert _ours(path) == [{"a": 1}]  # (deltalake cannot open this log at all: it requires schemaString in every metaData)

@@ -281,8 +281,6 @@ class RowLevelOperation:
         storage.check_atomic_commits()
         self.snapshot = snapshot if snapshot is not None else Snapshot.load(storage)
         self.snapshot.check_writable()
-        if self.snapshot.append_only:
-            raise UnsupportedFeatureError("the table has delta.appendOnly=true: rows cannot be deleted, updated or replaced")
         self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata
         self.schema = self.snapshot.schema
         self.partition_columns = self.snapshot.partition_columns
@@ -508,6 +506,15 @@ class RowLevelOperation:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
         self.finish()
         adds = self._adds
+        if self.removes and self.snapshot.append_only:
+            # As Spark: an append-only table takes what only adds rows (an insert-only merge, a delete or
+            # update that matches nothing), never a change to committed rows.
+            self._discard(adds)
+            raise UnsupportedFeatureError(
+                f"the table has delta.appendOnly=true: this {operation} would delete, update or replace rows of {len(self.removes)} "
+                "file(s), which an append-only table refuses; nothing was committed. Only inserts are allowed "
+                "(set delta.appendOnly=false to change rows)"
+            )
         self._committing = True
         actions: list[Action] = list(self.extra_actions)
         if self.metadata is not None:
