@@ -21,6 +21,7 @@ from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
 from .write import plan_protocol
+from .writer_features.expressions import referenced_columns
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -80,10 +81,12 @@ def _locate(fields: list[dict], path: str) -> tuple[list[dict], int, list[str]]:
     current, names = fields, []
     for depth, part in enumerate(parts):
         idx = next((i for i, f in enumerate(current) if f.get("name") == part), None)
+        if idx is None:  # names resolve ignoring case, as Delta resolves them
+            idx = next((i for i, f in enumerate(current) if str(f.get("name")).lower() == part.lower()), None)
         if idx is None:
             where = f"in struct {'.'.join(names)!r}" if names else "in the table"
             raise SchemaMismatchError(f"column {path!r} does not exist: no field {part!r} {where}")
-        names.append(part)
+        names.append(current[idx]["name"])
         if depth == len(parts) - 1:
             return current, idx, names
         t = current[idx].get("type")
@@ -91,6 +94,21 @@ def _locate(fields: list[dict], path: str) -> tuple[list[dict], int, list[str]]:
             raise SchemaMismatchError(f"column {path!r} does not exist: {'.'.join(names)!r} is not a struct")
         current = t["fields"]
     raise SchemaMismatchError(f"column {path!r} does not exist")
+
+
+def _check_unreferenced(snap: Snapshot, names: list[str], what: str) -> None:
+    """Refuse to rename or drop a column a CHECK constraint, invariant or generation expression reads
+    (it would stop meaning what it says), as Delta refuses it."""
+    features = snap.writer_features
+    if features is None:
+        return
+    top = names[0].lower()
+    users = [f"{c.label} ({c.expression})" for c in features.constraints if top in referenced_columns(c.expression)]
+    users += [f"generated column {g.name!r} ({g.expression})" for g in features.generated if top in g.inputs or g.name.lower() == top]
+    if users:
+        raise SchemaMismatchError(
+            f"cannot {what} column {'.'.join(names)!r}: {', '.join(users)} use(s) it; drop the constraint first (Table.drop_constraint)"
+        )
 
 
 def _commit_schema(storage: Storage, snap: Snapshot, schema: dict, partition_columns: list[str], operation: str, params: dict) -> int:
@@ -108,6 +126,7 @@ def rename_column(storage: Storage, old: str, new: str) -> int:
     snap = _mapped_snapshot(storage, f"renaming column {old!r}")
     schema = orjson.loads(snap.metadata.schema_string)
     fields, idx, names = _locate(schema["fields"], old)
+    _check_unreferenced(snap, names, "rename")
     if new == fields[idx]["name"]:
         return snap.version
     clash = next((f["name"] for j, f in enumerate(fields) if j != idx and f["name"].lower() == new.lower()), None)
@@ -129,6 +148,7 @@ def drop_column(storage: Storage, name: str) -> int:
     snap = _mapped_snapshot(storage, f"dropping column {name!r}")
     schema = orjson.loads(snap.metadata.schema_string)
     fields, idx, names = _locate(schema["fields"], name)
+    _check_unreferenced(snap, names, "drop")
     if len(names) == 1 and names[0] in snap.partition_columns:
         raise SchemaMismatchError(f"cannot drop partition column {name!r} (Delta does not allow it); rewrite the table without it instead")
     if len(fields) == 1:

@@ -254,3 +254,21 @@ def test_a_table_whose_metadata_has_no_schema_yet_is_a_typed_refusal_until_one_i
         f.write(json.dumps({"metaData": {**meta, "schemaString": json.dumps(schema)}}) + "\n")
     lakelog.write_table(path, pa.table({"a": [1]}))
     assert _ours(path) == [{"a": 1}]  # (deltalake cannot open this log at all: it requires schemaString in every metaData)
+
+
+def test_columns_that_constraints_or_generation_expressions_read_cannot_be_renamed_or_dropped(tmp_path):
+    from lakelog.errors import SchemaMismatchError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"a": [1], "b": [2], "c": [3]}), configuration={"delta.columnMapping.mode": "name"},
+                        generated_columns={"g": "a + 1"})
+    t = lakelog.Table(path)
+    t.add_constraint({"b_small": "b < 10"})
+    for fn in (lambda: t.rename_column("a", "x"), lambda: t.drop_column("g"), lambda: t.drop_column("B")):
+        with pytest.raises(SchemaMismatchError, match="generated column 'g'|b_small"):
+            fn()
+    t.rename_column("c", "c2")
+    t.drop_constraint("b_small")
+    t.drop_column("b")
+    lakelog.write_table(path, pa.table({"a": [5], "c2": [6]}))
+    assert sorted((r["a"], r["g"], r["c2"]) for r in _ours(path)) == [(1, 2, 3), (5, 6, 6)]
