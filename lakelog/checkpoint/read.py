@@ -3,10 +3,13 @@ is a ``CorruptLogError``, so readers fall back to an older checkpoint or to the 
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -163,7 +166,43 @@ def _typed_adds(adds: pa.StructArray) -> pa.StructArray:
             child, changed = child.cast(target.field(j).type), True
         children.append(child)
         fields.append(pa.field(f.name, child.type, f.nullable))
+    parsed = adds.type.get_field_index("stats_parsed")
+    if parsed >= 0 and adds.field(parsed).null_count < len(adds):
+        # Stats Spark stored only in struct form (delta.checkpoint.writeStatsAsJson=false): kept as the JSON
+        # stats lakelog reads and writes, so pruning uses them and the checkpoints lakelog writes keep them.
+        at = adds.type.get_field_index("stats")
+        json_stats = stats_json_from_parsed(adds.field(parsed))
+        if at < 0:
+            children.append(json_stats)
+            fields.append(pa.field("stats", pa.string()))
+        else:
+            children[at] = pc.coalesce(children[at], json_stats)
+        changed = True
     return pa.StructArray.from_arrays(children, fields=fields) if changed else adds
+
+
+def _stats_value(v):
+    if isinstance(v, dt.datetime):
+        # as Spark writes JSON stats: milliseconds (readers widen timestamp maxima by 1 ms for this)
+        v = v.astimezone(dt.timezone.utc) if v.tzinfo is not None else v
+        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {k: _stats_value(x) for k, x in v.items() if x is not None and not isinstance(x, (bytes, decimal.Decimal))}
+    return v
+
+
+def stats_json_from_parsed(parsed: pa.Array) -> pa.Array:
+    """``add.stats`` JSON text for checkpoint rows that carry only ``add.stats_parsed``. Decimal and binary
+    bounds are left out (their text form could round them: a missing bound prunes nothing)."""
+    out = []
+    for row in parsed.to_pylist():
+        if row is None:
+            out.append(None)
+            continue
+        out.append(orjson.dumps({k: _stats_value(v) for k, v in row.items() if v is not None}).decode())
+    return pa.array(out, pa.string())
 
 
 class _ParquetFile:
