@@ -70,7 +70,8 @@ REGISTRY: dict[str, Feature] = {
            "with delta.enableDeletionVectors=true, delete/update/merge write 'u' deletion vectors (one DV file per commit); "
            "optimize rewrites files without their deleted rows"),
         _f("typeWidening", True, True, True, "files with narrower types cast to the table's type",
-           "data writes refused; VACUUM and log cleanup allowed"),
+           "new files written with the widened types; row-level operations read older files cast and rewrite them widened; "
+           "delta.typeChanges kept"),
         _f("typeWidening-preview", True, True, True, "as typeWidening", "as typeWidening"),
         _f("rowTracking", False, True, False, _NOTHING, "refused: writers would have to assign row ids (baseRowId, defaultRowCommitVersion)"),
         _f("icebergCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
@@ -107,7 +108,7 @@ LEGACY_WRITER_FEATURES = {
 }
 
 # Writer features that only VACUUM and log cleanup may honour (Snapshot.check_writable refuses data writes).
-NO_DATA_WRITES = {"typeWidening": "type widening", "typeWidening-preview": "type widening"}
+NO_DATA_WRITES: dict[str, str] = {}
 
 READABLE = frozenset(n for n, f in REGISTRY.items() if f.readable)
 WRITABLE = frozenset(n for n, f in REGISTRY.items() if f.writable)

@@ -21,6 +21,7 @@ from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
 from .write import plan_protocol
+from .type_widening import TYPE_CHANGES, is_widening
 from .writer_features.expressions import referenced_columns
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
@@ -158,3 +159,44 @@ def drop_column(storage: Storage, name: str) -> int:
         raise SchemaMismatchError(f"cannot drop {name!r}: a table needs at least one column that is not a partition column")
     del fields[idx]
     return _commit_schema(storage, snap, schema, list(snap.partition_columns), "DROP COLUMNS", {"columns": orjson.dumps([name]).decode()})
+
+
+_SPARK_TYPE_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "real": "float"}
+
+
+def alter_column_type(storage: Storage, name: str, new_type: str) -> int:
+    """Widen column ``name`` (``"a.b"`` for a struct's field) to ``new_type`` (a Delta or Spark SQL type name:
+    ``long``/``bigint``, ``double``, ``decimal(12,2)``, ``timestamp_ntz``) in one ``CHANGE COLUMN`` commit,
+    recording it in ``delta.typeChanges`` and enabling the ``typeWidening`` feature; data files are not
+    rewritten (readers cast older files). Only Delta's type widenings are accepted."""
+    if not isinstance(name, str) or not name or not isinstance(new_type, str) or not new_type.strip():
+        raise InvalidArgumentError(f"alter_column_type takes a column name and a type name, not {name!r} and {new_type!r}")
+    to_type = new_type.strip().lower().replace(" ", "")
+    to_type = _SPARK_TYPE_NAMES.get(to_type, to_type)
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    snap.check_writable()
+    schema = orjson.loads(snap.metadata.schema_string)
+    fields, idx, names = _locate(schema["fields"], name)
+    field = fields[idx]
+    from_type = field["type"]
+    if not isinstance(from_type, str):
+        raise SchemaMismatchError(f"column {name!r} is a {from_type.get('type')}; alter_column_type widens primitive columns and struct fields")
+    if from_type == to_type:
+        return snap.version
+    if not is_widening(from_type, to_type):
+        raise SchemaMismatchError(
+            f"cannot change column {name!r} from {from_type} to {to_type}: Delta's type widening allows byte->short->integer->long, "
+            "float->double, byte/short/integer->double, date->timestamp_ntz, decimal(p,s)->decimal(p+k1,s+k2) with k1>=k2>=0, and "
+            "integers to a decimal wide enough; rewrite the table for other changes"
+        )
+    meta = dict(field.get("metadata") or {})
+    meta[TYPE_CHANGES] = [*(meta.get(TYPE_CHANGES) or []), {"fromType": from_type, "toType": to_type}]
+    fields[idx] = {**field, "type": to_type, "metadata": meta}
+    schema_string = orjson.dumps(schema).decode()
+    new_schema = schema_from_string(schema_string)
+    protocol = plan_protocol(new_schema, snap.protocol, snap.configuration, schema_string)
+    actions: list[Action] = [protocol] if protocol is not None else []
+    actions.append(replace(snap.metadata, schema_string=schema_string))
+    params = {"column": orjson.dumps({**fields[idx], "name": ".".join(names)}).decode()}
+    return Transaction(storage, snap, "CHANGE COLUMN", params).commit(actions).version

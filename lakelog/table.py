@@ -271,6 +271,16 @@ class Table:
         self.refresh()
         return version
 
+    def alter_column_type(self, column: str, new_type: str) -> int:
+        """Widen a column's type (``"bigint"``, ``"double"``, ``"decimal(12,2)"``, ``"timestamp_ntz"``) in
+        one metadata commit, as Delta's type widening does: files are not rewritten, readers cast older
+        ones. Only Delta's widenings are accepted (``SchemaMismatchError`` otherwise). Returns the version."""
+        from .schema_changes import alter_column_type
+
+        version = alter_column_type(self.storage, column, new_type)
+        self.refresh()
+        return version
+
     def rename_column(self, old: str, new: str) -> int:
         """Rename a column (``"a.b"`` names a struct's field) in one metadata-only commit; data files are
         not rewritten. Needs column mapping (``ColumnMappingRequiredError`` otherwise). Returns the version."""

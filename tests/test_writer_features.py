@@ -272,3 +272,56 @@ def test_columns_that_constraints_or_generation_expressions_read_cannot_be_renam
     t.drop_column("b")
     lakelog.write_table(path, pa.table({"a": [5], "c2": [6]}))
     assert sorted((r["a"], r["g"], r["c2"]) for r in _ours(path)) == [(1, 2, 3), (5, 6, 6)]
+
+
+@pytest.mark.parametrize("name", ["type-widening", "type-widening-nested"])
+def test_spark_widened_tables_take_appends_and_row_level_changes(tmp_path, name):
+    # tests/data/type-widening*: written by Spark 3.5 / Delta 3.3 (from delta-kernel-rs's test data); older files hold narrower types
+    path = str(tmp_path / name)
+    shutil.copytree(os.path.join(DATA, name), path)
+    t = lakelog.Table(path)
+    before = t.to_pyarrow()
+    lakelog.write_table(path, before)  # the rows again, written with the widened types
+    col = before.schema.names[0]
+    if name == "type-widening":
+        m = t.update({"int_long": "int_long + 1"}, "byte_long = 1")
+        assert m["num_updated_rows"] == 2
+        t.delete("float_double > 1e300")
+    else:
+        t.delete("struct.a = 9223372036854775807")
+    after = t.to_pyarrow()
+    assert after.schema == before.schema and lakelog.Table(path).check().ok
+    rows = before.to_pylist() * 2
+    if name == "type-widening":
+        rows = [{**r, "int_long": r["int_long"] + 1} if r["byte_long"] == 1 else r for r in rows]
+        rows = [r for r in rows if not r["float_double"] > 1e300]
+    else:
+        rows = [r for r in rows if r[col] is None or r[col]["a"] != 9223372036854775807]
+    key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
+    assert sorted(after.to_pylist(), key=key) == sorted(rows, key=key)
+
+
+def test_alter_column_type_widens_as_delta_does(tmp_path):
+    from lakelog.errors import SchemaMismatchError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([1, 2], pa.int32()), "x": pa.array([1.5, 2.5], pa.float32()),
+                                        "d": pa.array([dt.date(2026, 1, 1), None], pa.date32())}))
+    t = lakelog.Table(path)
+    t.alter_column_type("id", "bigint")
+    t.alter_column_type("X", "double")
+    t.alter_column_type("d", "timestamp_ntz")
+    for bad in (("id", "int"), ("x", "decimal(10,2)"), ("id", "string")):
+        with pytest.raises(SchemaMismatchError, match="type widening"):
+            t.alter_column_type(*bad)
+    p = t.snapshot.protocol
+    assert "typeWidening" in p.reader_features and "typeWidening" in p.writer_features
+    fields = {f["name"]: f for f in json.loads(t.snapshot.metadata.schema_string)["fields"]}
+    assert fields["id"]["metadata"]["delta.typeChanges"] == [{"fromType": "integer", "toType": "long"}]
+    lakelog.write_table(path, pa.table({"id": pa.array([2 ** 40], pa.int64()), "x": [0.1], "d": pa.array([dt.datetime(2026, 2, 1, 12)], pa.timestamp("us"))}))
+    t.update({"x": "x * 2"}, "id = 1")
+    t.merge(pa.table({"id": pa.array([2], pa.int64()), "x": [9.0], "d": pa.array([None], pa.timestamp("us"))}), "target.id = source.id") \
+        .when_matched_update_all().execute()
+    got = sorted((r["id"], r["x"], r["d"]) for r in _ours(path))
+    assert got == [(1, 3.0, dt.datetime(2026, 1, 1)), (2, 9.0, None), (2 ** 40, 0.1, dt.datetime(2026, 2, 1, 12))]
+    assert lakelog.read_table(path, version=0).schema.field("id").type == pa.int32()  # earlier versions read as they were

@@ -125,6 +125,9 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if any(k.startswith("delta.constraints.") for k in (configuration or {})):
         by_properties_writer.add("checkConstraints")
     by_properties_writer |= schema_features(schema_string)
+    if schema_string and '"delta.typeChanges"' in schema_string and not (current and "typeWidening-preview" in (current.reader_features or [])):
+        by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)
+        by_properties_writer.add("typeWidening")
     if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= set(LEGACY_WRITER_VERSION):
         # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5,
         # a CHECK constraint writer 3, a generated column writer 4.
