@@ -30,6 +30,7 @@ def write_table(
     predicate: Any = None,
     partition_overwrite: str | None = None,
     generated_columns: dict[str, str] | None = None,
+    identity_columns: Any = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -43,6 +44,9 @@ def write_table(
     generated_columns ({column: Spark SQL expression}, when the write creates the table): generated columns,
     computed when later writes lack them and checked when they give them (Delta's generatedColumns;
     Spark and deltalake honour them too). CHECK constraints: ``Table.add_constraint``.
+    identity_columns (when the write creates the table): ``["id"]`` or ``{"id": {"start": 1, "step": 1,
+    "allow_explicit_insert": False}}``: bigint columns whose values every write generates, unique across
+    concurrent writers.
     Timestamps are stored in microseconds; a nanosecond value with a sub-microsecond part is refused
     (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
@@ -53,12 +57,12 @@ def write_table(
         return write.write_table(
             path, data, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
             storage_options=storage_options, app_id=app_id, app_version=app_version, user_metadata=user_metadata,
-            generated_columns=generated_columns,
+            generated_columns=generated_columns, identity_columns=identity_columns,
         )
     if mode != "overwrite":
         raise InvalidArgumentError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
-    if generated_columns is not None:
-        raise InvalidArgumentError("generated_columns are declared when a write creates the table, not with predicate or partition_overwrite")
+    if generated_columns is not None or identity_columns is not None:
+        raise InvalidArgumentError("generated_columns and identity_columns are declared when a write creates the table, not with predicate or partition_overwrite")
     if predicate is not None and partition_overwrite == "dynamic":
         raise InvalidArgumentError("pass either predicate or partition_overwrite='dynamic', not both")
     from . import dml

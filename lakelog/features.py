@@ -47,7 +47,9 @@ REGISTRY: dict[str, Feature] = {
            "Table.add_constraint checks existing rows first, drop_constraint; DELETE always allowed"),
         _f("generatedColumns", False, True, True, _NOTHING, "computed when a write lacks the column, checked when it gives it, "
            "recomputed by update and merge; declared on create with generated_columns="),
-        _f("identityColumns", False, True, True, _NOTHING, "writes refused while a column is an identity column"),
+        _f("identityColumns", False, True, True, _NOTHING, "values generated for rows without one (appends, merge inserts; disjoint "
+           "ranges per Spark task), highWaterMark raised in the same commit (a concurrent identity write conflicts; write_table "
+           "retries), explicit values refused unless allowExplicitInsert; declared on create with identity_columns="),
         _f("changeDataFeed", False, True, True, "data files' extra _change_type column ignored; change data files not read",
            "writes refused while delta.enableChangeDataFeed=true (no change data files written)"),
         _f("timestampNtz", True, True, True, "timestamp_ntz columns and partition values read", "timestamp_ntz columns written"),

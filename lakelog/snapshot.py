@@ -188,8 +188,6 @@ class Snapshot:
         in_use = props.features_in_use()
         features = set(self.protocol.writer_features or [])
         in_use.extend(sorted({what for f, what in NO_DATA_WRITES.items() if f in features}))
-        if '"delta.identity.' in self.metadata.schema_string:
-            in_use.append("identity columns")
         if in_use:
             raise UnsupportedFeatureError(f"table uses {', '.join(in_use)}, which lakelog cannot honour on write")
 

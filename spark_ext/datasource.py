@@ -7,6 +7,7 @@ lakelog's public API (``plan_write``/``WritePlan``, ``Table``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from typing import Iterator
@@ -285,7 +286,13 @@ class LakelogWriter(DataSourceArrowWriter):
             from lakelog.dml import checked_batches
 
             batches = checked_batches(iterator, self.plan.schema, self.replace_where, self.plan.features)
-        adds = self.plan.write(batches, file_prefix=_task_prefix())
+        plan = self.plan
+        if plan.features is not None and plan.features.identity:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()  # each task draws identity values from its own range
+            plan = dataclasses.replace(plan, features=plan.features.for_task(1 + (ctx.partitionId() if ctx is not None else 0)))
+        adds = plan.write(batches, file_prefix=_task_prefix())
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], _session_partition_overwrite_mode())
 
     def _dynamic(self, messages) -> bool:

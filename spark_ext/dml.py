@@ -106,7 +106,7 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
 
 
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None, features=None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 prefix: str, column_mapping=None, features=None, task_base: int = 0) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
     row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
     (updated, inserted) meet the table's writer ``features``; copied rows are written as they are."""
@@ -116,8 +116,11 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
 
         ctx = TaskContext.get()
         name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
+        feats = features
+        if feats is not None and feats.identity:  # each task draws identity values from its own range
+            feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
         writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping)
-        computed = features.computed if features is not None else ()
+        computed = feats.computed if feats is not None else ()
         counts = [0, 0, 0]
         try:
             for b in batches:
@@ -127,12 +130,12 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
                     kinds = b.column(KIND).to_numpy(zero_copy_only=False)
                     for k, n in enumerate(np.bincount(kinds, minlength=3)[:3]):
                         counts[k] += int(n)
-                    if features is not None:
+                    if feats is not None:
                         new = kinds != COPIED
                         writer.write(cast_batch(b.filter(pa.array(~new)).select(schema.names), schema))
                         b = b.filter(pa.array(new))
                         if b.num_rows:
-                            writer.write(features.apply(cast_batch(b.select(schema.names), schema, computed)))
+                            writer.write(feats.apply(cast_batch(b.select(schema.names), schema, computed)))
                         continue
                 else:
                     counts[COPIED] += b.num_rows
@@ -163,6 +166,7 @@ class SparkOperation:
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
         self.prefix = f"part-{uuid.uuid4().hex[:12]}"
+        self._writes = 0  # write jobs so far (their tasks draw identity values from disjoint ranges)
 
     # ------------------------------------------------------------ files
     def prune(self, text: str | None, resolve: Resolver | None = None) -> pc.Expression | None:
@@ -234,7 +238,8 @@ class SparkOperation:
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
         task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
-                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features)
+                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20)
+        self._writes += 1
         adds: list[AddFile] = []
         counts = [0, 0, 0]
         rows = df.mapInArrow(task, "add string, counts string").collect()

@@ -520,3 +520,20 @@ def test_constraints_and_generated_columns_hold_on_every_spark_write_path(spark,
     got = sorted((r["id"], r["v"], r["v2"]) for r in lakelog.Table(path).to_pyarrow().to_pylist())
     assert got == [(1, 11, 22), (2, 25, 50), (4, 40, 80), (6, 60, 120)]
     assert sorted((r["id"], r["v2"]) for r in deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()) == [(1, 22), (2, 50), (4, 80), (6, 120)]
+
+
+def test_identity_values_from_parallel_spark_tasks_are_unique(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"name": ["seed"]}), identity_columns=["id"])
+    spark.range(300).selectExpr("concat('n', id) AS name").repartition(3).write.format("lakelog").mode("append").save(path)
+    t = LakelogTable.forPath(spark, path)
+    src = spark.range(290, 320).selectExpr("concat('n', id) AS name").repartition(2)
+    t.alias("t").merge(src.alias("s"), "t.name = s.name").whenMatchedUpdate(set={"name": "upper(s.name)"}).whenNotMatchedInsertAll().execute()
+    rows = lakelog.Table(path).to_pyarrow().to_pylist()
+    ids = [r["id"] for r in rows]
+    assert len(rows) == 321 and len(set(ids)) == 321 and None not in ids
+    assert {r["name"]: r["id"] for r in rows}["seed"] == 1
+    mark = json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"][1]["metadata"]["delta.identity.highWaterMark"]
+    assert mark == max(ids)
+    lakelog.write_table(path, pa.table({"name": ["after"]}))
+    assert {r["name"]: r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}["after"] == mark + 1

@@ -229,13 +229,6 @@ def test_column_defaults_fill_appends_that_lack_the_column(tmp_path):
     assert sorted((r["id"], r["status"]) for r in _ours(path)) == [(1, "new"), (2, "new"), (3, "done")]
 
 
-def test_identity_columns_stay_refused_by_name(tmp_path):
-    path = str(tmp_path / "t")
-    shutil.copytree(os.path.join(DATA, "identity_test_written_by_version_5"), path)
-    with pytest.raises(UnsupportedFeatureError, match="identity"):
-        lakelog.write_table(path, lakelog.Table(path).to_pyarrow().slice(0, 0))
-
-
 def test_a_table_whose_metadata_has_no_schema_yet_is_a_typed_refusal_until_one_is_set(tmp_path):
     from lakelog.errors import CorruptLogError, TableWithoutSchemaError
 
@@ -325,3 +318,60 @@ def test_alter_column_type_widens_as_delta_does(tmp_path):
     got = sorted((r["id"], r["x"], r["d"]) for r in _ours(path))
     assert got == [(1, 3.0, dt.datetime(2026, 1, 1)), (2, 9.0, None), (2 ** 40, 0.1, dt.datetime(2026, 2, 1, 12))]
     assert lakelog.read_table(path, version=0).schema.field("id").type == pa.int32()  # earlier versions read as they were
+
+
+def _ids(path):
+    return sorted(r["id"] for r in _ours(path))
+
+
+def test_identity_columns_generate_unique_values_on_append_and_merge_and_keep_them_on_update(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"name": ["a", "b"]}), identity_columns={"id": {"start": 10, "step": 5}})
+    lakelog.write_table(path, pa.table({"name": ["c"]}))
+    assert {r["name"]: r["id"] for r in _ours(path)} == {"a": 10, "b": 15, "c": 20}
+    t = lakelog.Table(path)
+    p = deltalake.DeltaTable(path).protocol()
+    assert p.min_writer_version == 6
+    field = json.loads(t.snapshot.metadata.schema_string)["fields"][1]
+    assert field["metadata"]["delta.identity.highWaterMark"] == 20 and field["type"] == "long"
+    with pytest.raises(lakelog.errors.SchemaMismatchError, match="identity"):
+        lakelog.write_table(path, pa.table({"name": ["x"], "id": pa.array([1], pa.int64())}))
+    t.update({"name": "upper(name)"}, "name = 'a'")  # ids kept
+    t.merge(pa.table({"name": ["b", "d", "e"]}), "target.name = source.name") \
+        .when_matched_update({"name": "'B'"}).when_not_matched_insert_all().execute()
+    got = {r["name"]: r["id"] for r in _ours(path)}
+    assert got == {"A": 10, "B": 15, "c": 20, "d": 25, "e": 30}
+    assert json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"][1]["metadata"]["delta.identity.highWaterMark"] == 30
+    assert sorted(r["id"] for r in _rows(path)) == [10, 15, 20, 25, 30]
+
+
+def test_spark_written_identity_table_continues_above_its_high_water_mark(tmp_path):
+    # tests/data/identity_test_written_by_version_5: Spark-written, highWaterMark 4, explicit inserts allowed
+    path = str(tmp_path / "t")
+    shutil.copytree(os.path.join(DATA, "identity_test_written_by_version_5"), path)
+    before = lakelog.Table(path).to_pyarrow()
+    others = [c for c in before.schema.names if c != "id"]
+    lakelog.write_table(path, before.select(others).slice(0, 2))
+    lakelog.write_table(path, pa.table({**{c: before.column(c).slice(0, 1) for c in others}, "id": pa.array([100], pa.int64())}))  # explicit: allowed here
+    ids = _ids(path)
+    assert len(ids) == len(set(ids)) == before.num_rows + 3 and {5, 6, 100} <= set(ids)
+    meta = json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"][0]["metadata"]
+    assert meta["delta.identity.highWaterMark"] == 100
+
+
+def test_identity_values_stay_unique_under_two_concurrent_writer_processes(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"w": pa.array([], pa.string())}), identity_columns=["id"])
+    script = (
+        "import sys, pyarrow as pa, lakelog\n"
+        "for i in range(12):\n"
+        "    lakelog.write_table(sys.argv[1], pa.table({'w': [sys.argv[2]] * 3}))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, path, w]) for w in ("x", "y")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    ids = _ids(path)
+    assert len(ids) == 72 and len(set(ids)) == 72  # every write committed, no value twice
+    assert _rows(path) == _ours(path)

@@ -14,6 +14,7 @@ import os
 import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -36,6 +37,7 @@ from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
 from ..writer_features import WriterFeatures
+from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
 from .merge_on_read import MergeOnRead
 from ..features import is_supported
@@ -525,6 +527,13 @@ class RowLevelOperation:
         actions.extend(adds)
         if not self.removes and not adds and self.metadata is None and self.app_id is None:
             return None
+        if self.features is not None and self.features.identity and adds:
+            # The rows inserted drew identity values above the mark: raise it in this commit.
+            base = self.metadata if self.metadata is not None else self.snapshot.metadata
+            marks = high_water_marks(self.features.identity, adds, self.storage, self.column_mapping)
+            if marks:
+                self.metadata = dataclasses.replace(base, schema_string=with_high_water_marks(base.schema_string, marks))
+                actions = [self.metadata] + [a for a in actions if not isinstance(a, Metadata)]
         metrics = {**metrics, **self.dv_metrics}
         metrics.setdefault("executionTimeMs", int((time.perf_counter() - self.started) * 1000))
         txn = Transaction(

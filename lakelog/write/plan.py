@@ -3,6 +3,7 @@ commit) and ``write_table``, all through the one transaction path."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +28,10 @@ from ..schema import (
 from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
-from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
+from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import add_generation_expressions, keep_field_metadata, with_generated_columns
+from ..writer_features.identity import add_identity_metadata, check_identity_declarations, high_water_marks, with_high_water_marks
 from .files import DataWriter
 
 
@@ -108,6 +110,8 @@ def schema_features(schema_string: str | None) -> set[str]:
         out.add("invariants")
     if '"CURRENT_DEFAULT"' in schema_string:
         out.add("allowColumnDefaults")
+    if '"delta.identity.start"' in schema_string:
+        out.add("identityColumns")
     return out
 
 
@@ -181,6 +185,7 @@ class WritePlan:
     column_mapping: ColumnMapping | None = None  # the table's mapping the files are written for (mode name or id)
     features: WriterFeatures | None = None  # constraints, generated columns and defaults every row must meet
     generated_columns: dict[str, str] | None = None  # declared by this write (it creates the table)
+    identity_columns: dict[str, dict] | None = None  # declared by this write: name -> delta.identity.* metadata
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
 
     def __getstate__(self) -> dict:
@@ -321,8 +326,11 @@ class WritePlan:
             schema_string = schema_to_string(schema)
         if self.generated_columns:
             schema_string = add_generation_expressions(schema_string, self.generated_columns)
+        if self.identity_columns:
+            schema_string = add_identity_metadata(schema_string, self.identity_columns)
         elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
             schema_string = keep_field_metadata(schema_string, snapshot.metadata.schema_string)
+        schema_string = self._raise_high_water_marks(schema_string, adds)
         protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective, schema_string)
         if protocol is not None:
             actions.append(protocol)
@@ -351,6 +359,23 @@ class WritePlan:
             actions.extend(a.remove(ts) for a in snapshot.files.values())
         actions.extend(adds)
         return actions
+
+    def _raise_high_water_marks(self, schema_string: str, adds: list[AddFile]) -> str:
+        """The schema with identity high water marks raised past the values ``adds`` hold (read from the
+        schema being committed, so a concurrent writer's values make this commit conflict, not repeat them)."""
+        if "delta.identity.start" not in schema_string or not adds:
+            return schema_string
+        columns = WriterFeatures.of(schema_string, {}).identity
+        drawn_from = {c.name: c.high_water_mark for c in (self.features.identity if self.features is not None else ())}
+        moved = [c.name for c in columns if c.name in drawn_from and drawn_from[c.name] != c.high_water_mark]
+        if moved:
+            raise CommitConflictError(
+                f"identity column(s) {moved} got values from the high water mark this write was planned on, and a concurrent "
+                "write has since moved it; nothing was committed (the values would repeat). Retry the write",
+                read_version=self.read_version,
+            )
+        marks = high_water_marks(columns, adds, self.storage, self.column_mapping)
+        return with_high_water_marks(schema_string, marks) if marks else schema_string
 
     def _check_physical(self, final: ColumnMapping, snapshot: Snapshot | None) -> None:
         """Refuse to commit files whose physical columns are not the ones the committed schema maps to
@@ -384,6 +409,7 @@ def plan_write(
     configuration: dict[str, str] | None = None,
     storage_options: dict[str, Any] | None = None,
     generated_columns: dict[str, str] | None = None,
+    identity_columns: Any = None,
 ) -> WritePlan:
     """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``).
 
@@ -419,7 +445,13 @@ def plan_write(
             raise InvalidArgumentError("generated_columns are declared when a write creates the table (or replaces its schema with "
                                        "mode='overwrite', schema_mode='overwrite'); this table exists")
         schema = with_generated_columns(schema, generated_columns)
-    elif not creates and snapshot.writer_features is not None:
+    if identity_columns is not None:
+        if not creates:
+            raise InvalidArgumentError("identity_columns are declared when a write creates the table (or replaces its schema); this table exists")
+        identity_columns = check_identity_declarations(identity_columns)
+        lower = {n.lower() for n in schema.names}
+        schema = pa.schema(list(schema) + [pa.field(n, pa.int64(), True) for n in identity_columns if n.lower() not in lower])
+    if not creates and snapshot.writer_features is not None:
         # Generated and defaulted columns the data lacks are computed, not missing (non-nullable ones too).
         lower = {n.lower() for n in schema.names}
         computed = [snapshot.schema.field(c) for c in sorted(snapshot.writer_features.computable) if c.lower() not in lower]
@@ -436,6 +468,8 @@ def plan_write(
         mapping = ColumnMapping(mode_after, mapped)
     if creates:
         schema_string = add_generation_expressions(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns or {})
+        if identity_columns:
+            schema_string = add_identity_metadata(schema_string, identity_columns)
     else:
         schema_string = snapshot.metadata.schema_string
     features = WriterFeatures.of(schema_string, conf)
@@ -458,6 +492,7 @@ def plan_write(
         snapshot=snapshot,
         features=features,
         generated_columns=dict(generated_columns) if generated_columns else None,
+        identity_columns=identity_columns or None,
     )
 
 
@@ -474,6 +509,7 @@ def write_table(
     app_version: int | None = None,
     user_metadata: str | None = None,
     generated_columns: dict[str, str] | None = None,
+    identity_columns: Any = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -483,16 +519,28 @@ def write_table(
     """
     app_id, app_version = _check_txn(app_id, app_version)
     check_user_metadata(user_metadata)  # before any file is written
-    data_schema, batches = to_arrow_stream(data)
-    plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
-                      storage_options=storage_options, generated_columns=generated_columns)
-    if plan.skip:
-        return plan.read_version
-    if app_id is not None and plan.snapshot is not None:
-        txn = plan.snapshot.txns.get(app_id)
-        if txn is not None and txn.version >= app_version:
+    replayable = isinstance(data, (pa.Table, pa.RecordBatch)) or type(data).__module__.startswith("pandas")
+    for attempt in range(IDENTITY_RETRIES + 1):
+        data_schema, batches = to_arrow_stream(data)
+        plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
+                          storage_options=storage_options, generated_columns=generated_columns, identity_columns=identity_columns)
+        if plan.skip:
             return plan.read_version
-    return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        if app_id is not None and plan.snapshot is not None:
+            txn = plan.snapshot.txns.get(app_id)
+            if txn is not None and txn.version >= app_version:
+                return plan.read_version
+        try:
+            return plan.commit(plan.write(batches), app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        except CommitConflictError:
+            # A concurrent write drew identity values from the same high water mark: draw again from the new one.
+            if not (replayable and plan.features is not None and plan.features.identity) or attempt == IDENTITY_RETRIES:
+                raise
+            time.sleep(backoff_delay(attempt + 1))  # (jittered: two writers retrying in step would collide again)
+    raise AssertionError("unreachable")
+
+
+IDENTITY_RETRIES = 20
 
 
 def _check_txn(app_id: Any, app_version: Any) -> tuple[str | None, int | None]:

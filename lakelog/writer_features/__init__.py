@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, GeneratedColumnError, SchemaMismatchError
 from .expressions import referenced_columns, to_engine_sql
+from .identity import START as IDENTITY_START, IdentityColumn, identity_columns
 
 CONSTRAINT_PREFIX = "delta.constraints."
 GENERATION_KEY = "delta.generationExpression"
@@ -91,16 +92,19 @@ class WriterFeatures:
     constraints: tuple[Constraint, ...] = ()
     generated: tuple[GeneratedColumn, ...] = ()
     defaults: tuple[tuple[str, str], ...] = ()
+    identity: tuple[IdentityColumn, ...] = ()
     computed: frozenset[str] = frozenset()
+    task: int = 0  # which of several parallel writers of one commit this is (disjoint identity ranges)
     _state: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, schema_string: str, configuration: dict[str, str]) -> "WriterFeatures | None":
         """The writer features of a table with this schema string and configuration (None: none)."""
         constraints = [Constraint(n, e) for n, e in sorted(table_constraints(configuration).items())]
-        generated, defaults = [], []
-        if INVARIANTS_KEY in schema_string or GENERATION_KEY in schema_string or DEFAULT_KEY in schema_string:
+        generated, defaults, identity = [], [], []
+        if INVARIANTS_KEY in schema_string or GENERATION_KEY in schema_string or DEFAULT_KEY in schema_string or IDENTITY_START in schema_string:
             fields = orjson.loads(schema_string)["fields"]
+            identity = identity_columns(fields)
             constraints.extend(_invariants(fields))
             for f in fields:
                 meta = f.get("metadata") or {}
@@ -108,9 +112,9 @@ class WriterFeatures:
                     generated.append(GeneratedColumn(f["name"], meta[GENERATION_KEY]))
                 elif meta.get(DEFAULT_KEY) is not None:
                     defaults.append((f["name"], meta[DEFAULT_KEY]))
-        if not constraints and not generated and not defaults:
+        if not constraints and not generated and not defaults and not identity:
             return None
-        return cls(tuple(constraints), tuple(generated), tuple(defaults))
+        return cls(tuple(constraints), tuple(generated), tuple(defaults), tuple(identity))
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_state"}
@@ -122,7 +126,11 @@ class WriterFeatures:
     # ------------------------------------------------------------ which columns a write computes
     @property
     def computable(self) -> set[str]:
-        return {g.name for g in self.generated} | {n for n, _ in self.defaults}
+        return {g.name for g in self.generated} | {n for n, _ in self.defaults} | {c.name for c in self.identity}
+
+    def for_task(self, task: int) -> "WriterFeatures":
+        """These features for parallel writer number ``task`` (>= 1) of one commit."""
+        return replace(self, task=task, _state={})
 
     def computing(self, columns: Iterable[str]) -> "WriterFeatures":
         """These features for a write that computes ``columns`` (those generated or defaulted)."""
@@ -130,9 +138,16 @@ class WriterFeatures:
         return replace(self, computed=frozenset(c for c in self.computable if c.lower() in lower), _state={})
 
     def for_input(self, given: Iterable[str]) -> "WriterFeatures":
-        """These features for a write whose data has the columns ``given``: the generated and defaulted
-        columns it lacks are computed."""
+        """These features for a write whose data has the columns ``given``: the generated, defaulted and
+        identity columns it lacks are computed; giving an identity column that does not allow explicit
+        values is refused."""
         lower = {c.lower() for c in given}
+        explicit = [c.name for c in self.identity if c.name.lower() in lower and not c.allow_explicit]
+        if explicit:
+            raise SchemaMismatchError(
+                f"column(s) {explicit} are identity columns generated always (delta.identity.allowExplicitInsert is false): "
+                "leave them out of the data, and the table gives each row its value"
+            )
         return self.computing(c for c in self.computable if c.lower() not in lower)
 
     def for_assignments(self, *assigned: Iterable[str]) -> "WriterFeatures":
@@ -159,18 +174,44 @@ class WriterFeatures:
             return batch
         engine, lock = self._engine()
         with lock:
+            if self.identity:
+                batch = self._identities(batch)
             if self.generated or self.computed:
                 batch = self._generate(engine, batch)
             if self.constraints:
                 self._check(engine, batch)
         return batch
 
+    def _identities(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Rows without a value in an identity column (NULL, or the column absent) get the next values."""
+        import numpy as np
+
+        drawn = self._state.setdefault("drawn", {})
+        columns = list(batch.columns)
+        for col in self.identity:
+            idx = batch.schema.get_field_index(col.name)
+            values = batch.column(idx)
+            missing = values.null_count
+            if not missing:
+                continue
+            n = drawn.get(col.name, 0)
+            new = col.first(self.task) + col.step * (n + np.arange(missing, dtype=np.int64))
+            drawn[col.name] = n + missing
+            if missing == len(values):
+                columns[idx] = pa.array(new, values.type)
+            else:
+                positions = np.cumsum(values.is_null().to_numpy(zero_copy_only=False)) - 1
+                filled = np.where(values.is_null().to_numpy(zero_copy_only=False), new[np.maximum(positions, 0)], values.fill_null(0).to_numpy())
+                columns[idx] = pa.array(filled, values.type)
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
     def _generate(self, engine, batch: pa.RecordBatch) -> pa.RecordBatch:
         exprs: list[tuple[str, str, str, bool]] = []  # (column, engine SQL, label, generated)
         for g in self.generated:
             exprs.append((g.name, to_engine_sql(g.expression, f"generation expression of column {g.name!r}"), f"generated column {g.name!r} ({g.expression})", True))
+        identity = {c.name for c in self.identity}
         for name, text in self.defaults:
-            if name in self.computed:
+            if name in self.computed and name not in identity:
                 exprs.append((name, to_engine_sql(text, f"default of column {name!r}"), f"default of column {name!r} ({text})", False))
         if not exprs:
             return batch
