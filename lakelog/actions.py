@@ -391,6 +391,38 @@ class RemoveFile:
 
 
 @dataclass(slots=True)
+class AddCDCFile:
+    """A change data file (``cdc``): rows a commit changed, with ``_change_type``; not part of the table's
+    data, so it never enters a snapshot or a checkpoint."""
+
+    path: str
+    partition_values: dict[str, str | None]
+    size: int
+    data_change: bool = False
+    tags: dict[str, str] | None = None
+
+    @property
+    def relative_path(self) -> str:
+        return decode_path(self.path)
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"path": self.path, "partitionValues": self.partition_values, "size": self.size, "dataChange": self.data_change}
+        if self.tags:
+            d["tags"] = self.tags
+        return {"cdc": d}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "AddCDCFile":
+        return cls(
+            path=_str(d, "path"),
+            partition_values=string_map(d.get("partitionValues"), "partitionValues", required=True),
+            size=_int(d, "size", required=True),
+            data_change=_bool(d, "dataChange", False),
+            tags=string_map(d.get("tags"), "tags"),
+        )
+
+
+@dataclass(slots=True)
 class Txn:
     app_id: str
     version: int
@@ -466,7 +498,7 @@ class DomainMetadata:
         return cls(_str(d, "domain"), _str(d, "configuration"), _bool(d, "removed", required=True))
 
 
-Action = Union[Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo, DomainMetadata]
+Action = Union[Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo, DomainMetadata, AddCDCFile]
 
 _PARSERS = {
     "add": AddFile.from_json,
@@ -476,6 +508,7 @@ _PARSERS = {
     "txn": Txn.from_json,
     "commitInfo": CommitInfo,
     "domainMetadata": DomainMetadata.from_json,
+    "cdc": AddCDCFile.from_json,
 }
 
 

@@ -180,3 +180,8 @@ class ConstraintViolationError(LakelogError):
 
 class GeneratedColumnError(ConstraintViolationError):
     """A value given for a generated column differs from what its generation expression computes."""
+
+
+class ChangeFeedUnavailableError(LakelogError):
+    """The change data feed of a version range cannot be read (the feed was off at a version in it, a commit
+    was cleaned up, or a change file was vacuumed); the message names the version and why."""

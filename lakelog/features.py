@@ -188,6 +188,8 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
     if props.column_mapping_mode != "none":
         reader.add("columnMapping")
         writer.add("columnMapping")
+    if props.change_data_feed:
+        writer.add("changeDataFeed")
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")

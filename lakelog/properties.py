@@ -8,7 +8,7 @@ recognises, each with its default, the form it accepts and whether lakelog can h
   int where the property takes one, and is stored in the protocol's string form (``"true"``, ``"2"``).
   A value that does not parse or is out of range is an ``InvalidTablePropertyError`` naming the key, the
   value and the accepted form; an unknown ``delta.*`` key is refused the same way (as Spark refuses it);
-  a value lakelog cannot honour (e.g. ``delta.enableChangeDataFeed=true``) is an
+  a value lakelog cannot honour (e.g. ``delta.compatibility.symlinkFormatManifest.enabled=true``) is an
   ``UnsupportedFeatureError``. Keys outside ``delta.`` are the user's and are stored as strings.
 * Reading properties (``TableProperties``): values are parsed as Spark parses them; a missing key gives
   the default. A value another writer stored in a form that does not parse raises
@@ -241,8 +241,8 @@ REGISTRY: dict[str, Property] = {
         Property("delta.enableInCommitTimestamps", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableDeletionVectors", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.checkpointPolicy", "classic", _enum_parser("classic", "v2"), "classic or v2", used=True),
-        Property("delta.enableChangeDataFeed", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
-        Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True, refuse=_refuse_true("the change data feed")),
+        Property("delta.enableChangeDataFeed", "false", _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True),
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
             refuse=_refuse_true("symlink manifest generation"),
@@ -410,8 +410,6 @@ class TableProperties:
     def features_in_use(self) -> list[str]:
         """Features turned on by properties that lakelog's writers cannot honour (empty when none)."""
         out = []
-        if self.change_data_feed:
-            out.append("change data feed")
         if self.get("delta.compatibility.symlinkFormatManifest.enabled"):
             out.append("symlink manifest generation")
         return out

@@ -86,6 +86,30 @@ class Table:
         return deleted rows or physical column names; use ``read_batches`` or ``to_pyarrow`` there."""
         return scan.dataset(self._snapshot, filters)
 
+    def changes(self, starting_version: int = 0, ending_version: int | None = None, *, starting_timestamp: Any = None,
+                ending_timestamp: Any = None, columns: list[str] | None = None) -> pa.Table:
+        """The change data feed of versions ``starting_version``..``ending_version`` (default: the latest),
+        or of the versions committed between two timestamps: the rows each version inserted, deleted or
+        updated, with ``_change_type`` (``insert``, ``delete``, ``update_preimage``, ``update_postimage``),
+        ``_commit_version`` and ``_commit_timestamp``, as Delta's ``table_changes`` returns them. A range
+        whose changes were not recorded or are gone is a ``ChangeFeedUnavailableError`` naming the version."""
+        reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)
+        return pa.Table.from_batches(list(reader.batches(columns)), schema=reader.output_schema if columns is None else None) \
+            if columns is None else pa.Table.from_batches(list(reader.batches(columns)), schema=_change_columns(reader, columns))
+
+    def changes_batches(self, starting_version: int = 0, ending_version: int | None = None, *, starting_timestamp: Any = None,
+                        ending_timestamp: Any = None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """``changes`` as a stream of record batches, one data file's changes at a time (bounded memory)."""
+        reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)
+        return reader.batches(columns)
+
+    def _changes(self, starting_version, ending_version, starting_timestamp, ending_timestamp, columns):
+        from .change_feed.read import ChangeReader, version_range
+
+        start, end = version_range(self.storage, starting_version, ending_version, starting_timestamp, ending_timestamp)
+        reader = ChangeReader(self.storage, start, end)
+        return reader, scan.selected_columns(columns, reader.schema)
+
     def history(self, limit: int | None = None) -> list[dict]:
         """Commit history, newest first: one dict per version with Delta's names, as Spark's
         ``DESCRIBE HISTORY`` shows them.
@@ -308,6 +332,12 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.path!r}, version={self.version})"
+
+
+def _change_columns(reader, columns: list[str]) -> pa.Schema:
+    from .change_feed import change_schema
+
+    return change_schema(pa.schema([reader.schema.field(c) for c in columns]))
 
 
 def read_table(

@@ -41,7 +41,7 @@ from lakelog.actions import AddFile, check_app_id, check_app_version, parse_app_
 from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
-from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
+from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
 from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
@@ -163,6 +163,11 @@ class SparkOperation:
         self.storage = Storage(self.path, self.storage_options)
         self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
         self.snapshot = self.op.snapshot
+        if self.op.records_changes:
+            raise UnsupportedFeatureError(
+                "LakelogTable delete/update/merge do not write the change data feed yet, and this table has it on "
+                "(delta.enableChangeDataFeed): run the operation through lakelog.Table (Python), which records the changes"
+            )
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
         self.prefix = f"part-{uuid.uuid4().hex[:12]}"

@@ -412,17 +412,27 @@ def test_convert_partition_by_takes_one_value_and_not_partitioned_is_a_flag(tmp_
     assert lakelog.Table(str(flat)).partition_columns == []
 
 
-def test_table_properties_from_the_shell_create_a_dv_column_mapping_table(tmp_path, inputs, capsys):
+def test_table_properties_from_the_shell_create_a_dv_cdf_column_mapping_table(tmp_path, inputs, capsys):
     table = tmp_path / "t"
     code, _, err = _main(capsys, "write", table, inputs[0], "--set", "delta.enableDeletionVectors=true",
-                         "--set", "delta.columnMapping.mode=name")
+                         "--set", "delta.columnMapping.mode=name", "--set", "delta.enableChangeDataFeed=true")
     assert code == 0, err
     t = lakelog.Table(str(table))
     assert t.metadata.configuration["delta.enableDeletionVectors"] == "true"
-    assert {"deletionVectors", "columnMapping"} <= set(t.protocol.writer_features or [])
+    assert {"deletionVectors", "columnMapping", "changeDataFeed"} <= set(t.protocol.writer_features or [])
     code, _, err = _main(capsys, "delete", table, "--where", "id = 1")
     assert code == 0, err
     assert any(a.deletion_vector is not None for a in lakelog.Table(str(table)).snapshot.files.values())
+    code, out, err = _main(capsys, "changes", table, "--from", "1", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["id"], r["_change_type"], r["_commit_version"]) for r in rows] == [(1, "delete", 1)]
+    out_file = tmp_path / "changes.parquet"
+    code, _, err = _main(capsys, "changes", table, "--output", str(out_file))
+    assert code == 0, err
+    assert pq.read_table(out_file).num_rows == lakelog.Table(str(table)).changes().num_rows
+    code, _, err = _main(capsys, "changes", table, "--from", "7")
+    assert code == 2 and "past the table's latest version" in err
     code, out, err = _main(capsys, "properties", table, "--set", "delta.appendOnly=true", "--json")
     assert code == 0, err
     assert json.loads(out)["properties"]["delta.appendOnly"] == "true"

@@ -535,14 +535,14 @@ def test_vacuum_matches_escaped_partition_paths(table_path):
 
 def test_vacuum_needs_only_the_writer_protocol_not_data_enforcement(table_path):
     """vacuum used to refuse a table with CHECK constraints (or change data feed) although it writes no
-    data: only the protocol check of vacuumProtocolCheck applies to it."""
+    data: only the protocol check of vacuumProtocolCheck applies to it (writes now enforce the constraint)."""
     from deltalake import write_deltalake
 
     write_deltalake(table_path, _rows(0), configuration={"delta.enableChangeDataFeed": "true"})
     DeltaTable(table_path).alter.add_constraint({"id_not_negative": "id >= 0"})
     write_deltalake(table_path, _rows(1), mode="overwrite")
-    with pytest.raises(lakelog.UnsupportedFeatureError, match="change data feed"):
-        lakelog.write_table(table_path, _rows(2))  # writing data would have to enforce the constraint
+    with pytest.raises(lakelog.errors.ConstraintViolationError, match="id_not_negative"):
+        lakelog.write_table(table_path, pa.table({"id": pa.array([-1], pa.int64()), "v": ["x"]}))
     removed = sorted(_data_files(table_path) - set(lakelog.Table(table_path).files()))
     assert removed
     for rel in removed:

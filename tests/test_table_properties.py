@@ -149,8 +149,6 @@ def test_unknown_delta_keys_are_refused_and_user_keys_pass_through(table_path):
 @pytest.mark.parametrize(
     "configuration",
     [
-        {"delta.enableChangeDataFeed": True},
-        {"delta.enableChangeDataCapture": "true"},
         {"delta.enableRowTracking": "true"},
         {"delta.constraints.positive": "id > 0"},
         {"delta.feature.deletionVectors": "supported"},
@@ -273,10 +271,12 @@ def test_unparseable_column_mapping_mode_refuses_reads(table_path):
         lakelog.read_table(table_path)
 
 
-def test_legacy_change_data_capture_key_stops_writes(table_path):
+def test_legacy_change_data_capture_key_turns_the_feed_on(table_path):
     _foreign_table(table_path, {"delta.enableChangeDataCapture": "true"})
-    with pytest.raises(UnsupportedFeatureError, match="change data feed"):
-        lakelog.write_table(table_path, _rows(1))
+    lakelog.write_table(table_path, _rows(1))
+    t = lakelog.Table(table_path)
+    t.delete(f"id = {_rows(1).column('id')[0].as_py()}")
+    assert [r["_change_type"] for r in t.changes(t.version).to_pylist()] == ["delete"]
 
 
 def test_unknown_foreign_delta_keys_are_kept_and_ignored(table_path):

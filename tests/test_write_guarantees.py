@@ -1,8 +1,8 @@
 """Write-side guarantees of README.md and specs/PROTOCOL.md, each on a real table:
 
 * ``delta.appendOnly=true`` refuses commits that remove data (compaction, which changes no data, is allowed);
-* tables that need checks lakelog cannot enforce (CHECK constraints, change data feed, generated and
-  identity columns, invariants, unknown writer features) are refused for writes, naming the feature;
+* tables that need what lakelog does not write yet (row tracking, symlink manifests, unknown writer
+  features) are refused for writes, naming the feature;
 * stores without atomic put-if-absent refuse commits unless ``lakelog.single_writer`` is set;
 * ``WritePlan.abort`` and the Spark writer's ``abort`` keep the files of a commit that landed although
   its reply was lost;
@@ -111,14 +111,9 @@ def _protocol(writer: int, features: list[str] | None = None) -> dict:
 
 
 FEATURES = {
-    "CHECK constraints": lambda p: [_protocol(3), *_configuration(p, {"delta.constraints.positive": "id > 0"})],
-    "change data feed": lambda p: [_protocol(4), *_configuration(p, {"delta.enableChangeDataFeed": "true"})],
-    "generated columns": lambda p: [_protocol(4), *_field_metadata(p, {"delta.generationExpression": "length(s)"})],
-    "identity columns": lambda p: [
-        _protocol(6),
-        *_field_metadata(p, {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}),
-    ],
-    "column invariants": lambda p: [_protocol(2), *_field_metadata(p, {"delta.invariants": '{"expression": {"expression": "id > 0"}}'})],
+    # (CHECK constraints, invariants, generated and identity columns and the change data feed are written:
+    # tests/test_writer_features.py, tests/test_change_feed.py)
+    "symlink manifest generation": lambda p: [_protocol(2), *_configuration(p, {"delta.compatibility.symlinkFormatManifest.enabled": "true"})],
     "rowTracking": lambda p: [_protocol(7, ["appendOnly", "rowTracking"])],
 }
 
@@ -139,12 +134,13 @@ def test_writes_are_refused_on_tables_that_need_checks_lakelog_cannot_enforce(ta
     assert _ids(lakelog.read_table(table_path)) == [1, 2]  # reading is unaffected
 
 
-def test_check_constraint_added_by_deltalake_is_refused(table_path):
+def test_check_constraint_added_by_deltalake_is_enforced(table_path):
     write_deltalake(table_path, _data(1, 2))
     DeltaTable(table_path).alter.add_constraint({"id_positive": "id > 0"})
-    with pytest.raises(UnsupportedFeatureError, match="CHECK constraints"):
+    with pytest.raises(lakelog.errors.ConstraintViolationError, match="id_positive"):
         lakelog.write_table(table_path, _data(-5))
-    assert _ids(lakelog.read_table(table_path)) == [1, 2]
+    lakelog.write_table(table_path, _data(3))
+    assert _ids(lakelog.read_table(table_path)) == [1, 2, 3]
 
 
 # ---------------------------------------------------------------- stores without put-if-absent

@@ -552,3 +552,26 @@ def cmd_update(args: argparse.Namespace) -> int:
     metrics = open_table(args).update(updates, where)
     print_metrics(args, metrics, "updated", "num_updated_rows")
     return EXIT_OK
+
+
+def cmd_changes(args: argparse.Namespace) -> int:
+    """The change data feed of a range of versions: printed, or written to a Parquet file."""
+    t = open_table(args)
+    data = t.changes(args.start, args.end, columns=_names(args.columns))
+    if args.output:
+        import pyarrow.parquet as pq
+
+        pq.write_table(data, args.output)
+        summary = {"versions": [args.start, args.end if args.end is not None else t.version], "num_rows": data.num_rows, "output": args.output}
+        if args.json:
+            emit_json(summary)
+        else:
+            print(f"wrote {data.num_rows:,} change rows of versions {summary['versions'][0]}..{summary['versions'][1]} to {args.output}")
+        return EXIT_OK
+    shown = data.slice(0, args.limit) if args.limit else data
+    if args.json:
+        emit_json({"num_rows": data.num_rows, "columns": data.column_names, "rows": shown.to_pylist()})
+        return EXIT_OK
+    print_table(data.column_names, [[r[n] for n in data.column_names] for r in shown.to_pylist()])
+    print(f"({shown.num_rows:,} of {data.num_rows:,} change rows)")
+    return EXIT_OK

@@ -7,6 +7,7 @@ import re
 import textwrap
 from typing import Any, Callable
 from .commands import (
+    cmd_changes,
     cmd_check,
     cmd_checkpoint,
     cmd_cleanup_log,
@@ -171,6 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("describe", cmd_describe, "schema, partitioning, properties, protocol, size and file count")
     time_travel(p)
+
+    p = add(
+        "changes", cmd_changes, "the change data feed: rows inserted, deleted and updated by a range of versions",
+        "Print (or write to Parquet with --output) the rows versions --from..--to changed, with _change_type, "
+        "_commit_version and _commit_timestamp (tables with delta.enableChangeDataFeed=true).",
+    )
+    p.add_argument("--from", dest="start", type=_nonneg_int, default=0, metavar="V", help="first version (default 0)")
+    p.add_argument("--to", dest="end", type=_nonneg_int, metavar="V", help="last version (default: the latest)")
+    p.add_argument("--columns", action=_Extend, metavar="COL[,COL...]", help="data columns to include (comma separated or repeated)")
+    p.add_argument("--limit", type=_nonneg_int, default=20, metavar="N", help="rows to print (default 20; 0 = all)")
+    p.add_argument("--output", metavar="FILE", help="write every change row to this Parquet file instead of printing")
 
     p = add("history", cmd_history, "commit history, newest first")
     p.add_argument("--limit", type=_nonneg_int, default=0, metavar="N", help="newest N commits only")

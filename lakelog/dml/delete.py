@@ -59,10 +59,12 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
         for i in chosen:
             add = files[int(i)]
             deleted += op.num_rows(add)
+            op.record_deleted(add, None)
             op.remove(add)
         return deleted
     for group in op.scan(files, pred.columns):
         for fi, rows in group.selected(op.engine, pred):
-            op.delete_rows(files[fi], rows, None, group.counts[fi - group.first])
+            content = op.record_deleted(files[fi], rows)
+            op.delete_rows(files[fi], rows, content, group.counts[fi - group.first])
             deleted += len(rows)
     return deleted

@@ -421,6 +421,12 @@ class _Merge:
             for k_mask, kind in ((ks < n_matched, "matched"), (ks >= n_matched, "nmbs")):
                 self.counts[f"{kind}_update"] += int(np.count_nonzero(is_update & k_mask))
                 self.counts[f"{kind}_delete"] += len(np.unique(rows[~is_update & k_mask]))
+            if self.op.records_changes:
+                self.op.record_deleted(files[f], np.unique(rows[~is_update]), content)
+                self.op.record_deleted(files[f], np.unique(rows[is_update]), content, "update_preimage")
+                if f in new_rows:
+                    new_rows[f] = self.op.new_rows(new_rows[f].select([c for c in new_rows[f].schema.names if c != FILE]))
+                    self.op.record_changes(new_rows[f], "update_postimage")
             self.op.delete_rows(files[f], np.unique(rows), content, content.num_rows, replacement=new_rows.get(f))
 
     def _value(self, name: str, ks: list[int]) -> str:
@@ -455,6 +461,9 @@ class _Merge:
             )
         finally:
             eng.unregister(u)
+        if self.op.records_changes:
+            rows = self.op.new_rows(rows)
+            self.op.record_changes(rows, "insert")
         self.op.write(rows)
         return rows.num_rows
 

@@ -178,6 +178,7 @@ def overwrite_where(path: str, data: Any, predicate: Any, *, partition_by=None, 
         written = 0
         features, op.features = plan.features, None  # applied before the predicate check, not again when writing
         for b in _checked(batches, op.schema, data_pred, op.engine, features):
+            op.record_changes(pa.Table.from_batches([b]), "insert")  # (the feed: its deletes are in change files too)
             op.writer.write(b)
             written += b.num_rows
         return _commit_where(op, old_pred, written)
@@ -251,7 +252,7 @@ def commit_overwrite_where(plan: WritePlan, adds: list[AddFile], predicate: Any,
         old_pred = compile_predicate(predicate, op.snapshot.schema, op.engine, "overwrite predicate")
         if not rows_checked:
             _check_files(storage, op.schema, op.partition_columns, adds, data_pred, op.engine, op.column_mapping)
-        op.add_files(adds)
+        op.add_files(adds, inserts=True)
         return _commit_where(op, old_pred, _written_rows(adds))
 
     return _run_adding(op, adds, body)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from ..actions import Action, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
+from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
@@ -37,6 +37,8 @@ from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
 from ..writer_features import WriterFeatures
+from ..change_feed.read import feed_enabled
+from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
 from .merge_on_read import MergeOnRead
@@ -300,6 +302,10 @@ class RowLevelOperation:
         self.deletion_vectors = DeletionVectors(storage)
         # What new rows (updated, inserted, overwriting) must meet; rows copied unchanged are not checked.
         self.features: WriterFeatures | None = self.snapshot.writer_features
+        # The change data feed: every row this operation changes is recorded in change data files.
+        self.records_changes = feed_enabled(self.snapshot.metadata)
+        self._changes: ChangeRecorder | None = None
+        self._cdc: list[AddCDCFile] = []
         self._adds: list[AddFile] | None = None
         self._written: list[AddFile] = []  # files written elsewhere (e.g. by Spark tasks) that this commit adds
         self._committing = False  # from here on a failure leaves the outcome unknown: files stay
@@ -487,12 +493,47 @@ class RowLevelOperation:
         for batch in table.to_batches():
             self.writer.write(_table_rows(batch, self.schema, self.features))
 
-    def add_files(self, adds: list[AddFile]) -> None:
+    def add_files(self, adds: list[AddFile], inserts: bool = False) -> None:
         """Commit files already written with this operation's schema and partitioning (``WritePlan.write``,
-        or a Spark task's ``DataWriter`` on this table) with the operation; ``abort`` deletes them."""
+        or a Spark task's ``DataWriter`` on this table) with the operation; ``abort`` deletes them.
+        ``inserts``: also record their rows as inserted (the change data feed)."""
         if self._adds is not None:
             raise RuntimeError("files must be added before finish()")
         self._written.extend(adds)
+        if inserts and self.records_changes:
+            for a in adds:
+                self.record_changes(self.read_file(a), "insert")
+
+    # ------------------------------------------------------------ change data feed
+    def record_changes(self, rows: pa.Table, kind: str) -> None:
+        """Record ``rows`` (table columns; others ignored) as changes of ``kind`` when the feed is on."""
+        if not self.records_changes or rows.num_rows == 0:
+            return
+        if self._changes is None:
+            self._changes = ChangeRecorder(self.storage, self.schema, self.partition_columns, self.column_mapping)
+        self._changes.record(rows, kind)
+
+    def record_deleted(self, add: AddFile, rows: np.ndarray | None, content: pa.Table | None = None, kind: str = "delete") -> pa.Table | None:
+        """Record the rows at file row indexes ``rows`` of ``add`` (None: all its live rows) as ``kind``;
+        returns the file's content when it had to be read (None when the feed is off)."""
+        if not self.records_changes:
+            return content
+        if content is None:
+            content = self.read_file(add)
+        if rows is None:
+            self.record_changes(content, kind)
+        else:
+            at = np.searchsorted(content.column(ROW).to_numpy(), rows)
+            self.record_changes(content.take(pa.array(at)), kind)
+        return content
+
+    def new_rows(self, table: pa.Table) -> pa.Table:
+        """``table`` with the writer features applied (generated, identity values), as the rows to both
+        write and record: applying them again when writing changes nothing."""
+        if self.features is None or not self.records_changes or table.num_rows == 0:
+            return table
+        batches = [self.features.apply(_table_rows(b, self.schema, self.features)) for b in table.to_batches()]
+        return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else table
 
     @property
     def copied_rows(self) -> int:
@@ -508,10 +549,14 @@ class RowLevelOperation:
         """Commit the changes (None when there are none and no txn to record); returns the version."""
         self.finish()
         adds = self._adds
+        if self._changes is not None:
+            self._cdc = self._changes.finish()
+            self._changes = None
         if self.removes and self.snapshot.append_only:
             # As Spark: an append-only table takes what only adds rows (an insert-only merge, a delete or
             # update that matches nothing), never a change to committed rows.
             self._discard(adds)
+            self._discard_changes()
             raise UnsupportedFeatureError(
                 f"the table has delta.appendOnly=true: this {operation} would delete, update or replace rows of {len(self.removes)} "
                 "file(s), which an append-only table refuses; nothing was committed. Only inserts are allowed "
@@ -525,7 +570,9 @@ class RowLevelOperation:
             actions.append(Txn(self.app_id, int(self.app_version), now_ms()))
         actions.extend(self.removes.values())
         actions.extend(adds)
+        actions.extend(self._cdc)
         if not self.removes and not adds and self.metadata is None and self.app_id is None:
+            self._discard_changes()
             return None
         if self.features is not None and self.features.identity and adds:
             # The rows inserted drew identity values above the mark: raise it in this commit.
@@ -544,9 +591,11 @@ class RowLevelOperation:
             return txn.commit(actions).version
         except DuplicateTransaction as d:
             self._discard(adds)
+            self._discard_changes()
             return d.version
         except LakelogError:
             self._discard(adds)  # nothing was committed: the new files are unreferenced
+            self._discard_changes()
             raise
 
     @property
@@ -573,6 +622,9 @@ class RowLevelOperation:
             if self._writer is not None:
                 self._writer.abort()
             self._discard(rewritten + self._written)
+            if self._changes is not None:
+                self._changes.abort()
+            self._discard_changes()
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:
@@ -584,6 +636,15 @@ class RowLevelOperation:
                 self.storage.delete(self.storage.join(a.relative_path))
             except (OSError, LakelogError):
                 pass
+
+
+    def _discard_changes(self) -> None:
+        for c in self._cdc:
+            try:
+                self.storage.delete(self.storage.join(c.relative_path))
+            except (OSError, LakelogError):
+                pass
+        self._cdc = []
 
 
 def predicate_parameter(*texts: str | None) -> str:

@@ -15,7 +15,7 @@ from ..errors import PredicateError
 from ..schema import ColumnNames
 from ..sql import quote_ident, value_expressions
 from ..storage import Storage
-from .rewrite import ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
+from .rewrite import FILE, ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
 
 
 def update(
@@ -56,9 +56,15 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     )
     name = op.engine.register(chosen)
     try:
-        new_rows = split_by_file(op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context))
+        updated = op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context)
     finally:
         op.engine.unregister(name)
+    if op.records_changes:
+        op.record_changes(chosen, "update_preimage")
+        updated = op.new_rows(updated.select([c for c in updated.schema.names if c in op.schema.names])).append_column(
+            FILE, updated.column(FILE))
+        op.record_changes(updated, "update_postimage")
+    new_rows = split_by_file(updated)
     for fi, content in zip(order, contents):
         op.delete_rows(files[fi], hits[fi], content, content.num_rows, replacement=new_rows[fi])
     return sum(len(r) for r in hits.values())

@@ -81,6 +81,8 @@ class DataWriter:
     max_buffered_bytes: int = 0  # 0: MAX_BUFFERED_BYTES
     column_mapping: ColumnMapping | None = None
     features: Any = None  # the table's WriterFeatures, applied to every batch (None: rows are copies, or there are none)
+    directory: str = ""  # where under the table the files go ("_change_data" for change data files)
+    extra_columns: tuple[str, ...] = ()  # last columns of ``schema`` written as they are, outside column mapping
     _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
     _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
     _created: list[str] = field(default_factory=list)
@@ -96,7 +98,13 @@ class DataWriter:
         self.max_open_files = self.max_open_files or default_max_open_files()
         self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
         mapped = self.column_mapping is not None and self.column_mapping.active
-        self.file_schema = physical_schema(self.column_mapping.schema_string, self.data_schema) if mapped else self.data_schema
+        if mapped:
+            logical = pa.schema([f for f in self.data_schema if f.name not in self.extra_columns])
+            self.file_schema = physical_schema(self.column_mapping.schema_string, logical)
+            for name in self.extra_columns:
+                self.file_schema = self.file_schema.append(self.data_schema.field(name))
+        else:
+            self.file_schema = self.data_schema
         self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
         self._mapped = mapped
 
@@ -181,7 +189,8 @@ class DataWriter:
         directory = "/".join(f"{hive_escape(c)}={hive_escape(v)}" for c, v in pvals.items())
         name = f"{self.file_prefix}-{self._counter:05d}-{uuid.uuid4()}.snappy.parquet"
         self._counter += 1
-        return _PartFile(f"{directory}/{name}" if directory else name, dict(pvals))
+        rel = f"{directory}/{name}" if directory else name
+        return _PartFile(f"{self.directory}/{rel}" if self.directory else rel, dict(pvals))
 
     def _open(self, f: _PartFile) -> None:
         full = self.storage.join(f.rel_path)

@@ -1,0 +1,179 @@
+"""Reading a table's change data feed over a range of versions (Delta's ``table_changes``).
+
+Per version, as the protocol says: a commit with ``cdc`` actions has its changes in those change data
+files (``_change_type`` in each row); otherwise its ``add`` actions (``dataChange``) are inserts and its
+``remove`` actions deletes. An add and a remove of the same file with different deletion vectors (a
+deletion-vector DELETE or UPDATE written without change files) change only the rows whose deletion
+state differs: rows the new vector deletes are deletes, rows it restores are inserts.
+Rows are read with the schema of the range's last version (older files cast, missing columns NULL).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
+from ..deletion_vectors import DeletionVectors
+from ..errors import ChangeFeedUnavailableError, DataFileError, InvalidArgumentError, VersionNotFoundError
+from ..log import DeltaLog
+from ..properties import TableProperties
+from ..scan import read_data_file
+from ..snapshot import Snapshot, commit_times
+from ..storage import Storage
+
+CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
+ROW = "__lakelog_cdf_row"
+
+
+def feed_enabled(metadata: Metadata) -> bool:
+    """Whether ``delta.enableChangeDataFeed`` (or the legacy ``delta.enableChangeDataCapture``) is on."""
+    return bool(TableProperties(metadata.configuration).change_data_feed)
+
+
+def change_schema(schema: pa.Schema) -> pa.Schema:
+    return schema.append(pa.field(CHANGE_TYPE, pa.string())).append(pa.field(COMMIT_VERSION, pa.int64())).append(
+        pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC")))
+
+
+def version_range(storage: Storage, starting_version, ending_version, starting_timestamp, ending_timestamp) -> tuple[int, int | None]:
+    """Versions from the arguments of ``Table.changes`` (a timestamp: the first version committed at or
+    after the start, the last at or before the end)."""
+    from ..commit_times import CommitTimes
+    from ..snapshot import _latest_for_times, to_epoch_ms
+
+    if starting_timestamp is None and ending_timestamp is None:
+        return starting_version, ending_version
+    log = DeltaLog(storage)
+    listing = log.list()
+    times = CommitTimes(log, listing, *_latest_for_times(storage, listing))
+    start, end = starting_version, ending_version
+    if starting_timestamp is not None:
+        first = times.first_at_or_after(to_epoch_ms(starting_timestamp))
+        if first is None:
+            raise VersionNotFoundError(f"no version was committed at or after starting_timestamp {starting_timestamp!r}")
+        start = first
+    if ending_timestamp is not None:
+        end = times.latest_at_or_before(to_epoch_ms(ending_timestamp))
+    return start, end
+
+
+class ChangeReader:
+    """The changes of versions ``start``..``end`` of the table at ``storage``."""
+
+    def __init__(self, storage: Storage, start: int, end: int | None = None):
+        for v, what in ((start, "starting_version"), (end, "ending_version")):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise InvalidArgumentError(f"{what} must be an integer >= 0, not {v!r}")
+        self.storage = storage
+        self.log = DeltaLog(storage)
+        self.listing = self.log.list()
+        latest = self.listing.latest_version
+        if latest is None:
+            raise VersionNotFoundError(f"no table at {storage.uri!r}")
+        end = latest if end is None else end
+        if start > latest:
+            raise VersionNotFoundError(f"starting_version {start} is past the table's latest version {latest}")
+        if end > latest:
+            raise VersionNotFoundError(f"ending_version {end} is past the table's latest version {latest}")
+        if start > end:
+            raise InvalidArgumentError(f"starting_version {start} is after ending_version {end}")
+        self.start, self.end = start, end
+        self.last = Snapshot.load(storage, version=end, listing=self.listing)
+        self.schema = self.last.schema
+        self.partition_columns = self.last.partition_columns
+        self.mapping = self.last.column_mapping
+        self.dvs = DeletionVectors(storage)
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        return change_schema(self.schema)
+
+    def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """The changes, version by version, as record batches of ``columns`` (default: all) and the
+        three change columns."""
+        missing = [v for v in range(self.start, self.end + 1) if v not in self.listing.commit_timestamps()]
+        if missing:
+            raise ChangeFeedUnavailableError(
+                f"the commit of version {missing[0]} is no longer in the log (log cleanup removed it), so its changes "
+                f"cannot be read; read from version {max(missing) + 1} on"
+            )
+        metadata = Snapshot.load(self.storage, version=self.start, listing=self.listing).metadata if self.start > 0 else None
+        times = commit_times(self.last, self.listing)
+        wanted = list(self.schema.names) if columns is None else list(columns)
+        out_schema = pa.schema([self.schema.field(c) for c in wanted]) if columns is not None else self.schema
+        out_schema = change_schema(out_schema)
+        for v0 in range(self.start, self.end + 1, 64):
+            versions = list(range(v0, min(self.end, v0 + 63) + 1))
+            commits = self.log.read_commits(versions)
+            stamps = times.of(versions, commits)
+            for v in versions:
+                actions = commits[v]
+                metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
+                changes = self._changes(v, actions, metadata)
+                for table in changes:
+                    n = table.num_rows
+                    if not n:
+                        continue
+                    table = table.select(wanted + [CHANGE_TYPE])
+                    table = table.append_column(COMMIT_VERSION, pa.array(np.full(n, v, dtype=np.int64)))
+                    table = table.append_column(COMMIT_TIMESTAMP, pa.array(np.full(n, stamps[v] * 1000, dtype=np.int64)).cast(
+                        pa.timestamp("us", tz="UTC")))
+                    yield from table.cast(out_schema).to_batches()
+
+    # ------------------------------------------------------------ one version
+    def _changes(self, v: int, actions: list, metadata: Metadata | None) -> list[pa.Table]:
+        cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
+        adds = [a for a in actions if isinstance(a, AddFile) and a.data_change]
+        removes = [a for a in actions if isinstance(a, RemoveFile) and a.data_change]
+        if not cdcs and not adds and not removes:
+            return []
+        if metadata is None or not feed_enabled(metadata):
+            raise ChangeFeedUnavailableError(
+                f"version {v} changed data while the change data feed was off (delta.enableChangeDataFeed was not true), so "
+                "its changes were not recorded; read a range of versions where it was on"
+            )
+        try:
+            if cdcs:
+                return [self._cdc_file(c) for c in cdcs]
+            out = []
+            removed = {decode_path(r.path): r for r in removes}
+            for a in adds:
+                r = removed.pop(decode_path(a.path), None)
+                out.extend(self._dv_change(a, r, v) if r is not None else [self._file(a, "insert")])
+            for r in removed.values():
+                out.append(self._file(self._as_add(r, v), "delete"))
+            return out
+        except DataFileError as e:
+            raise ChangeFeedUnavailableError(f"the changes of version {v} cannot be read: {e}") from None
+
+    def _file(self, add: AddFile, kind: str) -> pa.Table:
+        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs)
+        return t.append_column(CHANGE_TYPE, pa.array([kind] * t.num_rows, pa.string()))
+
+    def _dv_change(self, add: AddFile, remove: RemoveFile, v: int) -> list[pa.Table]:
+        before = read_data_file(self.storage, self._as_add(remove, v), self.schema, self.partition_columns, self.schema.names,
+                                self.mapping, self.dvs, row_index=ROW)
+        after = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs, row_index=ROW)
+        b, a = before.column(ROW).to_numpy(), after.column(ROW).to_numpy()
+        gone = before.filter(pa.array(~np.isin(b, a))).drop_columns([ROW])
+        back = after.filter(pa.array(~np.isin(a, b))).drop_columns([ROW])
+        return [gone.append_column(CHANGE_TYPE, pa.array(["delete"] * gone.num_rows, pa.string())),
+                back.append_column(CHANGE_TYPE, pa.array(["insert"] * back.num_rows, pa.string()))]
+
+    def _as_add(self, r: RemoveFile, v: int) -> AddFile:
+        pv = r.partition_values
+        if pv is None:  # a remove without extended metadata: the partition values are the file's at v - 1
+            known = Snapshot.load(self.storage, version=v - 1, listing=self.listing).files.get(decode_path(r.path))
+            pv = dict(known.partition_values) if known is not None else {}
+        return AddFile(r.path, pv, r.size or 0, 0, True, None, None, r.deletion_vector)
+
+    def _cdc_file(self, c: AddCDCFile) -> pa.Table:
+        add = AddFile(c.path, c.partition_values, c.size, 0, False)
+        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs)
+        with self.storage.open_input(self.storage.join(c.relative_path)) as f:
+            kinds = pq.read_table(f, columns=[CHANGE_TYPE]).column(0)
+        return t.append_column(CHANGE_TYPE, kinds.cast(pa.string()))
