@@ -54,6 +54,7 @@ from .options import table_path as _path
 from .options import version as _version
 from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
+from .change_feed import LakelogChangeReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .workers import use_driver_python
 
@@ -85,9 +86,13 @@ class LakelogDataSource(DataSource):
         )
 
     def schema(self) -> StructType:
+        if reads_change_feed(self.options):
+            return feed_schema(self.options)
         return from_arrow_schema(self._table().schema, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
+        if reads_change_feed(self.options):
+            return LakelogChangeReader(self.options, schema)
         # PySpark's read planner never calls pushFilters, and refuses readers that define it when
         # spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
         cls = LakelogScanReader if in_read_planner() else LakelogReader

@@ -537,3 +537,28 @@ def test_identity_values_from_parallel_spark_tasks_are_unique(spark, tmp_path):
     assert mark == max(ids)
     lakelog.write_table(path, pa.table({"name": ["after"]}))
     assert {r["name"]: r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}["after"] == mark + 1
+
+
+def test_change_feed_reads_on_spark_and_spark_row_level_operations_refuse_feed_tables(spark, tmp_path):
+    from lakelog.errors import UnsupportedFeatureError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]}), partition_by="p",
+                        configuration={"delta.enableChangeDataFeed": "true"})
+    t = lakelog.Table(path)
+    t.update({"id": "id * 10"}, "id = 2")
+    t.delete("id = 3")
+    spark.createDataFrame([(4, "b")], "id long, p string").write.format("lakelog").mode("append").save(path)
+    df = spark.read.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 1).load(path)
+    assert df.columns == ["id", "p", "_change_type", "_commit_version", "_commit_timestamp"]
+    got = sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in df.collect())
+    assert got == [(2, "update_preimage", 1), (3, "delete", 2), (4, "insert", 3), (20, "update_postimage", 1)]
+    ours = sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in t.changes(1).to_pylist())
+    assert got == ours
+    ranged = spark.read.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 2) \
+        .option("endingVersion", 2).load(path).collect()
+    assert [(r["id"], r["_change_type"]) for r in ranged] == [(3, "delete")]
+    with pytest.raises(Exception, match="startingVersion"):
+        spark.read.format("lakelog").option("readChangeFeed", "true").load(path).collect()
+    with pytest.raises(UnsupportedFeatureError, match="change data feed"):
+        LakelogTable.forPath(spark, path).delete("id = 1")
