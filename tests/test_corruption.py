@@ -24,6 +24,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import (
+    TableWithoutSchemaError,
     CorruptLogError,
     InvalidPathError,
     TableNotFoundError,
@@ -419,7 +420,7 @@ NEGATIVE_CASES = [
     ("commit-0-missing-without-checkpoint", _case_commit_zero_missing, VersionNotFoundError),
     ("delta-log-is-a-file", _case_delta_log_is_a_file, TableNotFoundError),
     ("protocol-without-minReaderVersion", _case_protocol_missing_fields, CorruptLogError),
-    ("metaData-without-schemaString", _case_metadata_missing_schema, CorruptLogError),
+    ("metaData-without-schemaString", _case_metadata_missing_schema, TableWithoutSchemaError),
     ("unknown-column-type", _case_unknown_column_type, UnsupportedFeatureError),
 ]
 

@@ -300,7 +300,6 @@ _ADD_FIELDS = {"partitionValues": {}, "size": 1, "modificationTime": 0, "dataCha
         {"add": {"path": "a.parquet", **_ADD_FIELDS, "size": "big"}},
         {"txn": {"appId": "job"}},
         {"metaData": {**_metadata()["metaData"], "schemaString": "{not json"}},
-        {"metaData": {**_metadata()["metaData"], "schemaString": None}},
         {"protocol": {"minReaderVersion": "one", "minWriterVersion": 2}},
     ],
     ids=[
@@ -313,7 +312,6 @@ _ADD_FIELDS = {"partitionValues": {}, "size": 1, "modificationTime": 0, "dataCha
         "add-size-not-a-number",
         "txn-without-version",
         "schemaString-not-json",
-        "schemaString-null",
         "protocol-version-not-a-number",
     ],
 )
@@ -326,6 +324,20 @@ def test_malformed_action_is_corrupt_log(any_table_path, bad_action):
     with pytest.raises(CorruptLogError):
         lakelog.read_table(path)
     with pytest.raises(CorruptLogError):
+        lakelog.write_table(path, _batch([1]))
+    assert _commits(path) == [0]
+
+
+def test_metadata_without_a_schema_is_a_typed_refusal_not_a_corrupt_log(any_table_path):
+    """A metaData with a null schemaString (as Delta Live Tables creates tables) is not damage: reads
+    and writes are a TableWithoutSchemaError that says why, and nothing is committed."""
+    from lakelog.errors import TableWithoutSchemaError
+
+    path = any_table_path
+    _write_commit(path, 0, [_commit_info("CREATE TABLE"), _protocol(), {"metaData": {**_metadata()["metaData"], "schemaString": None}}])
+    with pytest.raises(TableWithoutSchemaError, match="no schema"):
+        lakelog.read_table(path)
+    with pytest.raises(TableWithoutSchemaError):
         lakelog.write_table(path, _batch([1]))
     assert _commits(path) == [0]
 
