@@ -37,7 +37,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from lakelog.actions import AddFile, check_app_id, check_app_version, parse_app_version
+from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
+from lakelog.change_feed import CHANGE_TYPE
 from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
@@ -153,6 +154,42 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
     return task
 
 
+def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], prefix: str,
+                 column_mapping, kind: str, features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs to write change data files: its rows with ``_change_type`` =
+    ``kind`` under ``_change_data/``; yields one row per file and one with its row count."""
+    change_schema = schema.append(pa.field(CHANGE_TYPE, pa.string()))
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
+        writer = DataWriter(Storage(path, storage_options), change_schema, partition_columns, 0, name, column_mapping=column_mapping,
+                            directory="_change_data", extra_columns=(CHANGE_TYPE,))
+        n = 0
+        try:
+            for b in batches:
+                if b.num_rows == 0:
+                    continue
+                b = cast_batch(b.select(schema.names), schema, features.computed if features is not None else ())
+                if features is not None:
+                    b = features.apply(b)
+                writer.write(pa.RecordBatch.from_arrays([*b.columns, pa.array([kind] * b.num_rows, pa.string())], schema=change_schema))
+                n += b.num_rows
+            adds = writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
+        texts = [orjson.dumps(a.to_json()["add"]).decode() for a in adds]
+        yield pa.record_batch(
+            [pa.array(texts + [None], pa.string()), pa.array([None] * len(texts) + [orjson.dumps([n]).decode()], pa.string())],
+            names=["add", "counts"],
+        )
+
+    return task
+
+
 class SparkOperation:
     """One row-level operation run on Spark against the table's latest version."""
 
@@ -163,11 +200,7 @@ class SparkOperation:
         self.storage = Storage(self.path, self.storage_options)
         self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
         self.snapshot = self.op.snapshot
-        if self.op.records_changes:
-            raise UnsupportedFeatureError(
-                "LakelogTable delete/update/merge do not write the change data feed yet, and this table has it on "
-                "(delta.enableChangeDataFeed): run the operation through lakelog.Table (Python), which records the changes"
-            )
+        self.records_changes = self.op.records_changes
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
         self.prefix = f"part-{uuid.uuid4().hex[:12]}"
@@ -257,6 +290,22 @@ class SparkOperation:
         self.op.add_files(adds)
         return counts
 
+    def write_changes(self, df: DataFrame, kind: str) -> int:
+        """Write ``df``'s rows (the table's columns) as change data files of ``kind`` from Spark's tasks
+        (the change data feed); they join this operation's commit. Returns the rows written."""
+        task = _change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, f"cdc-{self.prefix[5:]}",
+                            self.op.column_mapping, kind, self.op.features if kind in ("update_postimage", "insert") else None)
+        rows = df.select(*[F.col(_q(n)) for n in self.op.schema.names]).mapInArrow(task, "add string, counts string").collect()
+        files, n = [], 0
+        for r in rows:
+            if r["add"] is not None:
+                a = AddFile.from_json(orjson.loads(r["add"]))
+                files.append(AddCDCFile(a.path, a.partition_values, a.size))
+            else:
+                n += orjson.loads(r["counts"])[0]
+        self.op.add_change_files(files)
+        return n
+
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
         version = self.op.commit(operation, parameters, metrics)
@@ -316,6 +365,10 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     cond = None if condition is None else as_column(condition, "delete condition")
     files = run.candidates(run.prune(text))
     deleted = copied = 0
+    if run.records_changes:  # the change data feed: the rows that go, from the files that hold them
+        touched = [a for a, _ in touched_files(run, cond, files)]
+        if touched:
+            run.write_changes(run.frame(touched, file_column=False).where(hit_column(cond)), "delete")
     if run.merge_on_read and (cond is None or run.reads_only_partitions(text)):
         partial = []
         for add, n in touched_files(run, cond, files):  # every row of these files goes: they just go, as in lakelog.Table.delete
@@ -386,6 +439,12 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     hit = hit_column(cond)
     types = {f.name: f.dataType for f in run.spark_schema().fields}
     columns = [(F.when(hit, sets[n].cast(types[n])).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names]
+    if run.records_changes:  # the change data feed: each selected row before and after
+        touched = [a for a, _ in touched_files(run, cond, files)]
+        if touched:
+            before = run.frame(touched, file_column=False).where(hit)
+            run.write_changes(before, "update_preimage")
+            run.write_changes(before.select(*columns), "update_postimage")
     if run.merge_on_read:
         # The selected rows are marked deleted where they are and written anew, updated; the rest stay.
         marked = hit_rows(run, cond, files)

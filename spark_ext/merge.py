@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
+from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError, UnsupportedFeatureError
 from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
@@ -145,6 +145,13 @@ class LakelogMergeBuilder:
                 raise PredicateError(f"only the last {kind.replace('_', ' ')} clause of a merge may omit its condition")
         evolve = self._evolve or str(self._table._spark.conf.get(AUTO_MERGE_CONF, "false")).strip().lower() == "true"
         run = SparkOperation(self._table, (txnAppId, txnVersion), userMetadata)
+        if run.records_changes:
+            run.op.abort()
+            raise UnsupportedFeatureError(
+                "LakelogTable merge does not write the change data feed yet, and this table has it on "
+                "(delta.enableChangeDataFeed): run the merge through lakelog.Table (Python), which records the changes; "
+                "delete and update on Spark record them"
+            )
         merge = _SparkMerge(run, self._table, self._source, self._condition, list(self._clauses), evolve)
         try:
             merge.prepare()

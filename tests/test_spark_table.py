@@ -560,5 +560,28 @@ def test_change_feed_reads_on_spark_and_spark_row_level_operations_refuse_feed_t
     assert [(r["id"], r["_change_type"]) for r in ranged] == [(3, "delete")]
     with pytest.raises(Exception, match="startingVersion"):
         spark.read.format("lakelog").option("readChangeFeed", "true").load(path).collect()
+    # delete and update on Spark record their changes; merge refuses feed tables by name for now
+    lt = LakelogTable.forPath(spark, path)
+    lt.update("id = 1", {"id": "id + 100"})
+    lt.delete("id = 4")
+    assert sorted((r["id"], r["_change_type"]) for r in t.changes(4).to_pylist()) == [
+        (1, "update_preimage"), (4, "delete"), (101, "update_postimage")]
     with pytest.raises(UnsupportedFeatureError, match="change data feed"):
-        LakelogTable.forPath(spark, path).delete("id = 1")
+        lt.alias("t").merge(spark.createDataFrame([(1, "a")], "id long, p string").alias("s"), "t.id = s.id") \
+            .whenMatchedDelete().execute()
+    assert sorted(r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [20, 101]
+
+
+def test_spark_delete_and_update_record_the_change_feed_with_deletion_vectors_and_column_mapping(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3, 4], "p": ["a", "a", "b", "b"]}), partition_by="p",
+                        configuration={"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true",
+                                       "delta.columnMapping.mode": "name"})
+    lt = LakelogTable.forPath(spark, path)
+    lt.delete("id = 2")
+    lt.delete("p = 'b'")  # whole files
+    lt.update("id = 1", {"p": "'c'"})  # moves the row to another partition
+    got = sorted((r["_commit_version"], r["_change_type"], r["id"], r["p"]) for r in lakelog.Table(path).changes(1).to_pylist())
+    assert got == [(1, "delete", 2, "a"), (2, "delete", 3, "b"), (2, "delete", 4, "b"),
+                   (3, "update_postimage", 1, "c"), (3, "update_preimage", 1, "a")]
+    assert lakelog.Table(path).to_pyarrow().to_pylist() == [{"id": 1, "p": "c"}]

@@ -513,6 +513,10 @@ class RowLevelOperation:
             self._changes = ChangeRecorder(self.storage, self.schema, self.partition_columns, self.column_mapping)
         self._changes.record(rows, kind)
 
+    def add_change_files(self, files: list[AddCDCFile]) -> None:
+        """Commit change data files written elsewhere (Spark tasks) with the operation; ``abort`` deletes them."""
+        self._cdc.extend(files)
+
     def record_deleted(self, add: AddFile, rows: np.ndarray | None, content: pa.Table | None = None, kind: str = "delete") -> pa.Table | None:
         """Record the rows at file row indexes ``rows`` of ``add`` (None: all its live rows) as ``kind``;
         returns the file's content when it had to be read (None when the feed is off)."""
@@ -550,7 +554,7 @@ class RowLevelOperation:
         self.finish()
         adds = self._adds
         if self._changes is not None:
-            self._cdc = self._changes.finish()
+            self._cdc = self._cdc + self._changes.finish()
             self._changes = None
         if self.removes and self.snapshot.append_only:
             # As Spark: an append-only table takes what only adds rows (an insert-only merge, a delete or
