@@ -53,7 +53,7 @@ REGISTRY: dict[str, Feature] = {
         _f("changeDataFeed", False, True, True, "change data files read by Table.changes (data files' extra _change_type column ignored)",
            "with delta.enableChangeDataFeed (or the legacy delta.enableChangeDataCapture) true, Python delete/update/merge and "
            "predicate overwrites record every changed row in _change_data/ cdc files; appends and dynamic partition overwrites "
-           "need none; Spark's LakelogTable delete and update write change files from their tasks, its merge refuses such tables for now"),
+           "need none; Spark's LakelogTable delete, update and merge write change files from their tasks"),
         _f("timestampNtz", True, True, True, "timestamp_ntz columns and partition values read", "timestamp_ntz columns written"),
         _f("vacuumProtocolCheck", True, True, True, _NOTHING, "VACUUM and log cleanup check the writer protocol first (always done)"),
         _f("domainMetadata", False, True, True, "domainMetadata actions replayed (latest per domain wins)",

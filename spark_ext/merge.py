@@ -145,12 +145,12 @@ class LakelogMergeBuilder:
                 raise PredicateError(f"only the last {kind.replace('_', ' ')} clause of a merge may omit its condition")
         evolve = self._evolve or str(self._table._spark.conf.get(AUTO_MERGE_CONF, "false")).strip().lower() == "true"
         run = SparkOperation(self._table, (txnAppId, txnVersion), userMetadata)
-        if run.records_changes:
+        features = run.op.features
+        if run.records_changes and features is not None and features.identity and any(c.action == "insert" for c in self._clauses):
             run.op.abort()
             raise UnsupportedFeatureError(
-                "LakelogTable merge does not write the change data feed yet, and this table has it on "
-                "(delta.enableChangeDataFeed): run the merge through lakelog.Table (Python), which records the changes; "
-                "delete and update on Spark record them"
+                "a LakelogTable merge that inserts into a table with identity columns and the change data feed is not supported "
+                "yet (the feed would need the identity values its tasks draw); run the merge through lakelog.Table (Python)"
             )
         merge = _SparkMerge(run, self._table, self._source, self._condition, list(self._clauses), evolve)
         try:
@@ -361,6 +361,8 @@ class _SparkMerge:
             parts.append(self._rewritten([add for add, _ in touched], cond))
         if self.inserts:
             parts.append(self._inserted(files, cond))
+        if self.run.records_changes:
+            self._record_changes([add for add, _ in touched], cond)
         if parts:
             df = parts[0]
             for p in parts[1:]:
@@ -479,6 +481,29 @@ class _SparkMerge:
             kept = self._target(files, file_column=False)
             out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
         return out
+
+    def _record_changes(self, files, cond: Column) -> None:
+        """The change data feed: the target rows a clause deletes or updates (before and after) and the
+        rows inserted, written as change data files from Spark's tasks."""
+        codes = {"delete": [k for k, c in enumerate(self.numbered) if c.action == "delete"],
+                 "update": [k for k, c in enumerate(self.numbered) if c.action == "update"]}
+        if files and (codes["delete"] or codes["update"]):
+            tgt = self._target(files, file_column=False, row_id=True)
+            joined = tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action())
+            if self.check_cardinality:  # per target row the source row a clause applies for (at most one: checked)
+                best = F.max(ACTION).over(Window.partitionBy(tgt[ROW_ID]))
+                joined = joined.withColumn("__lakelog_best", best).where(F.col(ACTION) == F.col("__lakelog_best")).dropDuplicates([ROW_ID])
+            else:  # (only an unconditional matched delete: any matching source row will do)
+                joined = joined.dropDuplicates([ROW_ID])
+            target_cols = [tgt[_q(n)].alias(n) for n in self.target_names]
+            if codes["delete"]:
+                self.run.write_changes(joined.where(F.col(ACTION).isin(codes["delete"])).select(*target_cols), "delete")
+            if codes["update"]:
+                updated = joined.where(F.col(ACTION).isin(codes["update"]))
+                self.run.write_changes(updated.select(*target_cols), "update_preimage")
+                self.run.write_changes(self._apply(tgt, updated).drop(KIND), "update_postimage")
+        if self.inserts:
+            self.run.write_changes(self._inserted(files, cond).drop(KIND), "insert")
 
     def _apply(self, tgt: DataFrame, joined: DataFrame) -> DataFrame:
         deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]

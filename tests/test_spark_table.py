@@ -539,9 +539,7 @@ def test_identity_values_from_parallel_spark_tasks_are_unique(spark, tmp_path):
     assert {r["name"]: r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}["after"] == mark + 1
 
 
-def test_change_feed_reads_on_spark_and_spark_row_level_operations_refuse_feed_tables(spark, tmp_path):
-    from lakelog.errors import UnsupportedFeatureError
-
+def test_change_feed_reads_on_spark_and_spark_row_level_operations_record_it(spark, tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]}), partition_by="p",
                         configuration={"delta.enableChangeDataFeed": "true"})
@@ -560,16 +558,22 @@ def test_change_feed_reads_on_spark_and_spark_row_level_operations_refuse_feed_t
     assert [(r["id"], r["_change_type"]) for r in ranged] == [(3, "delete")]
     with pytest.raises(Exception, match="startingVersion"):
         spark.read.format("lakelog").option("readChangeFeed", "true").load(path).collect()
-    # delete and update on Spark record their changes; merge refuses feed tables by name for now
+    # delete, update and merge on Spark record their changes
     lt = LakelogTable.forPath(spark, path)
     lt.update("id = 1", {"id": "id + 100"})
     lt.delete("id = 4")
     assert sorted((r["id"], r["_change_type"]) for r in t.changes(4).to_pylist()) == [
         (1, "update_preimage"), (4, "delete"), (101, "update_postimage")]
-    with pytest.raises(UnsupportedFeatureError, match="change data feed"):
-        lt.alias("t").merge(spark.createDataFrame([(1, "a")], "id long, p string").alias("s"), "t.id = s.id") \
-            .whenMatchedDelete().execute()
-    assert sorted(r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [20, 101]
+    src = spark.createDataFrame([(101, "a"), (20, "z"), (7, "b")], "id long, p string")
+    lt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedDelete("s.p = 'a'").whenMatchedUpdateAll() \
+        .whenNotMatchedInsertAll().execute()
+    v = lakelog.Table(path).version
+    assert sorted((r["id"], r["p"], r["_change_type"]) for r in t.changes(v).to_pylist()) == [
+        (7, "b", "insert"), (20, "b", "update_preimage"), (20, "z", "update_postimage"), (101, "a", "delete")]
+    assert sorted(r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [7, 20]
+    theirs = pa.table(deltalake.DeltaTable(path).load_cdf(starting_version=1).read_all())
+    assert sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in theirs.to_pylist()) == sorted(
+        (r["id"], r["_change_type"], r["_commit_version"]) for r in lakelog.Table(path).changes(1).to_pylist())
 
 
 def test_spark_delete_and_update_record_the_change_feed_with_deletion_vectors_and_column_mapping(spark, tmp_path):
