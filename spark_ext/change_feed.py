@@ -1,13 +1,14 @@
 """``spark.read.format("lakelog").option("readChangeFeed", "true")``: a table's change data feed as a
 DataFrame, with Delta's options (``startingVersion``/``startingTimestamp``, ``endingVersion``/
-``endingTimestamp``). Each Spark task reads the changes of one version through ``lakelog.Table.changes``."""
+``endingTimestamp``), and ``spark.readStream`` with the same option: a stream of each new version's changes.
+Each Spark task reads the changes of one version (``lakelog.change_feed``)."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -63,3 +64,74 @@ class LakelogChangeReader(DataSourceReader):
         for batch in reader.batches():
             yield pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(self.output_schema.names, self.output_schema)],
                                              schema=self.output_schema)
+
+
+class SnapshotPartition(InputPartition):
+    """Every row of version ``version`` as an insert (a stream without a starting version starts there)."""
+
+    def __init__(self, version: int):
+        super().__init__(("snapshot", version))
+        self.version = version
+
+
+class LakelogChangeStreamReader(DataSourceStreamReader):
+    """``spark.readStream.format("lakelog").option("readChangeFeed", "true")``: the changes of each new
+    version, a micro-batch covering whole versions. Offsets are ``{"version": next, "snapshot": bool}``;
+    without ``startingVersion``/``startingTimestamp`` the stream starts with the latest version's rows as
+    inserts, as Delta's does. Exactly once with the sink's checkpoint, like the file stream."""
+
+    def __init__(self, options, schema: StructType):
+        self.path, self.storage_options = table_path(options), storage_options(options)
+        self.storage = Storage(self.path, self.storage_options)
+        self.output_schema = to_arrow_schema(schema, timezone="UTC")
+        self.starting = options.get("startingVersion")
+        self.starting_timestamp = options.get("startingTimestamp")
+        self.max_versions = int(options.get("maxVersionsPerTrigger", 0) or 0)
+
+    def _latest(self) -> int:
+        return lakelog.Table(self.path, storage_options=self.storage_options).version
+
+    def initialOffset(self) -> dict:
+        if self.starting_timestamp is not None:
+            start, _ = version_range(self.storage, 0, None, self.starting_timestamp, None)
+            return {"version": start, "snapshot": False}
+        if self.starting is None:
+            return {"version": self._latest(), "snapshot": True}
+        if str(self.starting).strip().lower() == "latest":
+            return {"version": self._latest() + 1, "snapshot": False}
+        return {"version": int(option_version({"startingVersion": self.starting}, "startingVersion")), "snapshot": False}
+
+    def latestOffset(self) -> dict:
+        return {"version": self._latest() + 1, "snapshot": False}
+
+    def partitions(self, start: dict, end: dict):
+        first, last = int(start["version"]), int(end["version"])
+        parts: list = []
+        if start.get("snapshot"):
+            parts.append(SnapshotPartition(first))
+            first += 1
+        parts.extend(VersionPartition(v) for v in range(first, last))
+        return parts
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, SnapshotPartition):
+            batches = self._snapshot(partition.version)
+        else:
+            batches = ChangeReader(self.storage, partition.version, partition.version).batches()
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(self.output_schema.names, self.output_schema)],
+                                             schema=self.output_schema)
+
+    def _snapshot(self, version: int) -> Iterator[pa.RecordBatch]:
+        from lakelog.snapshot import commit_times
+
+        t = lakelog.Table(self.path, version=version, storage_options=self.storage_options)
+        stamp = commit_times(t.snapshot).time(version) * 1000
+        for b in t.read_batches():
+            n = b.num_rows
+            when = pa.array([stamp] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+            yield pa.RecordBatch.from_arrays([*b.columns, pa.array(["insert"] * n, pa.string()), pa.array([version] * n, pa.int64()), when],
+                                             names=[*b.schema.names, "_change_type", "_commit_version", "_commit_timestamp"])
+
+    def commit(self, end: dict) -> None:
+        pass

@@ -54,7 +54,7 @@ from .options import table_path as _path
 from .options import version as _version
 from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
-from .change_feed import LakelogChangeReader, feed_schema, reads_change_feed
+from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .workers import use_driver_python
 
@@ -105,6 +105,8 @@ class LakelogDataSource(DataSource):
         return LakelogStreamWriter(self.options, schema, "overwrite" if overwrite else "append")
 
     def streamReader(self, schema: StructType) -> "LakelogStreamReader":
+        if reads_change_feed(self.options):
+            return LakelogChangeStreamReader(self.options, schema)
         return LakelogStreamReader(self.options, schema)
 
 
