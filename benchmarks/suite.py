@@ -210,6 +210,11 @@ class Suite:
 
         self.results.extend(dml.run(quick=self.quick, runs=3))
 
+    def change_feed(self) -> None:
+        from benchmarks import change_feed
+
+        self.results.extend(change_feed.run(quick=self.quick, runs=3))
+
     # ------------------------------------------------------------ 8. scale
     def scale(self) -> None:
         from benchmarks import scale
@@ -246,6 +251,7 @@ def run(quick: bool = False, spark: bool = False) -> list[dict]:
         s.snapshots()
         s.commits()
         s.dml()
+        s.change_feed()
         s.scale()
         if spark:
             s.spark()

@@ -140,3 +140,18 @@ def test_the_feed_records_generated_and_identity_values_as_written(tmp_path):
     t.merge(pa.table({"v": [9]}), "target.v = source.v").when_not_matched_insert_all().execute()
     got = sorted((r["_change_type"], r["v"], r["w"], r["id"]) for r in t.changes(1).to_pylist())
     assert got == [("insert", 9, 90, 3), ("update_postimage", 2, 20, 1), ("update_preimage", 1, 10, 1)]
+
+
+def test_deltalake_written_row_level_changes_read_as_deltalake_reads_them(tmp_path):
+    path = str(tmp_path / "t")
+    deltalake.write_deltalake(path, pa.table({"id": [1, 2, 3, 4], "p": ["a", "a", "b", "b"], "v": [10, 20, 30, 40]}),
+                              partition_by=["p"], configuration={"delta.enableChangeDataFeed": "true"})
+    dt_ = deltalake.DeltaTable(path)
+    dt_.delete("id = 1")
+    dt_.update(updates={"v": "v + 1"}, predicate="id = 3")
+    (dt_.merge(pa.table({"id": [2, 5], "p": ["a", "b"], "v": [22, 50]}), "target.id = source.id", source_alias="source", target_alias="target")
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+    deltalake.write_deltalake(path, pa.table({"id": [6], "p": ["a"], "v": [60]}), mode="append")
+    ours = lakelog.Table(path).changes()
+    assert _rows(ours) == _rows(_theirs(path))
+    assert {r[3] for r in _rows(ours)} == {"insert", "delete", "update_preimage", "update_postimage"}
