@@ -34,7 +34,9 @@
 
 * warnings (do not affect ``ok``): a ``_last_checkpoint`` hint that is unparseable or names a checkpoint
   that does not exist (readers only use it as a hint), multi-part checkpoints missing parts
-  (``incomplete_checkpoint``: readers ignore them), in-commit timestamps that do not increase
+  (``incomplete_checkpoint``: readers ignore them), change data files a commit names that are gone
+  (``missing_change_file``: that version's change feed cannot be read; a wrong size is a ``size_mismatch``
+  problem), in-commit timestamps that do not increase
   (``in_commit_timestamp``), and temp files in ``_delta_log`` left by writers
   that crashed (readers ignore them; delete them when no writer runs).
 
@@ -53,7 +55,7 @@ from typing import Any
 
 import orjson
 
-from .actions import Action, AddFile, Metadata, RemoveFile, decode_path, dv_id, parse_actions
+from .actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path, dv_id, parse_actions
 from .checkpoint import read_checkpoint
 from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
 from .deletion_vectors import DeletionVectors, referenced_dv_file
@@ -358,6 +360,24 @@ def check_table(
         for file_report in inspect_files(storage, present, snapshot.schema, snapshot.partition_columns):
             for kind, message in file_report.problems:
                 problems.append(Problem(kind, message, target, file_report.path))
+
+    # ---------------------------------------------------------------- change data files
+    for v in sorted(commits):
+        for a in commits[v]:
+            if not isinstance(a, AddCDCFile):
+                continue
+            try:
+                rel = a.relative_path
+            except InvalidPathError as e:
+                problems.append(Problem("invalid_path", f"{commit_name(v)}: {e}", v, commit_name(v)))
+                continue
+            info = files.get(rel)
+            if info is None:
+                warns.append(Problem("missing_change_file", f"change data file {rel!r} of version {v} is missing (vacuumed after "
+                                     f"the retention?): the change data feed of version {v} can no longer be read", v, rel))
+            elif info.size != a.size:
+                problems.append(Problem("size_mismatch", f"change data file {rel!r} is {info.size} bytes but version {v} logged "
+                                        f"{a.size} bytes", v, rel))
 
     # ---------------------------------------------------------------- orphans
     nested = {rel.split("/_delta_log/", 1)[0] + "/" for rel in files if "/_delta_log/" in rel}

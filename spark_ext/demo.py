@@ -153,6 +153,32 @@ def _cdc(spark, input_dir: str, customers: str, checkpoint: str, crash_after: in
         print(f"   the query died as planned after batch {crash_after}")
 
 
+def _follow(spark, source: str, target: str, checkpoint: str) -> None:
+    """Stream ``source``'s change data feed into ``target`` (id, tier): per version, deletes delete, the
+    rest upsert; idempotent per (batch, version) through the merge's txn."""
+    from pyspark.sql import functions as F
+
+    from spark_ext import LakelogTable
+
+    def apply(batch, batch_id: int) -> None:
+        versions = sorted(r[0] for r in batch.select("_commit_version").distinct().collect())
+        for v in versions:  # in commit order; at most one change per key and version after dropping pre-images
+            changes = batch.where((F.col("_commit_version") == v) & (F.col("_change_type") != "update_preimage"))
+            target_table = LakelogTable.forPath(spark, target) if os.path.exists(os.path.join(target, "_delta_log")) else None
+            if target_table is None:  # the first batch creates the table from the initial rows
+                changes.select("id", "tier").write.format("lakelog").mode("append").save(target)
+                continue
+            (target_table.alias("t").merge(changes.alias("s"), "t.id = s.id")
+             .whenMatchedDelete("s._change_type = 'delete'")
+             .whenMatchedUpdate(set={"tier": "s.tier"})
+             .whenNotMatchedInsert("s._change_type != 'delete'", values={"id": "s.id", "tier": "s.tier"})
+             .execute(txnAppId="customer-tiers", txnVersion=batch_id * 100_000 + v))
+
+    q = (spark.readStream.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 0).load(source)
+         .writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q.awaitTermination()
+
+
 def main() -> int:
     import datetime
 
@@ -227,7 +253,8 @@ def main() -> int:
     cdc_checkpoint = os.path.join(OUT, "checkpoints", "customers")
     initial = {k: {"id": k, "name": f"customer-{k}", "tier": "bronze", "balance": 100.0} for k in range(200)}
     lakelog.write_table(customers, pa.Table.from_pylist(list(initial.values()), schema=pa.schema(
-        [("id", pa.int64()), ("name", pa.string()), ("tier", pa.string()), ("balance", pa.float64())])))
+        [("id", pa.int64()), ("name", pa.string()), ("tier", pa.string()), ("balance", pa.float64())])),
+        configuration={"delta.enableChangeDataFeed": "true"})  # downstream tables follow its changes (step 5)
     truth = _write_changes(changes_dir, initial)
     spark.sparkContext.setLogLevel("OFF")  # the planned crash would print Spark's stack traces
     try:
@@ -249,6 +276,16 @@ def main() -> int:
     m = merges[0]["operationMetrics"]
     print(f"   last merge: {m['numTargetRowsInserted']} inserted, {m['numTargetRowsUpdated']} updated, {m['numTargetRowsDeleted']} deleted, "
           f"{m['numTargetFilesRemoved']} file(s) rewritten")
+
+    print("\n5. change data feed: a downstream table kept in sync from customers' changes")
+    tiers = os.path.join(OUT, "customer_tiers")
+    _follow(spark, customers, tiers, os.path.join(OUT, "checkpoints", "customer_tiers"))
+    feed = lakelog.Table(customers).changes(1)
+    kinds = sorted(set(feed.column("_change_type").to_pylist()))
+    check(f"customers' change feed holds {feed.num_rows} changed rows of versions 1..{final.version} ({', '.join(kinds)})",
+          set(kinds) <= {"insert", "delete", "update_preimage", "update_postimage"} and feed.num_rows > 0)
+    synced = {r["id"]: r["tier"] for r in lakelog.Table(tiers).to_pyarrow().to_pylist()}
+    check("customer_tiers, fed only by the change feed, equals customers' (id, tier)", synced == {k: r["tier"] for k, r in got.items()})
 
     spark.stop()
     print(f"\n{sum(checks)} of {len(checks)} checks passed")

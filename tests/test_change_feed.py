@@ -155,3 +155,20 @@ def test_deltalake_written_row_level_changes_read_as_deltalake_reads_them(tmp_pa
     ours = lakelog.Table(path).changes()
     assert _rows(ours) == _rows(_theirs(path))
     assert {r[3] for r in _rows(ours)} == {"insert", "delete", "update_preimage", "update_postimage"}
+
+
+def test_check_verifies_change_data_files(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3]}), configuration={"delta.enableChangeDataFeed": "true"})
+    t = lakelog.Table(path)
+    t.update({"id": "id + 10"}, "id = 2")
+    assert t.check().ok and not t.check().warnings
+    changes = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(path, "_change_data")) for f in fs]
+    assert changes
+    with open(changes[0], "ab") as f:
+        f.write(b"x")
+    report = t.check()
+    assert not report.ok and any(p.kind == "size_mismatch" and "change data file" in p.message for p in report.problems)
+    os.remove(changes[0])
+    report = t.check()
+    assert report.ok and any(w.kind == "missing_change_file" and w.version == 1 for w in report.warnings)
