@@ -494,3 +494,27 @@ def test_merge_rename_and_drop_column_from_the_shell(tmp_path, inputs, capsys):
     assert code == 2 and "at least one clause" in _one_cli_line(err)
     code, _, err = _main(capsys, "rename-column", tmp_path / "nope", "a", "b")
     assert code == 2 and "does not exist" in _one_cli_line(err)
+
+
+def test_table_definition_commands_constraints_generated_identity_and_widening(tmp_path, capsys):
+    csv = tmp_path / "in.csv"
+    csv.write_text("name,ts,amount\na,2026-01-01T10:00:00Z,1\nb,2026-01-02T10:00:00Z,-1\n")
+    table = tmp_path / "t"
+    code, _, err = _main(capsys, "write", table, csv, "--generated", "day=CAST(ts AS DATE)", "--identity", "id", "--partition-by", "day")
+    assert code == 0, err
+    rows = {r["name"]: r for r in lakelog.Table(str(table)).to_pyarrow().to_pylist()}
+    assert str(rows["a"]["day"]) == "2026-01-01" and sorted(r["id"] for r in rows.values()) == [1, 2]
+    code, _, err = _main(capsys, "add-constraint", table, "positive", "amount > 0")
+    assert code == 1 and "violate" in err and lakelog.Table(str(table)).version == 0
+    code, _, err = _main(capsys, "add-constraint", table, "named", "name IS NOT NULL")
+    assert code == 0, err
+    code, _, err = _main(capsys, "alter-column-type", table, "amount", "double")  # (a CSV's integers are long)
+    assert code == 2 and "type widening allows" in err
+    code, _, err = _main(capsys, "alter-column-type", table, "amount", "decimal(22,1)")
+    assert code == 0, err
+    assert lakelog.Table(str(table)).schema.field("amount").type == pa.decimal128(22, 1)
+    code, out, err = _main(capsys, "drop-constraint", table, "named", "--json")
+    assert code == 0, err
+    assert "delta.constraints.named" not in lakelog.Table(str(table)).metadata.configuration
+    code, _, err = _main(capsys, "drop-constraint", table, "named")
+    assert code == 2 and "no constraint" in err

@@ -379,6 +379,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     plan = plan_write(
         args.path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
         configuration=_properties(args), storage_options=args.storage_options,
+        generated_columns=dict(args.generated) if args.generated else None, identity_columns=_names(args.identity),
     )
     if plan.skip:
         if args.json:
@@ -523,26 +524,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
         f"{metrics['num_target_rows_inserted']:,} row(s) inserted, {metrics['num_target_rows_updated']:,} updated, "
         f"{metrics['num_target_rows_deleted']:,} deleted ({metrics['num_source_rows']:,} source rows): version {metrics['version']}"
     )
-    return EXIT_OK
-
-
-def cmd_rename_column(args: argparse.Namespace) -> int:
-    t = open_table(args)
-    version = t.rename_column(args.old, args.new)
-    if args.json:
-        emit_json({"version": version})
-    else:
-        print(f"renamed {args.old!r} to {args.new!r}: version {version}")
-    return EXIT_OK
-
-
-def cmd_drop_column(args: argparse.Namespace) -> int:
-    t = open_table(args)
-    version = t.drop_column(args.name)
-    if args.json:
-        emit_json({"version": version})
-    else:
-        print(f"dropped {args.name!r}: version {version}")
     return EXIT_OK
 
 

@@ -15,12 +15,10 @@ from .commands import (
     cmd_delete,
     cmd_describe,
     cmd_files,
-    cmd_drop_column,
     cmd_history,
     cmd_merge,
     cmd_optimize,
     cmd_properties,
-    cmd_rename_column,
     cmd_restore,
     cmd_show,
     cmd_update,
@@ -28,6 +26,7 @@ from .commands import (
     cmd_write,
 )
 from .output import EXIT_USAGE
+from .table_definition import cmd_add_constraint, cmd_alter_column_type, cmd_drop_column, cmd_drop_constraint, cmd_rename_column
 
 
 EPILOG = """\
@@ -237,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="table property to set in the same commit, e.g. delta.enableDeletionVectors=true (repeatable)",
     )
     p.add_argument("--partition-by", action=_Extend, metavar="COL[,COL...]", help="partition columns of a new table (comma separated or repeated)")
+    p.add_argument("--generated", action="append", type=_property, metavar="COL=EXPR",
+                   help="a generated column of a new table, e.g. day='CAST(ts AS DATE)' (repeatable)")
+    p.add_argument("--identity", action=_Extend, metavar="COL[,COL...]", help="identity (bigint) columns of a new table")
     p.add_argument("--schema-mode", choices=["merge", "overwrite"], help="merge: add new columns; overwrite (with --mode overwrite): replace the schema")
     p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
@@ -283,6 +285,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("drop-column", cmd_drop_column, "drop a column (metadata only; needs column mapping)")
     p.add_argument("name", metavar="COLUMN", help="column to drop (a.b names a struct's field)")
+
+    p = add("alter-column-type", cmd_alter_column_type, "widen a column's type as Delta's type widening does (metadata only)")
+    p.add_argument("column", metavar="COLUMN", help="column to widen (a.b names a struct's field)")
+    p.add_argument("type", metavar="TYPE", help="its new type: bigint, double, decimal(12,2), timestamp_ntz, ...")
+
+    p = add(
+        "add-constraint", cmd_add_constraint, "add a CHECK constraint after checking every row (one commit)",
+        "Add a CHECK constraint (a Spark SQL boolean expression) once every row of the table satisfies it; from "
+        "then on every write checks its new rows (NULL is a violation, as in Delta).",
+    )
+    p.add_argument("name", metavar="NAME", help="constraint name")
+    p.add_argument("expression", metavar="EXPR", help="Spark SQL expression, e.g. \"amount > 0\"")
+
+    p = add("drop-constraint", cmd_drop_constraint, "drop a CHECK constraint (one commit)")
+    p.add_argument("name", metavar="NAME", help="constraint name")
+    p.add_argument("--if-exists", action="store_true", help="do nothing when there is no such constraint")
 
     p = add(
         "properties", cmd_properties, "print the table's properties, or set some (one commit)",
