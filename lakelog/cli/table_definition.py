@@ -25,7 +25,10 @@ def cmd_drop_column(args: argparse.Namespace) -> int:
 
 
 def cmd_alter_column_type(args: argparse.Namespace) -> int:
-    return _done(args, open_table(args).alter_column_type(args.column, args.type), f"widened {args.column!r} to {args.type}")
+    t = open_table(args)
+    before = t.version
+    version = t.alter_column_type(args.column, args.type)
+    return _done(args, version, f"widened {args.column!r} to {args.type}" if version != before else f"{args.column!r} already has type {args.type}")
 
 
 def cmd_add_constraint(args: argparse.Namespace) -> int:
