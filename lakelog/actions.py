@@ -292,6 +292,7 @@ class AddFile:
     stats: str | None = None
     tags: dict[str, str] | None = None
     deletion_vector: DeletionVectorDescriptor | None = None
+    clustering_provider: str | None = None  # written by a clustering OPTIMIZE (not kept by replay or checkpoints)
 
     @property
     def relative_path(self) -> str:
@@ -323,6 +324,8 @@ class AddFile:
             d["tags"] = self.tags
         if self.deletion_vector is not None:
             d["deletionVector"] = self.deletion_vector.to_json()
+        if self.clustering_provider is not None:
+            d["clusteringProvider"] = self.clustering_provider
         return {"add": d}
 
     @classmethod

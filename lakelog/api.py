@@ -31,6 +31,7 @@ def write_table(
     partition_overwrite: str | None = None,
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
+    cluster_by: list[str] | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -47,6 +48,8 @@ def write_table(
     identity_columns (when the write creates the table): ``["id"]`` or ``{"id": {"start": 1, "step": 1,
     "allow_explicit_insert": False}}``: bigint columns whose values every write generates, unique across
     concurrent writers.
+    cluster_by (when the write creates the table): liquid clustering columns; every file gets stats for
+    them and ``Table.optimize()`` rewrites the files in Z-order over them.
     Timestamps are stored in microseconds; a nanosecond value with a sub-microsecond part is refused
     (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
@@ -57,12 +60,13 @@ def write_table(
         return write.write_table(
             path, data, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
             storage_options=storage_options, app_id=app_id, app_version=app_version, user_metadata=user_metadata,
-            generated_columns=generated_columns, identity_columns=identity_columns,
+            generated_columns=generated_columns, identity_columns=identity_columns, cluster_by=cluster_by,
         )
     if mode != "overwrite":
         raise InvalidArgumentError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
-    if generated_columns is not None or identity_columns is not None:
-        raise InvalidArgumentError("generated_columns and identity_columns are declared when a write creates the table, not with predicate or partition_overwrite")
+    if generated_columns is not None or identity_columns is not None or cluster_by is not None:
+        raise InvalidArgumentError("generated_columns, identity_columns and cluster_by are declared when a write creates the table, "
+                                   "not with predicate or partition_overwrite")
     if predicate is not None and partition_overwrite == "dynamic":
         raise InvalidArgumentError("pass either predicate or partition_overwrite='dynamic', not both")
     from . import dml

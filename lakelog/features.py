@@ -57,14 +57,15 @@ REGISTRY: dict[str, Feature] = {
         _f("timestampNtz", True, True, True, "timestamp_ntz columns and partition values read", "timestamp_ntz columns written"),
         _f("vacuumProtocolCheck", True, True, True, _NOTHING, "VACUUM and log cleanup check the writer protocol first (always done)"),
         _f("domainMetadata", False, True, True, "domainMetadata actions replayed (latest per domain wins)",
-           "every domain kept: carried into checkpoints (tombstones dropped), never changed"),
+           "every domain kept: carried into checkpoints (tombstones dropped); lakelog writes only delta.clustering, on create"),
         _f("v2Checkpoint", True, True, True, "V2 checkpoints read: UUID-named JSON/Parquet, classic-named V2, sidecars",
            "with delta.checkpointPolicy=v2: UUID-named V2 Parquet checkpoints, file actions in sidecars; never multi-part"),
         _f("inCommitTimestamp", False, True, True,
            "from the enablement version on, commitInfo.inCommitTimestamp is the commit time (time travel, history, streaming)",
            "with delta.enableInCommitTimestamps=true: commitInfo first with a monotonic inCommitTimestamp; enablement properties set"),
         _f("clustering", False, True, True, _NOTHING,
-           "files written unclustered (no clusteringProvider, which the protocol allows); the delta.clustering domain kept"),
+           "cluster_by= creates clustered tables (the delta.clustering domain); every file gets stats for the clustering columns; "
+           "optimize() rewrites the files in Z-order over them (clusteringProvider liquid; all files, not incrementally)"),
         _f("columnMapping", True, True, True,
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
            "data files name columns by physical name with Parquet field ids (both modes), partition values and stats keyed by physical name; "

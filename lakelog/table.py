@@ -185,12 +185,15 @@ class Table:
         filters: Any = None,
         *,
         progress: Callable[[int, int], None] | None = None,
+        zorder_by: list[str] | None = None,
     ) -> dict:
         """Compact small files per partition into files near ``target_size`` bytes (default
         ``delta.targetFileSize``, else 100 MiB) in one ``OPTIMIZE`` commit; ``filters`` (DNF tuples on
-        partition columns) limit it to some partitions. Returns metrics (numFilesAdded, numFilesRemoved, ...),
-        ``committed`` (False when there was nothing to compact) and ``version``."""
-        metrics = maintenance.optimize(self.storage, target_size=target_size, filters=filters, progress=progress)
+        partition columns) limit it to some partitions. On a clustered table (``cluster_by``), or with
+        ``zorder_by=[columns]``, each partition's files are rewritten in Z-order over those columns, so
+        selective reads on them skip most files. Returns metrics (numFilesAdded, numFilesRemoved, ...),
+        ``committed`` (False when there was nothing to do) and ``version``."""
+        metrics = maintenance.optimize(self.storage, target_size=target_size, filters=filters, progress=progress, zorder_by=zorder_by)
         if metrics["committed"]:
             self._snapshot = Snapshot.load(self.storage)
         return metrics

@@ -273,6 +273,7 @@ class LakelogWriter(DataSourceArrowWriter):
             partition_by=_partition_by(options),
             schema_mode="merge" if _bool(options, "mergeSchema") else ("overwrite" if self.overwrite_schema else None),
             storage_options=_storage_options(options),
+            cluster_by=_partition_by(options, "clusterBy"),
         )
         partitioned = bool(self.plan.partition_columns)
         if self.replace_where is not None:

@@ -107,7 +107,7 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
 
 
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None, features=None, task_base: int = 0) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = ()) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
     row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
     (updated, inserted) meet the table's writer ``features``; copied rows are written as they are."""
@@ -120,7 +120,8 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
         feats = features
         if feats is not None and feats.identity:  # each task draws identity values from its own range
             feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
-        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping)
+        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping,
+                            stats_columns=stats_columns)
         computed = feats.computed if feats is not None else ()
         counts = [0, 0, 0]
         try:
@@ -276,7 +277,8 @@ class SparkOperation:
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
         task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
-                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20)
+                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
+                            self.op.stats_columns)
         self._writes += 1
         adds: list[AddFile] = []
         counts = [0, 0, 0]

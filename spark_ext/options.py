@@ -38,8 +38,9 @@ def version(options, key: str) -> int | None:
     return int(text)
 
 
-def partition_by(options) -> list[str] | None:
-    v = options.get("partitionBy")
+def partition_by(options, key: str = "partitionBy") -> list[str] | None:
+    """A column-list option (``partitionBy``, ``clusterBy``): comma separated names."""
+    v = options.get(key)
     if v is None:
         return None
     return [c.strip() for c in str(v).split(",") if c.strip()]

@@ -631,3 +631,18 @@ def test_a_streaming_cdc_pipeline_keeps_a_target_equal_to_its_source_across_rest
     run()
     run()  # nothing new: nothing applied twice
     assert same()
+
+
+def test_spark_creates_a_clustered_table_and_its_files_carry_clustering_stats(spark, tmp_path):
+    path = str(tmp_path / "t")
+    df = spark.range(2000).selectExpr("id", "cast(id * 7919 % 1000 as long) AS x", "cast(id % 13 as string) AS s")
+    df.write.format("lakelog").option("clusterBy", "x").option("maxRecordsPerFile", 500).mode("overwrite").save(path)
+    t = lakelog.Table(path)
+    assert json.loads(t.snapshot.domains["delta.clustering"].configuration) == {"clusteringColumns": [["x"]]}
+    spark.range(2000, 2500).selectExpr("id", "cast(id % 1000 as long) AS x", "'n' AS s").write.format("lakelog").mode("append").save(path)
+    t = lakelog.Table(path)
+    assert all("x" in json.loads(a.stats)["minValues"] for a in t.snapshot.files.values())
+    assert t.optimize(target_size=8 * 1024)["committed"]
+    t = lakelog.Table(path)
+    assert len(lakelog.scan.pruned_files(t.snapshot, [("x", "<", 50)])) <= max(1, 0.2 * len(t.snapshot.files))
+    assert t.to_pyarrow().num_rows == 2500

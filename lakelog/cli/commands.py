@@ -228,7 +228,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise UsageError(f"bad --partition value: {e}") from None
     progress = Progress("optimize: bins written")
     try:
-        metrics = t.optimize(args.target_size, filters, progress=progress)
+        metrics = t.optimize(args.target_size, filters, progress=progress, zorder_by=_names(args.zorder_by))
     finally:
         progress.close()
     if args.json:
@@ -380,6 +380,7 @@ def cmd_write(args: argparse.Namespace) -> int:
         args.path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
         configuration=_properties(args), storage_options=args.storage_options,
         generated_columns=dict(args.generated) if args.generated else None, identity_columns=_names(args.identity),
+        cluster_by=_names(args.cluster_by),
     )
     if plan.skip:
         if args.json:

@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--target-size", type=_size, metavar="SIZE", help="target file size, e.g. 128MiB (default: delta.targetFileSize, else 100MiB)")
     p.add_argument("--partition", action="append", metavar="COL=VALUE", help="only this partition (repeatable: all must match)")
+    p.add_argument("--zorder-by", action=_Extend, metavar="COL[,COL...]", help="rewrite each partition's files in Z-order over these columns")
 
     p = add("restore", cmd_restore, "commit a new version with the data of an older version")
     p.add_argument("restore_version", nargs="?", type=_nonneg_int, metavar="VERSION", help="version to restore")
@@ -239,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generated", action="append", type=_property, metavar="COL=EXPR",
                    help="a generated column of a new table, e.g. day='CAST(ts AS DATE)' (repeatable)")
     p.add_argument("--identity", action=_Extend, metavar="COL[,COL...]", help="identity (bigint) columns of a new table")
+    p.add_argument("--cluster-by", action=_Extend, metavar="COL[,COL...]", help="clustering columns of a new table (optimize clusters by them)")
     p.add_argument("--schema-mode", choices=["merge", "overwrite"], help="merge: add new columns; overwrite (with --mode overwrite): replace the schema")
     p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")

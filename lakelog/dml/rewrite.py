@@ -36,6 +36,7 @@ from ..sql import Engine, filters_to_sql, prune_expression, table_columns
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
+from ..clustering import clustering_columns
 from ..writer_features import WriterFeatures
 from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
@@ -304,6 +305,7 @@ class RowLevelOperation:
         self.features: WriterFeatures | None = self.snapshot.writer_features
         # The change data feed: every row this operation changes is recorded in change data files.
         self.records_changes = feed_enabled(self.snapshot.metadata)
+        self.stats_columns = tuple(clustering_columns(self.snapshot))  # (a clustered table: stats always kept for them)
         self._changes: ChangeRecorder | None = None
         self._cdc: list[AddCDCFile] = []
         self._adds: list[AddFile] | None = None
@@ -328,7 +330,7 @@ class RowLevelOperation:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
         w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols, column_mapping=self.column_mapping,
-                       features=self.features if like is None else None)
+                       features=self.features if like is None else None, stats_columns=self.stats_columns)
         if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default

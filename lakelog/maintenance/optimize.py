@@ -82,12 +82,59 @@ def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile
     return keep, sum(len(v) for v in by_partition.values())
 
 
+def _write(writer: DataWriter, batches, schema) -> list[AddFile]:
+    try:
+        for batch in batches:
+            writer.write(cast_batch(batch, schema))
+        return writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _write_ordered(new_writer, batches, schema, columns: list[str], group: list[AddFile], target: int) -> list[AddFile]:
+    """The group's rows in Z-order over ``columns``, in files of about ``target`` bytes (by the group's
+    bytes per row on disk)."""
+    import math
+
+    import pyarrow as pa
+
+    from ..clustering import z_order
+
+    table = pa.Table.from_batches([cast_batch(b, schema) for b in batches], schema=schema)
+    if table.num_rows == 0:
+        return []
+    table = table.take(pa.array(z_order(table, columns)))
+    files = max(1, math.ceil(sum(a.size for a in group) / target))
+    per = math.ceil(table.num_rows / files)
+    out: list[AddFile] = []
+    try:
+        for start in range(0, table.num_rows, per):
+            writer = new_writer()
+            out.extend(_write(writer, table.slice(start, per).to_batches(), schema))
+    except BaseException:
+        discard_files(writer.storage, out)
+        raise
+    return out
+
+
+def _zorder_groups(files: list[AddFile]) -> list[list[AddFile]]:
+    """The files to rewrite in Z-order, per partition: every file of a partition holding more than one
+    (or one with a deletion vector)."""
+    by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
+    for a in files:
+        by_partition[tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))].append(a)
+    return [sorted(g, key=lambda a: (a.modification_time, a.path)) for _, g in sorted(by_partition.items(), key=repr)
+            if len(g) > 1 or any(a.deletion_vector is not None for a in g)]
+
+
 def optimize(
     storage: Storage,
     *,
     target_size: int | None = None,
     filters: Any = None,
     progress: Progress | None = None,
+    zorder_by: list[str] | None = None,
 ) -> dict[str, Any]:
     """Compact small files per partition into files near ``target_size`` bytes, in one commit.
 
@@ -98,15 +145,26 @@ def optimize(
     Returns metrics named as delta-rs names them, plus ``committed`` (False when there was nothing to
     compact: every selected file is already near the target size, or alone in its partition) and
     ``version`` (the committed version, else the table's unchanged version).
+
+    On a clustered table (``cluster_by``), and with ``zorder_by`` on any other, the files of each
+    partition are instead rewritten in Z-order over those columns into files near ``target_size``, so
+    each file covers narrow ranges of them (Delta's ``OPTIMIZE ... ZORDER BY`` and liquid clustering).
     """
-    from .. import scan
+    from .. import clustering, scan
 
     snapshot = Snapshot.load(storage)
     snapshot.check_writable()
     target = target_file_size(snapshot, target_size)
     _check_partition_filters(snapshot, filters)
+    clustered = clustering.clustering_columns(snapshot)
+    if zorder_by is not None and clustered:
+        raise InvalidArgumentError(f"the table is clustered by {clustered}: optimize() clusters it by them; zorder_by is for tables without clustering")
+    order_by = clustering.check_columns(zorder_by, snapshot.schema, snapshot.partition_columns, "zorder_by") if zorder_by is not None else clustered
     selected = [snapshot.files[p] for p in scan.pruned_files(snapshot, filters)]
-    bins, considered = plan_bins(selected, target)
+    if order_by:
+        bins, considered = _zorder_groups(selected), len(selected)
+    else:
+        bins, considered = plan_bins(selected, target)
     metrics: dict[str, Any] = {
         "numFilesAdded": 0,
         "numFilesRemoved": 0,
@@ -130,15 +188,13 @@ def optimize(
     committing = False
     try:
         for i, group in enumerate(bins):
-            writer = DataWriter(storage, schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping)
-            try:
-                # read_batches drops the rows deletion vectors delete; the new files have no DV
-                for batch in scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping):
-                    writer.write(cast_batch(batch, schema))
-                added = writer.finish()
-            except BaseException:
-                writer.abort()
-                raise
+            def new_writer() -> DataWriter:
+                return DataWriter(storage, schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping, stats_columns=tuple(clustered),
+                                  clustering_provider=clustering.PROVIDER if clustered else None)
+
+            # read_batches drops the rows deletion vectors delete; the new files have no DV
+            batches = scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping)
+            added = _write_ordered(new_writer, batches, schema, order_by, group, target) if order_by else _write(new_writer(), batches, schema)
             for a in added:
                 a.data_change = False
             new_files.extend(added)
@@ -156,6 +212,8 @@ def optimize(
         )
         commit_metrics = {k: v for k, v in metrics.items() if k not in ("version", "targetSize", "committed")}
         params = {"targetSize": str(target), "predicate": orjson.dumps(filters or [], default=str).decode()}
+        if order_by:
+            params["clusterBy" if clustered else "zOrderBy"] = orjson.dumps(order_by).decode()
         txn = MaintenanceTransaction(storage, snapshot, "OPTIMIZE", params, metrics=commit_metrics)
         committing = True
         metrics["version"] = txn.commit(actions).version

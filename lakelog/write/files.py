@@ -83,6 +83,8 @@ class DataWriter:
     features: Any = None  # the table's WriterFeatures, applied to every batch (None: rows are copies, or there are none)
     directory: str = ""  # where under the table the files go ("_change_data" for change data files)
     extra_columns: tuple[str, ...] = ()  # last columns of ``schema`` written as they are, outside column mapping
+    stats_columns: tuple[str, ...] = ()  # columns that always get stats (a clustered table's clustering columns)
+    clustering_provider: str | None = None  # the adds' clusteringProvider (files an OPTIMIZE clustered)
     _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
     _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
     _created: list[str] = field(default_factory=list)
@@ -106,6 +108,7 @@ class DataWriter:
         else:
             self.file_schema = self.data_schema
         self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
+        self._always_stats = frozenset(self.column_mapping.physical_name(c) if mapped else c for c in self.stats_columns)
         self._mapped = mapped
 
     @property
@@ -222,7 +225,8 @@ class DataWriter:
                 size=size,
                 modification_time=now_ms(),
                 data_change=True,
-                stats=stats_from_parquet_metadata(self.file_schema, f.writer.writer.metadata, self.max_indexed_cols),
+                stats=stats_from_parquet_metadata(self.file_schema, f.writer.writer.metadata, self.max_indexed_cols, self._always_stats),
+                clustering_provider=self.clustering_provider,
             )
         )
 

@@ -29,6 +29,7 @@ from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
+from .. import clustering
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import add_generation_expressions, keep_field_metadata, with_generated_columns
 from ..writer_features.identity import add_identity_metadata, check_identity_declarations, high_water_marks, with_high_water_marks
@@ -115,7 +116,8 @@ def schema_features(schema_string: str | None) -> set[str]:
     return out
 
 
-def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None, schema_string: str | None = None) -> Protocol | None:
+def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: dict[str, str] | None = None, schema_string: str | None = None,
+                  writer_features: frozenset[str] = frozenset()) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
@@ -128,7 +130,7 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     by_properties_reader, by_properties_writer = features_for_properties(configuration)
     if any(k.startswith("delta.constraints.") for k in (configuration or {})):
         by_properties_writer.add("checkConstraints")
-    by_properties_writer |= schema_features(schema_string)
+    by_properties_writer |= schema_features(schema_string) | writer_features
     if schema_string and '"delta.typeChanges"' in schema_string and not (current and "typeWidening-preview" in (current.reader_features or [])):
         by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)
         by_properties_writer.add("typeWidening")
@@ -186,6 +188,8 @@ class WritePlan:
     features: WriterFeatures | None = None  # constraints, generated columns and defaults every row must meet
     generated_columns: dict[str, str] | None = None  # declared by this write (it creates the table)
     identity_columns: dict[str, dict] | None = None  # declared by this write: name -> delta.identity.* metadata
+    cluster_by: list[str] | None = None  # declared by this write: the clustering columns of the new table
+    stats_columns: tuple[str, ...] = ()  # columns every file gets stats for (the table's clustering columns)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
 
     def __getstate__(self) -> dict:
@@ -209,7 +213,7 @@ class WritePlan:
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or type(data).__module__.startswith("pandas"):
             _, data = to_arrow_stream(data)
         w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix, column_mapping=self.column_mapping,
-                       features=self.features)
+                       features=self.features, stats_columns=self.stats_columns)
         computed = self.features.computed if self.features is not None else ()
         try:
             for b in data:
@@ -331,9 +335,12 @@ class WritePlan:
         elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
             schema_string = keep_field_metadata(schema_string, snapshot.metadata.schema_string)
         schema_string = self._raise_high_water_marks(schema_string, adds)
-        protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective, schema_string)
+        protocol = plan_protocol(schema, snapshot.protocol if snapshot else None, effective, schema_string,
+                                 frozenset(clustering.FEATURES) if self.cluster_by else frozenset())
         if protocol is not None:
             actions.append(protocol)
+        if self.cluster_by:
+            actions.append(clustering.domain(self.cluster_by, ColumnMapping(mode, schema_string).physical_name if mode != "none" else str))
         self._check_physical(ColumnMapping(mode, schema_string), snapshot)
         if snapshot is None:
             actions.append(Metadata(id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=parts, configuration=configuration, created_time=now_ms()))
@@ -410,6 +417,7 @@ def plan_write(
     storage_options: dict[str, Any] | None = None,
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
+    cluster_by: list[str] | None = None,
 ) -> WritePlan:
     """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``).
 
@@ -457,6 +465,13 @@ def plan_write(
         computed = [snapshot.schema.field(c) for c in sorted(snapshot.writer_features.computable) if c.lower() not in lower]
         schema = pa.schema(list(schema) + computed)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
+    if cluster_by is not None:
+        if not creates:
+            raise InvalidArgumentError("cluster_by is declared when a write creates the table (or replaces its schema); this table exists")
+        if parts:
+            raise InvalidArgumentError("a table is either partitioned or clustered: pass partition_by or cluster_by, not both")
+        cluster_by = clustering.check_columns(cluster_by, table_schema, parts, "cluster_by")
+    stats_columns = tuple(cluster_by or (clustering.clustering_columns(snapshot) if snapshot is not None and not creates else ()))
     conf = {**(snapshot.configuration if snapshot is not None else {}), **configuration}
     mode_after = TableProperties(conf).column_mapping_mode
     check_column_names(table_schema, mapped=mode_after != "none")
@@ -493,6 +508,8 @@ def plan_write(
         features=features,
         generated_columns=dict(generated_columns) if generated_columns else None,
         identity_columns=identity_columns or None,
+        cluster_by=cluster_by,
+        stats_columns=stats_columns,
     )
 
 
@@ -510,6 +527,7 @@ def write_table(
     user_metadata: str | None = None,
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
+    cluster_by: list[str] | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -523,7 +541,8 @@ def write_table(
     for attempt in range(IDENTITY_RETRIES + 1):
         data_schema, batches = to_arrow_stream(data)
         plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
-                          storage_options=storage_options, generated_columns=generated_columns, identity_columns=identity_columns)
+                          storage_options=storage_options, generated_columns=generated_columns, identity_columns=identity_columns,
+                          cluster_by=cluster_by)
         if plan.skip:
             return plan.read_version
         if app_id is not None and plan.snapshot is not None:

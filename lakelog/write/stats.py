@@ -75,11 +75,13 @@ def _leaves(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType | None
     return out
 
 
-def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, max_indexed_cols: int = 32) -> str:
+def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, max_indexed_cols: int = 32,
+                                always: frozenset[str] = frozenset()) -> str:
     """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from a Parquet footer.
 
     Only the first ``max_indexed_cols`` eligible leaf columns (``delta.dataSkippingNumIndexedCols``;
-    -1 = all) get stats; list and map contents get none. A bound is left out when some row group lacks
+    -1 = all) get stats, and the top-level columns ``always`` names (clustering columns, which Delta
+    requires stats for); list and map contents get none. A bound is left out when some row group lacks
     it, when it is infinite, or when no upper bound fits in 32 characters.
     """
     mins: dict = {}
@@ -97,8 +99,10 @@ def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, ma
         if t is None:
             continue
         if max_indexed_cols >= 0 and indexed >= max_indexed_cols:
-            break
-        indexed += 1
+            if path[0] not in always:
+                continue
+        else:
+            indexed += 1
         lo = hi = None
         null_count, bounds_known = 0, _has_minmax(t)
         for r in range(metadata.num_row_groups):
