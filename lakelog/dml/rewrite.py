@@ -11,9 +11,8 @@ deletion vector.
 from __future__ import annotations
 
 import os
-import secrets
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -29,7 +28,6 @@ from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, de
 from ..errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
-from ..conform import cast_batch
 from ..schema import parse_partition_value
 from ..snapshot import Snapshot
 from ..sql import Engine, filters_to_sql, prune_expression, table_columns
@@ -42,21 +40,13 @@ from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
+from .copy_on_write import CopyOnWrite, table_rows
+from .internal_columns import FILE, POS, ROW, internal_name
 from .merge_on_read import MergeOnRead
+
+RowDeleter = CopyOnWrite | MergeOnRead
 from ..features import is_supported
 
-_TAG = secrets.token_hex(6)
-
-
-def internal_name(what: str) -> str:
-    """A column name for lakelog's own use in a row-level change, unique to this process so that no
-    user column (and no source column) can be named like it."""
-    return f"__lakelog_{what}_{_TAG}"
-
-
-FILE = internal_name("file")  # index of a row's file in the operation's candidate list
-ROW = internal_name("row")  # a row's position in its data file (the protocol's file row index)
-POS = internal_name("pos")  # a row's position in a table being filtered
 GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
 REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
@@ -120,116 +110,6 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
 
 
 # ---------------------------------------------------------------- the seam: delete rows of a file
-
-
-def _table_rows(batch: pa.RecordBatch, schema: pa.Schema, features: WriterFeatures | None = None) -> pa.RecordBatch:
-    """``batch`` cast to the table's ``schema``, without the internal columns (row positions) it carries."""
-    keep = [n for n in batch.schema.names if n in schema.names]
-    if len(keep) != batch.num_columns:
-        batch = batch.select(keep)
-    return cast_batch(batch, schema, features.computed if features is not None else ())
-
-class CopyOnWrite:
-    """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
-
-    Each rewrite (read the file unless the caller has it, drop the rows, write the rest) is a task on
-    a small thread pool with its own writer, so files are rewritten in parallel; at most
-    ``2 * workers`` rewrites are in flight, which bounds memory.
-    """
-
-    readded = 0  # files re-added with a new deletion vector (merge-on-read only)
-    dv_metrics: dict[str, int] = {}
-
-    def __init__(self, op: "RowLevelOperation"):
-        self.op = op
-        self.copied_rows = 0
-        self.workers = max(1, min(4, os.cpu_count() or 1))
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[Future] = []
-        self._adds: list[AddFile] = []
-
-    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
-                    replacement: pa.Table | None = None) -> None:
-        """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
-        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
-        ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
-        remaining rows (a deletion-vector implementation writes them to new files instead)."""
-        if len(rows) == 0:
-            return
-        self.op.remove(add)
-        if num_rows is not None and len(rows) >= num_rows and replacement is None:
-            return  # every row goes: nothing to copy
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers)
-        while len(self._pending) >= 2 * self.workers:
-            self._collect(self._pending.pop(0))
-        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement))
-
-    def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
-                 replacement: pa.Table | None) -> tuple[list[AddFile], int]:
-        if num_rows is not None and len(rows) >= num_rows:
-            kept = None
-        else:
-            if content is None:
-                content = self.op.read_file(add)
-            index = content.column(ROW).to_numpy()  # ascending file row indexes
-            mask = np.ones(content.num_rows, dtype=bool)
-            at = np.searchsorted(index, rows)
-            mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
-            kept = content.take(pa.array(np.flatnonzero(mask)))
-        parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
-        if not parts:
-            return [], 0
-        writer = self.op.new_writer(like=add)
-        features = self.op.features
-        try:
-            for t in parts:
-                for batch in t.to_batches():
-                    if t is replacement and features is not None:  # new rows; the kept ones are copies
-                        writer.write(features.apply(_table_rows(batch, self.op.schema, features)))
-                    else:
-                        writer.write(_table_rows(batch, self.op.schema))
-            return writer.finish(), kept.num_rows if kept is not None else 0
-        except BaseException:
-            writer.abort()
-            raise
-
-    def _collect(self, future: Future) -> None:
-        adds, copied = future.result()
-        self._adds.extend(adds)
-        self.copied_rows += copied
-
-    def finish(self) -> list[AddFile]:
-        """Wait for every rewrite; the new files."""
-        try:
-            while self._pending:
-                self._collect(self._pending.pop(0))
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
-        return list(self._adds)
-
-    def abort(self) -> list[AddFile]:
-        """Stop: wait for running rewrites and return every file written (for the caller to delete)."""
-        for f in self._pending:
-            f.cancel()
-        for f in self._pending:
-            try:
-                self._collect(f)
-            except BaseException:
-                pass
-        self._pending = []
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-        return list(self._adds)
-
-    def discard(self) -> None:
-        """Nothing beyond the new files (which the caller deletes)."""
-
-
-RowDeleter = CopyOnWrite | MergeOnRead
 
 
 def uses_deletion_vectors(snapshot: Snapshot) -> bool:
@@ -493,7 +373,7 @@ class RowLevelOperation:
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""
         for batch in table.to_batches():
-            self.writer.write(_table_rows(batch, self.schema, self.features))
+            self.writer.write(table_rows(batch, self.schema, self.features))
 
     def add_files(self, adds: list[AddFile], inserts: bool = False) -> None:
         """Commit files already written with this operation's schema and partitioning (``WritePlan.write``,
@@ -538,7 +418,7 @@ class RowLevelOperation:
         write and record: applying them again when writing changes nothing."""
         if self.features is None or not self.records_changes or table.num_rows == 0:
             return table
-        batches = [self.features.apply(_table_rows(b, self.schema, self.features)) for b in table.to_batches()]
+        batches = [self.features.apply(table_rows(b, self.schema, self.features)) for b in table.to_batches()]
         return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else table
 
     @property
@@ -707,7 +587,7 @@ def run(op: RowLevelOperation, body) -> Any:
 
 
 __all__ = [
-    "FILE", "ROW", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "MergeOnRead", "RowDeleter",
+    "FILE", "ROW", "POS", "internal_name", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "MergeOnRead", "RowDeleter",
     "uses_deletion_vectors",
     "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "split_by_file", "run",
 ]

@@ -1,0 +1,127 @@
+"""Copy-on-write deletion of rows: a data file with deleted rows is rewritten without them (and with
+replacement rows, e.g. updated ones), on a small thread pool."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from ..actions import AddFile
+from ..conform import cast_batch
+from .internal_columns import ROW
+
+if TYPE_CHECKING:
+    from ..writer_features import WriterFeatures
+
+
+def table_rows(batch: pa.RecordBatch, schema: pa.Schema, features: WriterFeatures | None = None) -> pa.RecordBatch:
+    """``batch`` cast to the table's ``schema``, without the internal columns (row positions) it carries."""
+    keep = [n for n in batch.schema.names if n in schema.names]
+    if len(keep) != batch.num_columns:
+        batch = batch.select(keep)
+    return cast_batch(batch, schema, features.computed if features is not None else ())
+
+
+class CopyOnWrite:
+    """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
+
+    Each rewrite (read the file unless the caller has it, drop the rows, write the rest) is a task on
+    a small thread pool with its own writer, so files are rewritten in parallel; at most
+    ``2 * workers`` rewrites are in flight, which bounds memory.
+    """
+
+    readded = 0  # files re-added with a new deletion vector (merge-on-read only)
+    dv_metrics: dict[str, int] = {}
+
+    def __init__(self, op: "RowLevelOperation"):
+        self.op = op
+        self.copied_rows = 0
+        self.workers = max(1, min(4, os.cpu_count() or 1))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+        self._adds: list[AddFile] = []
+
+    def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
+                    replacement: pa.Table | None = None) -> None:
+        """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
+        read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
+        ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
+        remaining rows (a deletion-vector implementation writes them to new files instead)."""
+        if len(rows) == 0:
+            return
+        self.op.remove(add)
+        if num_rows is not None and len(rows) >= num_rows and replacement is None:
+            return  # every row goes: nothing to copy
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers)
+        while len(self._pending) >= 2 * self.workers:
+            self._collect(self._pending.pop(0))
+        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement))
+
+    def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
+                 replacement: pa.Table | None) -> tuple[list[AddFile], int]:
+        if num_rows is not None and len(rows) >= num_rows:
+            kept = None
+        else:
+            if content is None:
+                content = self.op.read_file(add)
+            index = content.column(ROW).to_numpy()  # ascending file row indexes
+            mask = np.ones(content.num_rows, dtype=bool)
+            at = np.searchsorted(index, rows)
+            mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
+            kept = content.take(pa.array(np.flatnonzero(mask)))
+        parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
+        if not parts:
+            return [], 0
+        writer = self.op.new_writer(like=add)
+        features = self.op.features
+        try:
+            for t in parts:
+                for batch in t.to_batches():
+                    if t is replacement and features is not None:  # new rows; the kept ones are copies
+                        writer.write(features.apply(table_rows(batch, self.op.schema, features)))
+                    else:
+                        writer.write(table_rows(batch, self.op.schema))
+            return writer.finish(), kept.num_rows if kept is not None else 0
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _collect(self, future: Future) -> None:
+        adds, copied = future.result()
+        self._adds.extend(adds)
+        self.copied_rows += copied
+
+    def finish(self) -> list[AddFile]:
+        """Wait for every rewrite; the new files."""
+        try:
+            while self._pending:
+                self._collect(self._pending.pop(0))
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+        return list(self._adds)
+
+    def abort(self) -> list[AddFile]:
+        """Stop: wait for running rewrites and return every file written (for the caller to delete)."""
+        for f in self._pending:
+            f.cancel()
+        for f in self._pending:
+            try:
+                self._collect(f)
+            except BaseException:
+                pass
+        self._pending = []
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        return list(self._adds)
+
+    def discard(self) -> None:
+        """Nothing beyond the new files (which the caller deletes)."""
+
