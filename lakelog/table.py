@@ -107,7 +107,7 @@ class Table:
         from .change_feed.read import ChangeReader, version_range
 
         start, end = version_range(self.storage, starting_version, ending_version, starting_timestamp, ending_timestamp)
-        reader = ChangeReader(self.storage, start, end)
+        reader = ChangeReader(self.storage, start, end, self._snapshot)
         return reader, scan.selected_columns(columns, reader.schema)
 
     def history(self, limit: int | None = None) -> list[dict]:

@@ -64,13 +64,14 @@ def version_range(storage: Storage, starting_version, ending_version, starting_t
 class ChangeReader:
     """The changes of versions ``start``..``end`` of the table at ``storage``."""
 
-    def __init__(self, storage: Storage, start: int, end: int | None = None):
+    def __init__(self, storage: Storage, start: int, end: int | None = None, latest: Snapshot | None = None):
         for v, what in ((start, "starting_version"), (end, "ending_version")):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise InvalidArgumentError(f"{what} must be an integer >= 0, not {v!r}")
         self.storage = storage
         self.log = DeltaLog(storage)
         self.listing = self.log.list()
+        latest_snapshot = latest  # the caller's snapshot (a Table's): used when the range ends at its version
         latest = self.listing.latest_version
         if latest is None:
             raise VersionNotFoundError(f"no table at {storage.uri!r}")
@@ -82,7 +83,9 @@ class ChangeReader:
         if start > end:
             raise InvalidArgumentError(f"starting_version {start} is after ending_version {end}")
         self.start, self.end = start, end
-        self.last = Snapshot.load(storage, version=end, listing=self.listing)
+        # (the caller's snapshot of the latest version, when the range ends there: no second log replay)
+        same = latest_snapshot is not None and latest_snapshot.version == end
+        self.last = latest_snapshot if same else Snapshot.load(storage, version=end, listing=self.listing)
         self.schema = self.last.schema
         self.partition_columns = self.last.partition_columns
         self.mapping = self.last.column_mapping
@@ -101,7 +104,7 @@ class ChangeReader:
                 f"the commit of version {missing[0]} is no longer in the log (log cleanup removed it), so its changes "
                 f"cannot be read; read from version {max(missing) + 1} on"
             )
-        metadata = Snapshot.load(self.storage, version=self.start, listing=self.listing).metadata if self.start > 0 else None
+        metadata = self._metadata_before_start()
         times = commit_times(self.last, self.listing)
         wanted = list(self.schema.names) if columns is None else list(columns)
         out_schema = pa.schema([self.schema.field(c) for c in wanted]) if columns is not None else self.schema
@@ -123,6 +126,18 @@ class ChangeReader:
                     table = table.append_column(COMMIT_TIMESTAMP, pa.array(np.full(n, stamps[v] * 1000, dtype=np.int64)).cast(
                         pa.timestamp("us", tz="UTC")))
                     yield from table.cast(out_schema).to_batches()
+
+    def _metadata_before_start(self) -> Metadata | None:
+        """The metadata in effect just before ``start`` (None at version 0). When no commit after
+        ``start`` in a short range changes the metadata, that of the last version serves, without a
+        second replay of the log."""
+        if self.start == 0:
+            return None
+        if self.end - self.start < 256:
+            commits = self.log.read_commits(list(range(self.start + 1, self.end + 1)))
+            if not any(isinstance(a, Metadata) for actions in commits.values() for a in actions):
+                return self.last.metadata  # (a metaData at ``start`` itself replaces it when read)
+        return Snapshot.load(self.storage, version=self.start, listing=self.listing).metadata
 
     # ------------------------------------------------------------ one version
     def _changes(self, v: int, actions: list, metadata: Metadata | None) -> list[pa.Table]:
