@@ -285,6 +285,7 @@ def read_data_file(
     mapping: ColumnMapping | None = None,
     dvs: DeletionVectors | None = None,
     row_index: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> pa.Table:
     """The live rows of one data file as the table's logical columns ``names`` (partition columns from
     the log, columns the file lacks as nulls, values cast to the table's types), in file order; rows its
@@ -309,6 +310,8 @@ def read_data_file(
                 data = pf.read(columns=cols.to_read, use_threads=True)
             else:
                 data = _read_live(pf, cols.to_read, live)
+            # columns outside the table's schema, as stored (a change data file's _change_type)
+            extras = pf.read(columns=list(extra), use_threads=False) if extra and live is None else None
     except FileNotFoundError:
         raise MissingDataFileError(
             f"data file {rel!r} is missing from {storage.uri!r}; restore it from a backup, or read a version that does not "
@@ -334,6 +337,10 @@ def read_data_file(
     if row_index is not None:
         arrays.append(pa.array(np.arange(n, dtype=np.int64) if live is None else live.astype(np.int64)))
         fields.append(pa.field(row_index, pa.int64()))
+    if extras is not None:
+        for name in extra:
+            arrays.append(extras.column(name))
+            fields.append(extras.schema.field(name))
     if not arrays:
         return pa.table({"_": pa.nulls(kept)}).drop_columns(["_"])
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

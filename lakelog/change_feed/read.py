@@ -14,7 +14,6 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..deletion_vectors import DeletionVectors
@@ -188,7 +187,5 @@ class ChangeReader:
 
     def _cdc_file(self, c: AddCDCFile) -> pa.Table:
         add = AddFile(c.path, c.partition_values, c.size, 0, False)
-        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs)
-        with self.storage.open_input(self.storage.join(c.relative_path)) as f:
-            kinds = pq.read_table(f, columns=[CHANGE_TYPE]).column(0)
-        return t.append_column(CHANGE_TYPE, kinds.cast(pa.string()))
+        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs, extra=(CHANGE_TYPE,))
+        return t.set_column(t.schema.get_field_index(CHANGE_TYPE), CHANGE_TYPE, t.column(CHANGE_TYPE).cast(pa.string()))
