@@ -9,6 +9,8 @@
   give the column, checked when it does (a given value must equal the computed one, NULLs included).
 * Column defaults (``CURRENT_DEFAULT`` field metadata, the ``allowColumnDefaults`` feature): the
   default is stored when an append does not give the column.
+* Identity columns (``delta.identity.*`` field metadata): rows without a value get the next ones
+  (``identity.py``; the commit raises the high water mark).
 
 Every path that writes new rows (appends and overwrites, the rows an update or merge changes or inserts,
 in Python and in Spark tasks) hands its batches to ``DataWriter``, which calls ``WriterFeatures.apply``
