@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
-from lakelog.change_feed import CHANGE_TYPE
+from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
@@ -106,6 +106,34 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
     return check_app_id(app_id), check_app_version(version) if isinstance(version, int) else parse_app_version(str(version))
 
 
+def _task_context(prefix: str):
+    """(Spark's TaskContext or None, this task attempt's file name prefix)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx, (f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix)
+
+
+def _task_result(files: list[str], counts: list[int]) -> pa.RecordBatch:
+    """What a writing task yields: one row per file written (its action as JSON), one with its counts."""
+    return pa.record_batch(
+        [pa.array(files + [None], pa.string()), pa.array([None] * len(files) + [orjson.dumps(counts).decode()], pa.string())],
+        names=["add", "counts"],
+    )
+
+
+def _collected(rows) -> tuple[list[dict], list[int]]:
+    """The files (action JSON) and summed counts the tasks of one job yielded (``_task_result``)."""
+    files, counts = [], []
+    for r in rows:
+        if r["add"] is not None:
+            files.append(orjson.loads(r["add"]))
+        else:
+            part = orjson.loads(r["counts"])
+            counts = [a + b for a, b in zip(counts, part)] if counts else list(part)
+    return files, counts
+
+
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
                  prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = ()) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
@@ -113,10 +141,7 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
     (updated, inserted) meet the table's writer ``features``; copied rows are written as they are."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
+        ctx, name = _task_context(prefix)
         feats = features
         if feats is not None and feats.identity:  # each task draws identity values from its own range
             feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
@@ -146,47 +171,29 @@ def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, par
         except BaseException:
             writer.abort()
             raise
-        texts = [orjson.dumps(a.to_json()["add"]).decode() for a in adds]
-        yield pa.record_batch(
-            [pa.array(texts + [None], pa.string()), pa.array([None] * len(texts) + [orjson.dumps(counts).decode()], pa.string())],
-            names=["add", "counts"],
-        )
+        yield _task_result([orjson.dumps(a.to_json()["add"]).decode() for a in adds], counts)
 
     return task
 
 
-def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], prefix: str,
-                 column_mapping, kind: str, features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs to write change data files: its rows with ``_change_type`` =
-    ``kind`` under ``_change_data/``; yields one row per file and one with its row count."""
-    change_schema = schema.append(pa.field(CHANGE_TYPE, pa.string()))
+def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], column_mapping, kind: str,
+                 features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs to write change data files (lakelog's ``ChangeRecorder``): its
+    rows as changes of ``kind``, with the writer ``features`` applied first when given; yields one row
+    per file (its cdc action as JSON) and one with its row count."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        name = f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix
-        writer = DataWriter(Storage(path, storage_options), change_schema, partition_columns, 0, name, column_mapping=column_mapping,
-                            directory="_change_data", extra_columns=(CHANGE_TYPE,))
-        n = 0
+        recorder = ChangeRecorder(Storage(path, storage_options), schema, partition_columns, column_mapping)
         try:
             for b in batches:
-                if b.num_rows == 0:
-                    continue
-                b = cast_batch(b.select(schema.names), schema, features.computed if features is not None else ())
-                if features is not None:
-                    b = features.apply(b)
-                writer.write(pa.RecordBatch.from_arrays([*b.columns, pa.array([kind] * b.num_rows, pa.string())], schema=change_schema))
-                n += b.num_rows
-            adds = writer.finish()
+                if features is not None and b.num_rows:
+                    b = features.apply(cast_batch(b.select(schema.names), schema, features.computed))
+                recorder.record(b, kind)
+            files = recorder.finish()
         except BaseException:
-            writer.abort()
+            recorder.abort()
             raise
-        texts = [orjson.dumps(a.to_json()["add"]).decode() for a in adds]
-        yield pa.record_batch(
-            [pa.array(texts + [None], pa.string()), pa.array([None] * len(texts) + [orjson.dumps([n]).decode()], pa.string())],
-            names=["add", "counts"],
-        )
+        yield _task_result([orjson.dumps(c.to_json()["cdc"]).decode() for c in files], [recorder.counts[kind]])
 
     return task
 
@@ -280,33 +287,19 @@ class SparkOperation:
                             snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
                             self.op.stats_columns)
         self._writes += 1
-        adds: list[AddFile] = []
-        counts = [0, 0, 0]
-        rows = df.mapInArrow(task, "add string, counts string").collect()
-        for r in rows:
-            if r["add"] is not None:
-                adds.append(AddFile.from_json(orjson.loads(r["add"])))
-            else:
-                for k, n in enumerate(orjson.loads(r["counts"])):
-                    counts[k] += n
-        self.op.add_files(adds)
-        return counts
+        files, counts = _collected(df.mapInArrow(task, "add string, counts string").collect())
+        self.op.add_files([AddFile.from_json(f) for f in files])
+        return counts or [0, 0, 0]
 
     def write_changes(self, df: DataFrame, kind: str) -> int:
         """Write ``df``'s rows (the table's columns) as change data files of ``kind`` from Spark's tasks
         (the change data feed); they join this operation's commit. Returns the rows written."""
-        task = _change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, f"cdc-{self.prefix[5:]}",
-                            self.op.column_mapping, kind, self.op.features if kind in ("update_postimage", "insert") else None)
+        task = _change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, self.op.column_mapping, kind,
+                            self.op.features if kind in ("update_postimage", "insert") else None)
         rows = df.select(*[F.col(_q(n)) for n in self.op.schema.names]).mapInArrow(task, "add string, counts string").collect()
-        files, n = [], 0
-        for r in rows:
-            if r["add"] is not None:
-                a = AddFile.from_json(orjson.loads(r["add"]))
-                files.append(AddCDCFile(a.path, a.partition_values, a.size))
-            else:
-                n += orjson.loads(r["counts"])[0]
-        self.op.add_change_files(files)
-        return n
+        files, counts = _collected(rows)
+        self.op.add_change_files([AddCDCFile.from_json(f) for f in files])
+        return counts[0] if counts else 0
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
