@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from ..actions import Action, AddFile, Metadata, Protocol, Txn, check_app_id, check_app_version, now_ms
@@ -31,8 +32,9 @@ from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
 from .. import clustering
 from ..writer_features import WriterFeatures
-from ..writer_features.generated import add_generation_expressions, keep_field_metadata, with_generated_columns
-from ..writer_features.identity import add_identity_metadata, check_identity_declarations, high_water_marks, with_high_water_marks
+from ..writer_features.generated import declare_columns, keep_field_metadata, with_generated_columns
+from ..writer_features.identity import check_identity_declarations, high_water_marks, with_high_water_marks
+from ..writer_features.identity import identity_columns as declared_identity
 from .files import DataWriter
 
 
@@ -328,10 +330,8 @@ class WritePlan:
             configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
         elif schema_string is None:
             schema_string = schema_to_string(schema)
-        if self.generated_columns:
-            schema_string = add_generation_expressions(schema_string, self.generated_columns)
-        if self.identity_columns:
-            schema_string = add_identity_metadata(schema_string, self.identity_columns)
+        if self.generated_columns or self.identity_columns:
+            schema_string = declare_columns(schema_string, self.generated_columns, self.identity_columns)
         elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
             schema_string = keep_field_metadata(schema_string, snapshot.metadata.schema_string)
         schema_string = self._raise_high_water_marks(schema_string, adds)
@@ -372,7 +372,7 @@ class WritePlan:
         schema being committed, so a concurrent writer's values make this commit conflict, not repeat them)."""
         if "delta.identity.start" not in schema_string or not adds:
             return schema_string
-        columns = WriterFeatures.of(schema_string, {}).identity
+        columns = declared_identity(orjson.loads(schema_string)["fields"])
         drawn_from = {c.name: c.high_water_mark for c in (self.features.identity if self.features is not None else ())}
         moved = [c.name for c in columns if c.name in drawn_from and drawn_from[c.name] != c.high_water_mark]
         if moved:
@@ -459,10 +459,11 @@ def plan_write(
         identity_columns = check_identity_declarations(identity_columns)
         lower = {n.lower() for n in schema.names}
         schema = pa.schema(list(schema) + [pa.field(n, pa.int64(), True) for n in identity_columns if n.lower() not in lower])
-    if not creates and snapshot.writer_features is not None:
+    existing = snapshot.writer_features if not creates else None
+    if existing is not None:
         # Generated and defaulted columns the data lacks are computed, not missing (non-nullable ones too).
         lower = {n.lower() for n in schema.names}
-        computed = [snapshot.schema.field(c) for c in sorted(snapshot.writer_features.computable) if c.lower() not in lower]
+        computed = [snapshot.schema.field(c) for c in sorted(existing.computable) if c.lower() not in lower]
         schema = pa.schema(list(schema) + computed)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
     if cluster_by is not None:
@@ -482,9 +483,7 @@ def plan_write(
         mapped, _ = mapped_schema(table_schema, conf, [snapshot.metadata.schema_string if snapshot is not None else None])
         mapping = ColumnMapping(mode_after, mapped)
     if creates:
-        schema_string = add_generation_expressions(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns or {})
-        if identity_columns:
-            schema_string = add_identity_metadata(schema_string, identity_columns)
+        schema_string = declare_columns(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns, identity_columns)
     else:
         schema_string = snapshot.metadata.schema_string
     features = WriterFeatures.of(schema_string, conf)

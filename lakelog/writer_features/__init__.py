@@ -202,8 +202,8 @@ class WriterFeatures:
             if missing == len(values):
                 columns[idx] = pa.array(new, values.type)
             else:
-                positions = np.cumsum(values.is_null().to_numpy(zero_copy_only=False)) - 1
-                filled = np.where(values.is_null().to_numpy(zero_copy_only=False), new[np.maximum(positions, 0)], values.fill_null(0).to_numpy())
+                null = values.is_null().to_numpy(zero_copy_only=False)
+                filled = np.where(null, new[np.maximum(np.cumsum(null) - 1, 0)], values.fill_null(0).to_numpy())
                 columns[idx] = pa.array(filled, values.type)
         return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 

@@ -64,6 +64,14 @@ def add_generation_expressions(schema_string: str, generated: dict[str, str]) ->
     return orjson.dumps(schema).decode()
 
 
+def declare_columns(schema_string: str, generated: dict[str, str] | None, identity: dict[str, dict] | None) -> str:
+    """``schema_string`` with the generated and identity columns a write creating the table declares."""
+    from .identity import add_identity_metadata
+
+    schema_string = add_generation_expressions(schema_string, generated or {})
+    return add_identity_metadata(schema_string, identity) if identity else schema_string
+
+
 def keep_field_metadata(schema_string: str, previous: str) -> str:
     """``schema_string`` (a schema rebuilt from Arrow, e.g. evolved by a write) with the field metadata
     each field had in ``previous`` (generation expressions, invariants, defaults, comments); metadata
