@@ -97,7 +97,7 @@ class ChangeReader:
     def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """The changes, version by version, as record batches of ``columns`` (default: all) and the
         three change columns."""
-        missing = [v for v in range(self.start, self.end + 1) if v not in self.listing.commit_timestamps()]
+        missing = [v for v in range(self.start, self.end + 1) if v not in self.listing.commits]
         if missing:
             raise ChangeFeedUnavailableError(
                 f"the commit of version {missing[0]} is no longer in the log (log cleanup removed it), so its changes "
