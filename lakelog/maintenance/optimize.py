@@ -55,6 +55,11 @@ def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
     return int(target_size)
 
 
+def _partition(a: AddFile) -> tuple:
+    """A file's partition, as a key that groups files."""
+    return tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))
+
+
 def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
     """Bin-pack files smaller than ``target_size`` per partition, in insertion order. A file with a
     deletion vector is always a candidate, and a bin holding one is kept even alone: compaction
@@ -65,7 +70,7 @@ def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile
     by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
     for a in files:
         if a.size < target_size or a.deletion_vector is not None:
-            by_partition[tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))].append(a)
+            by_partition[_partition(a)].append(a)
     bins: list[list[AddFile]] = []
     for key in sorted(by_partition, key=repr):
         current: list[AddFile] = []
@@ -92,7 +97,7 @@ def _write(writer: DataWriter, batches, schema) -> list[AddFile]:
         raise
 
 
-def _write_ordered(new_writer, batches, schema, columns: list[str], group: list[AddFile], target: int) -> list[AddFile]:
+def _write_ordered(storage: Storage, new_writer, batches, schema, columns: list[str], group: list[AddFile], target: int) -> list[AddFile]:
     """The group's rows in Z-order over ``columns``, in files of about ``target`` bytes (by the group's
     bytes per row on disk)."""
     import math
@@ -110,10 +115,9 @@ def _write_ordered(new_writer, batches, schema, columns: list[str], group: list[
     out: list[AddFile] = []
     try:
         for start in range(0, table.num_rows, per):
-            writer = new_writer()
-            out.extend(_write(writer, table.slice(start, per).to_batches(), schema))
+            out.extend(_write(new_writer(), table.slice(start, per).to_batches(), schema))
     except BaseException:
-        discard_files(writer.storage, out)
+        discard_files(storage, out)
         raise
     return out
 
@@ -123,7 +127,7 @@ def _zorder_groups(files: list[AddFile]) -> list[list[AddFile]]:
     (or one with a deletion vector)."""
     by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
     for a in files:
-        by_partition[tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))].append(a)
+        by_partition[_partition(a)].append(a)
     return [sorted(g, key=lambda a: (a.modification_time, a.path)) for _, g in sorted(by_partition.items(), key=repr)
             if len(g) > 1 or any(a.deletion_vector is not None for a in g)]
 
@@ -170,7 +174,7 @@ def optimize(
         "numFilesRemoved": 0,
         "filesAdded": _file_stats([]),
         "filesRemoved": _file_stats([]),
-        "partitionsOptimized": len({tuple(sorted(b[0].partition_values.items())) for b in bins}),
+        "partitionsOptimized": len({_partition(b[0]) for b in bins}),
         "numBatches": len(bins),
         "totalConsideredFiles": len(selected),
         "totalFilesSkipped": len(selected) - sum(len(b) for b in bins),
@@ -194,7 +198,7 @@ def optimize(
 
             # read_batches drops the rows deletion vectors delete; the new files have no DV
             batches = scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping)
-            added = _write_ordered(new_writer, batches, schema, order_by, group, target) if order_by else _write(new_writer(), batches, schema)
+            added = _write_ordered(storage, new_writer, batches, schema, order_by, group, target) if order_by else _write(new_writer(), batches, schema)
             for a in added:
                 a.data_change = False
             new_files.extend(added)
