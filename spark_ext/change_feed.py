@@ -40,6 +40,12 @@ def feed_schema(options) -> StructType:
                              prefer_timestamp_ntz=True)
 
 
+def _as_spark(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Change batches as the declared schema (Spark wants its exact types)."""
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(schema.names, schema)], schema=schema)
+
+
 class VersionPartition(InputPartition):
     def __init__(self, version: int):
         super().__init__(version)
@@ -60,10 +66,8 @@ class LakelogChangeReader(DataSourceReader):
         return [VersionPartition(v) for v in range(self.start, self.end + 1)]
 
     def read(self, partition: VersionPartition) -> Iterator[pa.RecordBatch]:
-        reader = ChangeReader(Storage(self.path, self.storage_options), partition.version, partition.version)
-        for batch in reader.batches():
-            yield pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(self.output_schema.names, self.output_schema)],
-                                             schema=self.output_schema)
+        return _as_spark(ChangeReader(Storage(self.path, self.storage_options), partition.version, partition.version).batches(),
+                         self.output_schema)
 
 
 class SnapshotPartition(InputPartition):
@@ -118,9 +122,7 @@ class LakelogChangeStreamReader(DataSourceStreamReader):
             batches = self._snapshot(partition.version)
         else:
             batches = ChangeReader(self.storage, partition.version, partition.version).batches()
-        for batch in batches:
-            yield pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(self.output_schema.names, self.output_schema)],
-                                             schema=self.output_schema)
+        return _as_spark(batches, self.output_schema)
 
     def _snapshot(self, version: int) -> Iterator[pa.RecordBatch]:
         from lakelog.snapshot import commit_times
