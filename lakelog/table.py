@@ -94,8 +94,7 @@ class Table:
         ``_commit_version`` and ``_commit_timestamp``, as Delta's ``table_changes`` returns them. A range
         whose changes were not recorded or are gone is a ``ChangeFeedUnavailableError`` naming the version."""
         reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)
-        return pa.Table.from_batches(list(reader.batches(columns)), schema=reader.output_schema if columns is None else None) \
-            if columns is None else pa.Table.from_batches(list(reader.batches(columns)), schema=_change_columns(reader, columns))
+        return pa.Table.from_batches(list(reader.batches(columns)), schema=reader.schema_of(columns))
 
     def changes_batches(self, starting_version: int = 0, ending_version: int | None = None, *, starting_timestamp: Any = None,
                         ending_timestamp: Any = None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
@@ -335,12 +334,6 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.path!r}, version={self.version})"
-
-
-def _change_columns(reader, columns: list[str]) -> pa.Schema:
-    from .change_feed import change_schema
-
-    return change_schema(pa.schema([reader.schema.field(c) for c in columns]))
 
 
 def read_table(

@@ -94,6 +94,10 @@ class ChangeReader:
     def output_schema(self) -> pa.Schema:
         return change_schema(self.schema)
 
+    def schema_of(self, columns: list[str] | None) -> pa.Schema:
+        """The schema of ``batches(columns)``."""
+        return self.output_schema if columns is None else change_schema(pa.schema([self.schema.field(c) for c in columns]))
+
     def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """The changes, version by version, as record batches of ``columns`` (default: all) and the
         three change columns."""
@@ -106,8 +110,7 @@ class ChangeReader:
         metadata = self._metadata_before_start()
         times = commit_times(self.last, self.listing)
         wanted = list(self.schema.names) if columns is None else list(columns)
-        out_schema = pa.schema([self.schema.field(c) for c in wanted]) if columns is not None else self.schema
-        out_schema = change_schema(out_schema)
+        out_schema = self.schema_of(columns)
         for v0 in range(self.start, self.end + 1, 64):
             versions = list(range(v0, min(self.end, v0 + 63) + 1))
             commits = self.log.read_commits(versions)
