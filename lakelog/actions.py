@@ -292,7 +292,9 @@ class AddFile:
     stats: str | None = None
     tags: dict[str, str] | None = None
     deletion_vector: DeletionVectorDescriptor | None = None
-    clustering_provider: str | None = None  # written by a clustering OPTIMIZE (not kept by replay or checkpoints)
+    clustering_provider: str | None = None  # set by a clustering OPTIMIZE: the file is clustered
+    base_row_id: int | None = None  # row tracking: the fresh row id of the file's first physical row
+    default_row_commit_version: int | None = None  # row tracking: the version that first committed the file
 
     @property
     def relative_path(self) -> str:
@@ -326,6 +328,10 @@ class AddFile:
             d["deletionVector"] = self.deletion_vector.to_json()
         if self.clustering_provider is not None:
             d["clusteringProvider"] = self.clustering_provider
+        if self.base_row_id is not None:
+            d["baseRowId"] = self.base_row_id
+        if self.default_row_commit_version is not None:
+            d["defaultRowCommitVersion"] = self.default_row_commit_version
         return {"add": d}
 
     @classmethod
@@ -342,6 +348,9 @@ class AddFile:
             stats=_str(d, "stats", required=False),
             tags=string_map(d.get("tags"), "tags"),
             deletion_vector=None if dv is None else DeletionVectorDescriptor.from_json(dv),
+            clustering_provider=_str(d, "clusteringProvider", required=False),
+            base_row_id=_int(d, "baseRowId"),
+            default_row_commit_version=_int(d, "defaultRowCommitVersion"),
         )
 
     def remove(self, deletion_timestamp: int | None = None, data_change: bool = True) -> "RemoveFile":
@@ -354,6 +363,8 @@ class AddFile:
             partition_values=dict(self.partition_values),
             size=self.size,
             deletion_vector=self.deletion_vector,
+            base_row_id=self.base_row_id,
+            default_row_commit_version=self.default_row_commit_version,
         )
 
 
@@ -366,6 +377,8 @@ class RemoveFile:
     partition_values: dict[str, str | None] | None = None
     size: int | None = None
     deletion_vector: DeletionVectorDescriptor | None = None
+    base_row_id: int | None = None  # row tracking: as the file's last add had them
+    default_row_commit_version: int | None = None
 
     def to_json(self) -> dict:
         d: dict[str, Any] = {"path": self.path, "deletionTimestamp": self.deletion_timestamp, "dataChange": self.data_change}
@@ -377,6 +390,10 @@ class RemoveFile:
             d["size"] = self.size
         if self.deletion_vector is not None:
             d["deletionVector"] = self.deletion_vector.to_json()
+        if self.base_row_id is not None:
+            d["baseRowId"] = self.base_row_id
+        if self.default_row_commit_version is not None:
+            d["defaultRowCommitVersion"] = self.default_row_commit_version
         return {"remove": d}
 
     @classmethod
@@ -390,6 +407,8 @@ class RemoveFile:
             partition_values=string_map(d.get("partitionValues"), "partitionValues"),
             size=_int(d, "size"),
             deletion_vector=None if dv is None else DeletionVectorDescriptor.from_json(dv),
+            base_row_id=_int(d, "baseRowId"),
+            default_row_commit_version=_int(d, "defaultRowCommitVersion"),
         )
 
 

@@ -52,13 +52,20 @@ def decode_path_list(logged: list[str]) -> list[str]:
     return out
 
 
+_OPTIONAL = ("deletion_vector", "clustering_provider", "base_row_id", "default_row_commit_version")
+_OPTIONAL_KEYS = {"clustering_provider": ("clusteringProvider", _STRINGS), "base_row_id": ("baseRowId", {int, _NONE}),
+                  "default_row_commit_version": ("defaultRowCommitVersion", {int, _NONE})}
+
+
 class AddColumns:
     """``add`` actions as one Python list per field (values as ``AddFile`` holds them, ``path`` as
-    logged). ``deletion_vector`` is None when no row has one."""
+    logged). The rarely set fields (``_OPTIONAL``: deletion vector, clustering provider, row tracking's
+    base row id and default commit version) are None when no row has them."""
 
-    __slots__ = ("path", "partition_values", "size", "modification_time", "data_change", "stats", "tags", "deletion_vector")
+    __slots__ = ("path", "partition_values", "size", "modification_time", "data_change", "stats", "tags") + _OPTIONAL
 
-    def __init__(self, path=None, partition_values=None, size=None, modification_time=None, data_change=None, stats=None, tags=None, deletion_vector=None):
+    def __init__(self, path=None, partition_values=None, size=None, modification_time=None, data_change=None, stats=None, tags=None,
+                 deletion_vector=None, clustering_provider=None, base_row_id=None, default_row_commit_version=None):
         self.path: list[str] = path or []
         self.partition_values: list[dict] = partition_values or []
         self.size: list[int] = size or []
@@ -67,13 +74,19 @@ class AddColumns:
         self.stats: list[str | None] = stats or []
         self.tags: list[dict | None] = tags or []
         self.deletion_vector: list | None = deletion_vector
+        self.clustering_provider: list | None = clustering_provider
+        self.base_row_id: list | None = base_row_id
+        self.default_row_commit_version: list | None = default_row_commit_version
 
     def __len__(self) -> int:
         return len(self.path)
 
     @classmethod
     def of(cls, adds: list[AddFile]) -> "AddColumns":
-        dvs = [a.deletion_vector for a in adds]
+        def optional(name: str) -> list | None:
+            values = [getattr(a, name) for a in adds]
+            return values if any(v is not None for v in values) else None
+
         return cls(
             [a.path for a in adds],
             [a.partition_values for a in adds],
@@ -82,7 +95,7 @@ class AddColumns:
             [a.data_change for a in adds],
             [a.stats for a in adds],
             [a.tags for a in adds],
-            dvs if any(d is not None for d in dvs) else None,
+            *map(optional, _OPTIONAL),
         )
 
     @classmethod
@@ -111,32 +124,41 @@ class AddColumns:
             return None
         if dict in tag_types and not set(map(type, chain.from_iterable(t.values() for t in tags if t is not None))) <= _STRINGS:
             return None
+        optional = []
+        for name in _OPTIONAL[1:]:
+            key, types = _OPTIONAL_KEYS[name]
+            values = column(key)
+            found = set(map(type, values))
+            if not found <= types:
+                return None
+            optional.append(values if found != {_NONE} else None)
         # Files of a commit share few partition values: one dict per distinct value (~240 MiB less per
         # million files). AddFile objects built from the columns share them too; they are read-only.
         distinct: dict[tuple, dict] = {}
         pvs = list(map(distinct.setdefault, map(tuple, map(dict.items, pvs)), pvs))
-        return cls(paths, pvs, sizes, mtimes, changes, stats, tags, None)
+        return cls(paths, pvs, sizes, mtimes, changes, stats, tags, None, *optional)
 
     def extend(self, other: "AddColumns") -> None:
         n = len(self)
-        for name in AddColumns.__slots__[:-1]:
+        for name in AddColumns.__slots__[: -len(_OPTIONAL)]:
             getattr(self, name).extend(getattr(other, name))
-        if other.deletion_vector is not None or self.deletion_vector is not None:
-            mine = self.deletion_vector if self.deletion_vector is not None else [None] * n
-            mine.extend(other.deletion_vector if other.deletion_vector is not None else [None] * len(other))
-            self.deletion_vector = mine
+        for name in _OPTIONAL:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if theirs is not None or mine is not None:
+                mine = mine if mine is not None else [None] * n
+                mine.extend(theirs if theirs is not None else [None] * len(other))
+                setattr(self, name, mine)
 
     def take(self, rows: list[int]) -> "AddColumns":
         """The rows ``rows``, in that order."""
-        dvs = self.deletion_vector
         return AddColumns(
             *([col[i] for i in rows] for col in (self.path, self.partition_values, self.size, self.modification_time, self.data_change, self.stats, self.tags)),
-            None if dvs is None else [dvs[i] for i in rows],
+            *(None if (col := getattr(self, name)) is None else [col[i] for i in rows] for name in _OPTIONAL),
         )
 
     def add_file(self, i: int) -> AddFile:
         """The ``AddFile`` of row ``i``."""
-        dvs = self.deletion_vector
+        dvs, cps, rids, rcvs = self.deletion_vector, self.clustering_provider, self.base_row_id, self.default_row_commit_version
         return AddFile(
             self.path[i],
             self.partition_values[i],
@@ -146,6 +168,9 @@ class AddColumns:
             self.stats[i],
             self.tags[i],
             None if dvs is None else dvs[i],
+            None if cps is None else cps[i],
+            None if rids is None else rids[i],
+            None if rcvs is None else rcvs[i],
         )
 
     def dv_ids(self) -> list[str | None] | None:

@@ -57,7 +57,8 @@ REGISTRY: dict[str, Feature] = {
         _f("timestampNtz", True, True, True, "timestamp_ntz columns and partition values read", "timestamp_ntz columns written"),
         _f("vacuumProtocolCheck", True, True, True, _NOTHING, "VACUUM and log cleanup check the writer protocol first (always done)"),
         _f("domainMetadata", False, True, True, "domainMetadata actions replayed (latest per domain wins)",
-           "every domain kept: carried into checkpoints (tombstones dropped); lakelog writes only delta.clustering, on create"),
+           "every domain kept: carried into checkpoints (tombstones dropped); lakelog writes delta.clustering (on create) and "
+           "delta.rowTracking (the row id high water mark)"),
         _f("v2Checkpoint", True, True, True, "V2 checkpoints read: UUID-named JSON/Parquet, classic-named V2, sidecars",
            "with delta.checkpointPolicy=v2: UUID-named V2 Parquet checkpoints, file actions in sidecars; never multi-part"),
         _f("inCommitTimestamp", False, True, True,
@@ -65,7 +66,8 @@ REGISTRY: dict[str, Feature] = {
            "with delta.enableInCommitTimestamps=true: commitInfo first with a monotonic inCommitTimestamp; enablement properties set"),
         _f("clustering", False, True, True, _NOTHING,
            "cluster_by= creates clustered tables (the delta.clustering domain); every file gets stats for the clustering columns; "
-           "optimize() rewrites the files in Z-order over them (clusteringProvider liquid; all files, not incrementally)"),
+           "optimize() rewrites in Z-order over them the files no clustering wrote yet (incremental: clusteringProvider liquid kept "
+           "through replay and checkpoints)"),
         _f("columnMapping", True, True, True,
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
            "data files name columns by physical name with Parquet field ids (both modes), partition values and stats keyed by physical name; "
@@ -78,7 +80,10 @@ REGISTRY: dict[str, Feature] = {
            "new files written with the widened types; row-level operations read older files cast and rewrite them widened; "
            "delta.typeChanges kept"),
         _f("typeWidening-preview", True, True, True, "as typeWidening", "as typeWidening"),
-        _f("rowTracking", False, True, False, _NOTHING, "refused: writers would have to assign row ids (baseRowId, defaultRowCommitVersion)"),
+        _f("rowTracking", False, True, True, "with delta.enableRowTracking, read_table/to_pyarrow(with_row_tracking=True) add _row_id and _row_commit_version",
+           "every add gets baseRowId and defaultRowCommitVersion at commit (above the delta.rowTracking domain's rowIdHighWaterMark, "
+           "raised in the same commit); with delta.enableRowTracking, copy-on-write rewrites, update, merge and optimize keep row ids "
+           "(and commit versions of copied rows) in the materialized columns; enabling it backfills every live file"),
         _f("icebergCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergCompatV2", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergCompatV3", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
@@ -193,6 +198,8 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
         writer.add("columnMapping")
     if props.change_data_feed:
         writer.add("changeDataFeed")
+    if props.get("delta.enableRowTracking"):
+        writer.update(("rowTracking", "domainMetadata"))
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")

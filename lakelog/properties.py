@@ -243,6 +243,8 @@ REGISTRY: dict[str, Property] = {
         Property("delta.checkpointPolicy", "classic", _enum_parser("classic", "v2"), "classic or v2", used=True),
         Property("delta.enableChangeDataFeed", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.rowTrackingSuspended", "false", _parse_bool, _BOOL, "bool", used=True),
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
             refuse=_refuse_true("symlink manifest generation"),
@@ -257,7 +259,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("row tracking")),
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("the type widening table feature")),
         Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
         Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),

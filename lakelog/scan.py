@@ -30,7 +30,8 @@ from .actions import AddFile, stats_count, stats_dict
 from .column_mapping import ColumnMapping
 from .data_files import inspect_files
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
-from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
+from . import row_tracking
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
 from .schema import ColumnNames, partition_scalars
@@ -310,8 +311,15 @@ def read_data_file(
                 data = pf.read(columns=cols.to_read, use_threads=True)
             else:
                 data = _read_live(pf, cols.to_read, live)
-            # columns outside the table's schema, as stored (a change data file's _change_type)
-            extras = pf.read(columns=list(extra), use_threads=False) if extra and live is None else None
+            # columns outside the table's schema, as stored (a change data file's _change_type, row
+            # tracking's materialized columns); those the file lacks are left out
+            present = [c for c in extra if c in pf.schema_arrow.names]
+            if not present:
+                extras = None
+            elif live is None:
+                extras = pf.read(columns=present, use_threads=False)
+            else:
+                extras = _read_live(pf, present, live)
     except FileNotFoundError:
         raise MissingDataFileError(
             f"data file {rel!r} is missing from {storage.uri!r}; restore it from a backup, or read a version that does not "
@@ -338,7 +346,7 @@ def read_data_file(
         arrays.append(pa.array(np.arange(n, dtype=np.int64) if live is None else live.astype(np.int64)))
         fields.append(pa.field(row_index, pa.int64()))
     if extras is not None:
-        for name in extra:
+        for name in extras.column_names:
             arrays.append(extras.column(name))
             fields.append(extras.schema.field(name))
     if not arrays:
@@ -375,10 +383,43 @@ def selected_columns(columns: Any, schema: pa.Schema) -> list[str] | None:
     return [index.find(c) for c in columns]
 
 
-def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None) -> pa.Table:
+def row_tracking_batches(snapshot: Snapshot, adds: list[AddFile], columns: list[str] | None, filters: Any) -> Iterator[pa.RecordBatch]:
+    """The rows of ``adds`` as ``read_batches`` gives them, plus their stable row ids (``_row_id``) and row
+    commit versions (``_row_commit_version``), as Delta readers reconstruct them (materialized value,
+    else the file's ``baseRowId`` + physical row index and its ``defaultRowCommitVersion``)."""
+    materialized = row_tracking.materialized_columns(snapshot.metadata)
+    if materialized is None:
+        raise InvalidArgumentError(
+            "with_row_tracking=True needs a table with row tracking enabled (delta.enableRowTracking); enable it with "
+            "Table.set_properties({'delta.enableRowTracking': True})"
+        )
+    schema, parts, storage = snapshot.schema, snapshot.partition_columns, snapshot.storage
+    compiled = compile_filter(filters, schema, parts)
+    wanted = list(columns) if columns is not None else schema.names
+    read = wanted if compiled is None else wanted + [c for c in (compiled.columns or schema.names) if c not in wanted]
+    dvs = DeletionVectors(storage)
+    position = "__lakelog_position"
+    for add in adds:
+        t = read_data_file(storage, add, schema, parts, read, snapshot.column_mapping, dvs, row_index=position, extra=materialized)
+        ids, versions = row_tracking.row_ids(
+            add.base_row_id, add.default_row_commit_version, t.column(position).combine_chunks(),
+            t.column(materialized[0]).combine_chunks() if materialized[0] in t.column_names else None,
+            t.column(materialized[1]).combine_chunks() if materialized[1] in t.column_names else None, add.path)
+        t = t.append_column(row_tracking.ROW_ID, ids).append_column(row_tracking.ROW_COMMIT_VERSION, versions)
+        if compiled is not None:
+            t = t.filter(compiled.exact)
+        yield from t.select(wanted + [row_tracking.ROW_ID, row_tracking.ROW_COMMIT_VERSION]).to_batches()
+
+
+def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any = None, limit: int | None = None,
+             with_row_tracking: bool = False) -> pa.Table:
     """The snapshot's rows (the first ``limit`` of them when given); a data file that is missing or not
-    Parquet is a typed error naming it."""
+    Parquet is a typed error naming it. ``with_row_tracking``: also ``_row_id`` and ``_row_commit_version``."""
     columns = selected_columns(columns, snapshot.schema)
+    if with_row_tracking:
+        names = columns if columns is not None else snapshot.schema.names
+        out = pa.schema([snapshot.schema.field(c) for c in names] + [pa.field(row_tracking.ROW_ID, pa.int64()), pa.field(row_tracking.ROW_COMMIT_VERSION, pa.int64())])
+        return pa.Table.from_batches(list(row_tracking_batches(snapshot, candidate_adds(snapshot, filters), columns, filters)), schema=out)
     compiled = compile_filter(filters, snapshot.schema, snapshot.partition_columns)
     mapping = snapshot.column_mapping
     kept = _kept(snapshot, filters, compiled)

@@ -17,6 +17,7 @@ from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_stri
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError
 from .properties import TableProperties, validate_new
 from .schema import schema_from_string
+from . import row_tracking
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
@@ -41,6 +42,7 @@ def set_properties(storage: Storage, props: dict[str, Any]) -> int:
     new = validate_new(props)
     storage.check_atomic_commits()
     snap = Snapshot.load(storage)
+    new = row_tracking.configure(new, snap.configuration)
     old_mode = snap.properties.column_mapping_mode
     configuration = {**snap.configuration, **new}
     new_mode = TableProperties(configuration).column_mapping_mode
@@ -55,6 +57,8 @@ def set_properties(storage: Storage, props: dict[str, Any]) -> int:
         return snap.version
     actions: list[Action] = [protocol] if protocol is not None else []
     actions.append(replace(snap.metadata, schema_string=schema_string, configuration=configuration))
+    if row_tracking.enabled(actions[-1]) and not row_tracking.enabled(snap.metadata):
+        actions.extend(row_tracking.backfill(snap.files.values()))  # every live file gets row ids in this commit
     params = {"properties": orjson.dumps(new).decode()}
     return Transaction(storage, snap, "SET TBLPROPERTIES", params).commit(actions).version
 

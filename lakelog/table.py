@@ -66,18 +66,23 @@ class Table:
         """Relative paths (decoded) of the data files that may hold rows matching ``filters``."""
         return scan.pruned_files(self._snapshot, filters)
 
-    def to_pyarrow(self, columns: list[str] | None = None, filters: Any = None) -> pa.Table:
-        return scan.to_table(self._snapshot, columns, filters)
+    def to_pyarrow(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False) -> pa.Table:
+        """The rows ``filters`` keeps, as a pyarrow Table of ``columns`` (default: all). ``with_row_tracking``
+        (tables with ``delta.enableRowTracking``): also each row's stable ``_row_id`` and ``_row_commit_version``
+        (Spark's ``_metadata.row_id`` and ``_metadata.row_commit_version``)."""
+        return scan.to_table(self._snapshot, columns, filters, with_row_tracking=with_row_tracking)
 
-    def to_pandas(self, columns: list[str] | None = None, filters: Any = None):
-        return self.to_pyarrow(columns, filters).to_pandas()
+    def to_pandas(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False):
+        return self.to_pyarrow(columns, filters, with_row_tracking=with_row_tracking).to_pandas()
 
-    def read_batches(self, columns: list[str] | None = None, filters: Any = None) -> Iterator[pa.RecordBatch]:
+    def read_batches(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False) -> Iterator[pa.RecordBatch]:
         """The rows ``filters`` keeps as a stream of record batches of ``columns`` (default: all), in bounded
         memory; rows deleted by deletion vectors are never returned. DuckDB and Polars read it as
-        ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``."""
+        ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``. ``with_row_tracking``: as in ``to_pyarrow``."""
         snap = self._snapshot
         columns = scan.selected_columns(columns, snap.schema)
+        if with_row_tracking:
+            return scan.row_tracking_batches(snap, scan.candidate_adds(snap, filters), columns, filters)
         return scan.read_batches(snap.storage, snap.schema, snap.partition_columns, scan.candidate_adds(snap, filters), columns, filters, snap.column_mapping)
 
     def to_pyarrow_dataset(self, filters: Any = None) -> ds.FileSystemDataset:
@@ -344,6 +349,8 @@ def read_table(
     columns: list[str] | None = None,
     filters: Any = None,
     storage_options: dict[str, Any] | None = None,
+    with_row_tracking: bool = False,
 ) -> pa.Table:
-    """Read the committed snapshot (latest, or at ``version``/``timestamp``) as a pyarrow Table."""
-    return Table(path, version=version, timestamp=timestamp, storage_options=storage_options).to_pyarrow(columns, filters)
+    """Read the committed snapshot (latest, or at ``version``/``timestamp``) as a pyarrow Table;
+    ``with_row_tracking``: also ``_row_id`` and ``_row_commit_version`` (see ``Table.to_pyarrow``)."""
+    return Table(path, version=version, timestamp=timestamp, storage_options=storage_options).to_pyarrow(columns, filters, with_row_tracking=with_row_tracking)

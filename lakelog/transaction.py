@@ -33,6 +33,7 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
+from . import row_tracking
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
@@ -170,16 +171,21 @@ class Transaction:
             # removes first: a commit repairing an unparseable delta.appendOnly must not trip over it
             if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
-        payload = [self._commit_info(actions), *actions]
         version = self.read_version + 1
         attempts = losses = transient = 0
         round_s = 0.0
         ict = self._ict_state(actions)
+        # Row ids live only in the log: assigned per attempt, above the latest high water mark.
+        row_ids = self._row_id_mark(actions)
+        sent: dict[int, list[Action]] = {}  # what each attempt wrote (row ids and timestamps differ per version)
         while True:
             attempts += 1
             started = time.perf_counter()
+            staged = actions if row_ids is None else row_tracking.assign(actions, version, row_ids, self._physical_rows)
+            payload = [self._commit_info(staged), *staged]
             if ict is not None:
-                payload = stamp([self._commit_info(actions), *actions], version, self._previous_time(version), *ict)
+                payload = stamp(payload, version, self._previous_time(version), *ict)
+            sent[version] = payload
             try:
                 self.log.write_commit(version, payload)
                 break
@@ -201,8 +207,11 @@ class Transaction:
                     landed = v  # an earlier attempt of ours landed but its acknowledgement was lost
                     break
                 self._check_conflict(v, winners[v], actions)
+                if row_ids is not None:
+                    row_ids = max(row_ids, row_tracking.committed_mark(winners[v]) or -1)
             if landed is not None:
                 version = landed
+                payload = sent.get(landed, payload)
                 break
             if winners:
                 version = max(winners) + 1  # rebase: no winner touches what we read or remove
@@ -222,6 +231,22 @@ class Transaction:
                 time.sleep(delay)
         self._maybe_checkpoint(version, payload)
         return CommitResult(version, attempts)
+
+    def _row_id_mark(self, actions: list[Action]) -> int | None:
+        """The row id high water mark to assign above when the table assigns row ids after this commit
+        (the ``rowTracking`` feature, not suspended); None when it does not."""
+        snap = self.snapshot
+        protocol = next((a for a in actions if isinstance(a, Protocol)), None) or (snap.protocol if snap else None)
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (snap.metadata if snap else None)
+        if not row_tracking.assigns(protocol, metadata):
+            return None
+        return row_tracking.high_water_mark(snap.domains) if snap is not None else -1
+
+    def _physical_rows(self, add: AddFile) -> int:
+        import pyarrow.parquet as pq
+
+        with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
+            return pq.ParquetFile(f).metadata.num_rows
 
     def _ict_state(self, actions: list[Action]) -> tuple[bool, Protocol, Metadata] | None:
         """(enabled before this commit, protocol and metadata after it) when the table has in-commit

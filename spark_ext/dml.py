@@ -207,6 +207,12 @@ class SparkOperation:
         app_id, app_version = txn_of(self.spark, txn)
         self.storage = Storage(self.path, self.storage_options)
         self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
+        if self.op.row_tracking is not None:
+            self.op.abort()
+            raise UnsupportedFeatureError(
+                "LakelogTable delete, update and merge do not keep row ids yet, and this table enables row tracking "
+                "(delta.enableRowTracking): run the operation through lakelog.Table (Python), which keeps them"
+            )
         self.snapshot = self.op.snapshot
         self.records_changes = self.op.records_changes
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors

@@ -63,6 +63,27 @@ def test_clustered_table_is_written_as_delta_defines_it_and_optimize_clusters_it
     assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == [r["id"] for r in before]
 
 
+def test_clustering_is_incremental_and_kept_through_checkpoints(tmp_path):
+    path = str(tmp_path / "t")
+    for i in range(4):
+        lakelog.write_table(path, _batch(i), cluster_by=["x"] if i == 0 else None)
+    first = lakelog.Table(path).optimize(target_size=32 * 1024)
+    clustered = set(lakelog.Table(path).snapshot.files)
+    assert first["numFilesRemoved"] == 4
+    assert not lakelog.Table(path).optimize(target_size=32 * 1024)["committed"]  # nothing new to cluster
+    for i in range(4, 6):
+        lakelog.write_table(path, _batch(i))
+    lakelog.Table(path).checkpoint()  # clusteringProvider read back from the checkpoint
+    t = lakelog.Table(path)
+    assert {p for p, a in t.snapshot.files.items() if a.clustering_provider == "liquid"} == clustered
+    before = _rows(path)
+    m = t.optimize(target_size=32 * 1024)
+    assert m["numFilesRemoved"] == 2  # only the two files written since
+    after = lakelog.Table(path).snapshot.files
+    assert clustered <= set(after) and all(a.clustering_provider == "liquid" for a in after.values())
+    assert _rows(path) == before
+
+
 def test_zorder_by_rewrites_each_partition_in_z_order(tmp_path):
     path = str(tmp_path / "t")
     for i in range(8):

@@ -646,3 +646,17 @@ def test_spark_creates_a_clustered_table_and_its_files_carry_clustering_stats(sp
     t = lakelog.Table(path)
     assert len(lakelog.scan.pruned_files(t.snapshot, [("x", "<", 50)])) <= max(1, 0.2 * len(t.snapshot.files))
     assert t.to_pyarrow().num_rows == 2500
+
+
+def test_row_level_changes_on_spark_refuse_row_tracking_tables_and_appends_get_row_ids(spark, tmp_path):
+    from lakelog.errors import UnsupportedFeatureError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2]}), configuration={"delta.enableRowTracking": "true"})
+    spark.createDataFrame([(3,)], "id long").write.format("lakelog").mode("append").save(path)
+    rows = lakelog.read_table(path, with_row_tracking=True).to_pylist()
+    assert sorted((r["id"], r["_row_id"]) for r in rows) == [(1, 0), (2, 1), (3, 2)]
+    t = LakelogTable.forPath(spark, path)
+    with pytest.raises(UnsupportedFeatureError, match="row tracking"):
+        t.delete("id = 1")
+    assert lakelog.Table(path).version == 1  # nothing committed

@@ -149,7 +149,6 @@ def test_unknown_delta_keys_are_refused_and_user_keys_pass_through(table_path):
 @pytest.mark.parametrize(
     "configuration",
     [
-        {"delta.enableRowTracking": "true"},
         {"delta.constraints.positive": "id > 0"},
         {"delta.feature.deletionVectors": "supported"},
         {"delta.dataSkippingStatsColumns": "id"},

@@ -111,10 +111,9 @@ def _protocol(writer: int, features: list[str] | None = None) -> dict:
 
 
 FEATURES = {
-    # (CHECK constraints, invariants, generated and identity columns and the change data feed are written:
-    # tests/test_writer_features.py, tests/test_change_feed.py)
+    # (CHECK constraints, invariants, generated and identity columns, the change data feed and row tracking
+    # are written: tests/test_writer_features.py, tests/test_change_feed.py, tests/test_row_tracking.py)
     "symlink manifest generation": lambda p: [_protocol(2), *_configuration(p, {"delta.compatibility.symlinkFormatManifest.enabled": "true"})],
-    "rowTracking": lambda p: [_protocol(7, ["appendOnly", "rowTracking"])],
 }
 
 

@@ -140,9 +140,11 @@ def adds_from_arrow(adds: pa.StructArray | pa.ChunkedArray) -> list[AddFile]:
     pvs, sizes, mtimes = _child(adds, "partitionValues", n), _child(adds, "size", n), _child(adds, "modificationTime", n)
     changes, stats, tags = _child(adds, "dataChange", n), _child(adds, "stats", n), _child(adds, "tags", n)
     dvs = _child(adds, "deletionVector", n) if _has_dvs(adds) else [None] * n
+    providers, row_ids, row_versions = _child(adds, "clusteringProvider", n), _child(adds, "baseRowId", n), _child(adds, "defaultRowCommitVersion", n)
     return [
-        AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg), parse_dv(dv))
-        for p, pv, sz, mt, dc, st, tg, dv in zip(paths, pvs, sizes, mtimes, changes, stats, tags, dvs)
+        AddFile(p, dict(pv) if pv else {}, int(sz or 0), int(mt or 0), True if dc is None else dc, st, None if tg is None else dict(tg), parse_dv(dv),
+                cp, rid, rcv)
+        for p, pv, sz, mt, dc, st, tg, dv, cp, rid, rcv in zip(paths, pvs, sizes, mtimes, changes, stats, tags, dvs, providers, row_ids, row_versions)
     ]
 
 

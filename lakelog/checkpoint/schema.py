@@ -39,6 +39,9 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("stats", pa.string()),
                     ("tags", _STR_MAP),
                     ("deletionVector", DV_TYPE),
+                    ("baseRowId", pa.int64()),
+                    ("defaultRowCommitVersion", pa.int64()),
+                    ("clusteringProvider", pa.string()),
                 ]
             ),
         ),
@@ -53,6 +56,8 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("partitionValues", _STR_MAP),
                     ("size", pa.int64()),
                     ("deletionVector", DV_TYPE),
+                    ("baseRowId", pa.int64()),
+                    ("defaultRowCommitVersion", pa.int64()),
                 ]
             ),
         ),
@@ -120,6 +125,9 @@ def _add_rows(adds: list[AddFile]) -> list[dict]:
             "stats": a.stats,
             "tags": _items(a.tags),
             "deletionVector": _dv_row(a.deletion_vector),
+            "baseRowId": a.base_row_id,
+            "defaultRowCommitVersion": a.default_row_commit_version,
+            "clusteringProvider": a.clustering_provider,
         }
         for a in adds
     ]

@@ -125,6 +125,8 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
                     "partitionValues": _items(r.partition_values),
                     "size": r.size,
                     "deletionVector": _dv_row(r.deletion_vector),
+                    "baseRowId": r.base_row_id,
+                    "defaultRowCommitVersion": r.default_row_commit_version,
                 }
                 for r in chunk
             ],
@@ -132,40 +134,41 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
 
 
 _ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats", "tags")
+_OPTIONAL_FIELDS = ("deletion_vector", "base_row_id", "default_row_commit_version", "clustering_provider")
 
 
 def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
     """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
     time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
     step = batch_rows or 2**62
-    cols: dict[str, list] = {f: [] for f in _ADD_FIELDS}
-    dvs: list = []
-    has_dvs = False
+    cols: dict[str, list] = {f: [] for f in _ADD_FIELDS + _OPTIONAL_FIELDS}
     for block, rows in file_set.changed_add_columns():
         for k in range(0, len(rows), step):
             part = rows[k : k + step]
             whole = len(part) == len(block)
-            for f in _ADD_FIELDS:
+            for f in _ADD_FIELDS + _OPTIONAL_FIELDS:
                 col = getattr(block, f)
-                cols[f].extend(col if whole else [col[i] for i in part])
-            if block.deletion_vector is not None:
-                has_dvs = True
-                dvs.extend(block.deletion_vector if whole else [block.deletion_vector[i] for i in part])
-            else:
-                dvs.extend(repeat(None, len(part)))
-            if len(dvs) >= step:  # exactly ``step`` rows: one row group each
-                yield _add_array({f: c[:step] for f, c in cols.items()}, dvs[:step] if has_dvs else None)
+                if col is None:  # (an optional field no row of the block has)
+                    cols[f].extend(repeat(None, len(part)))
+                else:
+                    cols[f].extend(col if whole else [col[i] for i in part])
+            if len(cols["path"]) >= step:  # exactly ``step`` rows: one row group each
+                yield _add_array({f: c[:step] for f, c in cols.items()})
                 cols = {f: c[step:] for f, c in cols.items()}
-                dvs = dvs[step:]
-                has_dvs = any(d is not None for d in dvs) if has_dvs else False
-    if dvs:
-        yield _add_array(cols, dvs if has_dvs else None)
+    if cols["path"]:
+        yield _add_array(cols)
 
 
-def _add_array(cols: dict[str, list], dvs: list | None) -> pa.StructArray:
+def _optional(values: list, type_: pa.DataType, convert=None) -> pa.Array:
+    n = len(values)
+    if values.count(None) == n:
+        return pa.nulls(n, type_)
+    return pa.array(values if convert is None else [convert(v) for v in values], type_)
+
+
+def _add_array(cols: dict[str, list]) -> pa.StructArray:
     add_type = CHECKPOINT_SCHEMA.field("add").type
     n = len(cols["path"])
-    tags = cols["tags"]
     children = [
         pa.array(cols["path"], pa.string()),
         pa.array(cols["partition_values"], _STR_MAP),
@@ -173,8 +176,11 @@ def _add_array(cols: dict[str, list], dvs: list | None) -> pa.StructArray:
         pa.array(cols["modification_time"], pa.int64()),
         pa.repeat(pa.scalar(False), n),  # checkpoint adds describe state, not a change
         pa.array(cols["stats"], pa.string()),
-        pa.nulls(n, _STR_MAP) if tags.count(None) == n else pa.array(tags, _STR_MAP),
-        pa.nulls(n, DV_TYPE) if dvs is None else pa.array([_dv_row(d) for d in dvs], DV_TYPE),
+        _optional(cols["tags"], _STR_MAP),
+        _optional(cols["deletion_vector"], DV_TYPE, _dv_row),
+        _optional(cols["base_row_id"], pa.int64()),
+        _optional(cols["default_row_commit_version"], pa.int64()),
+        _optional(cols["clustering_provider"], pa.string()),
     ]
     return pa.StructArray.from_arrays(children, fields=list(add_type))
 

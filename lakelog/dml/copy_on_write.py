@@ -83,9 +83,10 @@ class CopyOnWrite:
             for t in parts:
                 for batch in t.to_batches():
                     if t is replacement and features is not None:  # new rows; the kept ones are copies
-                        writer.write(features.apply(table_rows(batch, self.op.schema, features)))
+                        rows = features.apply(table_rows(batch, self.op.schema, features))
                     else:
-                        writer.write(table_rows(batch, self.op.schema))
+                        rows = table_rows(batch, self.op.schema)
+                    writer.write(self.op.materialized(rows, batch, copied=t is not replacement))
             return writer.finish(), kept.num_rows if kept is not None else 0
         except BaseException:
             writer.abort()

@@ -17,3 +17,5 @@ def internal_name(what: str) -> str:
 FILE = internal_name("file")  # index of a row's file in the operation's candidate list
 ROW = internal_name("row")  # a row's position in its data file (the protocol's file row index)
 POS = internal_name("pos")  # a row's position in a table being filtered
+ROW_ID = internal_name("row_id")  # a row's stable row id (row tracking), kept through a rewrite
+ROW_VERSION = internal_name("row_version")  # a row's stable row commit version, kept when it is copied unchanged

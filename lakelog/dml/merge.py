@@ -35,6 +35,7 @@ from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow
 from ..sql import equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
+from .internal_columns import ROW_ID
 from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predicate_parameter, run, split_by_file
 
 SRC = internal_name("src")  # a source row's position in the source
@@ -402,6 +403,8 @@ class _Merge:
             upd = todo.filter(pa.array(is_update_all))
             update_ks = sorted(set(upd.column("k").to_pylist()))
             cols = ", ".join(f"{self._value(name, update_ks)} AS {quote_ident(name)}" for name in self.out_schema.names)
+            if self.op.row_tracking is not None:  # an updated row keeps its stable row id
+                cols += f", {t}.{ROW_ID} AS {ROW_ID}"
             a = eng.register(upd)
             c = eng.register(pa.concat_tables(list(contents.values())))
             try:

@@ -41,8 +41,10 @@ from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
 from .copy_on_write import CopyOnWrite, table_rows
-from .internal_columns import FILE, POS, ROW, internal_name
+from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name
 from .merge_on_read import MergeOnRead
+from .stable_ids import materialize, with_stable_ids, writer_schema  # noqa: F401
+from .. import row_tracking
 
 RowDeleter = CopyOnWrite | MergeOnRead
 from ..features import is_supported
@@ -185,6 +187,8 @@ class RowLevelOperation:
         self.features: WriterFeatures | None = self.snapshot.writer_features
         # The change data feed: every row this operation changes is recorded in change data files.
         self.records_changes = feed_enabled(self.snapshot.metadata)
+        # Row tracking enabled: rewritten rows keep their stable ids in these materialized columns.
+        self.row_tracking = row_tracking.materialized_columns(self.snapshot.metadata)
         self.stats_columns = tuple(clustering_columns(self.snapshot))  # (a clustered table: stats always kept for them)
         self._changes: ChangeRecorder | None = None
         self._cdc: list[AddCDCFile] = []
@@ -209,8 +213,9 @@ class RowLevelOperation:
     def new_writer(self, like: AddFile | None = None) -> DataWriter:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
-        w = DataWriter(self.storage, self.schema, self.partition_columns, self.snapshot.properties.num_indexed_cols, column_mapping=self.column_mapping,
-                       features=self.features if like is None else None, stats_columns=self.stats_columns)
+        w = DataWriter(self.storage, writer_schema(self.schema, self.row_tracking), self.partition_columns, self.snapshot.properties.num_indexed_cols,
+                       column_mapping=self.column_mapping, features=self.features if like is None else None, stats_columns=self.stats_columns,
+                       extra_columns=self.row_tracking or ())
         if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default
@@ -285,6 +290,10 @@ class RowLevelOperation:
                     present = set(data_names)
                 else:
                     data = pf.read(columns=[c for c in names if c in present and c not in snap.partition_columns], use_threads=False)
+                tracked = self.row_tracking is not None and columns is None
+                if tracked:
+                    stored = [c for c in self.row_tracking if c in pf.schema_arrow.names]
+                    stored = pf.read(columns=stored, use_threads=False) if stored else None
         except (OSError, pa.ArrowInvalid) as e:
             err = _data_file_error(snap, e)
             if err is None:
@@ -306,6 +315,8 @@ class RowLevelOperation:
                 cols.append(pa.nulls(n, t))
         cols.append(pa.array(np.arange(n, dtype=np.int64)))
         out = pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
+        if tracked:
+            out = with_stable_ids(out, add, stored, self.row_tracking)
         if add.deletion_vector is not None:
             # Rows the file's deletion vector deletes are not rows of the table: never matched, never copied.
             deleted = self.deletion_vectors.rows(add)
@@ -373,7 +384,12 @@ class RowLevelOperation:
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""
         for batch in table.to_batches():
-            self.writer.write(table_rows(batch, self.schema, self.features))
+            self.writer.write(self.materialized(table_rows(batch, self.schema, self.features), batch, copied=False))
+
+    def materialized(self, rows: pa.RecordBatch, source: pa.RecordBatch, *, copied: bool) -> pa.RecordBatch:
+        """``rows`` to write, with the materialized row tracking columns when the table has them: the
+        stable ids ``source`` carries, and its commit versions if the rows are ``copied`` unchanged."""
+        return rows if self.row_tracking is None else materialize(rows, source, self.row_tracking, copied)
 
     def add_files(self, adds: list[AddFile], inserts: bool = False) -> None:
         """Commit files already written with this operation's schema and partitioning (``WritePlan.write``,
@@ -419,7 +435,10 @@ class RowLevelOperation:
         if self.features is None or not self.records_changes or table.num_rows == 0:
             return table
         batches = [self.features.apply(table_rows(b, self.schema, self.features)) for b in table.to_batches()]
-        return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else table
+        out = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else table
+        if ROW_ID in table.column_names and ROW_ID not in out.column_names:  # (updated rows keep their stable ids)
+            out = out.append_column(ROW_ID, table.column(ROW_ID))
+        return out
 
     @property
     def copied_rows(self) -> int:

@@ -15,6 +15,7 @@ from ..errors import PredicateError
 from ..schema import ColumnNames
 from ..sql import quote_ident, value_expressions
 from ..storage import Storage
+from .internal_columns import ROW_ID
 from .rewrite import FILE, ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
 
 
@@ -61,7 +62,7 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
         op.engine.unregister(name)
     if op.records_changes:
         op.record_changes(chosen, "update_preimage")
-        updated = op.new_rows(updated.select([c for c in updated.schema.names if c in op.schema.names])).append_column(
+        updated = op.new_rows(updated.select([c for c in updated.schema.names if c in op.schema.names or c == ROW_ID])).append_column(
             FILE, updated.column(FILE))
         op.record_changes(updated, "update_postimage")
     new_rows = split_by_file(updated)

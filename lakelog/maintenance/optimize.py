@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pyarrow.compute as pc
 
+from .. import row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..conform import cast_batch
 from ..snapshot import Snapshot
@@ -122,14 +123,17 @@ def _write_ordered(storage: Storage, new_writer, batches, schema, columns: list[
     return out
 
 
-def _zorder_groups(files: list[AddFile]) -> list[list[AddFile]]:
+def _zorder_groups(files: list[AddFile], incremental: bool = False) -> list[list[AddFile]]:
     """The files to rewrite in Z-order, per partition: every file of a partition holding more than one
-    (or one with a deletion vector)."""
+    (or one with a deletion vector). ``incremental`` (liquid clustering): only the files no clustering
+    wrote yet (``clusteringProvider`` unset) or with a deletion vector; files already clustered stay."""
+    if incremental:
+        files = [a for a in files if a.clustering_provider is None or a.deletion_vector is not None]
     by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
     for a in files:
         by_partition[_partition(a)].append(a)
     return [sorted(g, key=lambda a: (a.modification_time, a.path)) for _, g in sorted(by_partition.items(), key=repr)
-            if len(g) > 1 or any(a.deletion_vector is not None for a in g)]
+            if len(g) > 1 or any(a.deletion_vector is not None or (incremental and a.clustering_provider is None) for a in g)]
 
 
 def optimize(
@@ -166,7 +170,7 @@ def optimize(
     order_by = clustering.check_columns(zorder_by, snapshot.schema, snapshot.partition_columns, "zorder_by") if zorder_by is not None else clustered
     selected = [snapshot.files[p] for p in scan.pruned_files(snapshot, filters)]
     if order_by:
-        bins, considered = _zorder_groups(selected), len(selected)
+        bins, considered = _zorder_groups(selected, incremental=bool(clustered)), len(selected)
     else:
         bins, considered = plan_bins(selected, target)
     metrics: dict[str, Any] = {
@@ -188,17 +192,23 @@ def optimize(
     storage.check_atomic_commits()
     max_indexed = snapshot.properties.num_indexed_cols
     schema, parts = snapshot.schema, snapshot.partition_columns
+    # Row tracking enabled: the rewritten rows keep their stable ids and commit versions (they are copies).
+    materialized = row_tracking.materialized_columns(snapshot.metadata)
+    write_schema = row_tracking.writer_schema(schema, materialized)
     new_files: list[AddFile] = []
     committing = False
     try:
         for i, group in enumerate(bins):
             def new_writer() -> DataWriter:
-                return DataWriter(storage, schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping, stats_columns=tuple(clustered),
-                                  clustering_provider=clustering.PROVIDER if clustered else None)
+                return DataWriter(storage, write_schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping, stats_columns=tuple(clustered),
+                                  clustering_provider=clustering.PROVIDER if clustered else None, extra_columns=materialized or ())
 
             # read_batches drops the rows deletion vectors delete; the new files have no DV
-            batches = scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping)
-            added = _write_ordered(storage, new_writer, batches, schema, order_by, group, target) if order_by else _write(new_writer(), batches, schema)
+            if materialized is None:
+                batches = scan.read_batches(storage, schema, parts, group, mapping=snapshot.column_mapping)
+            else:
+                batches = (b.rename_columns(write_schema.names) for b in scan.row_tracking_batches(snapshot, group, None, None))
+            added = _write_ordered(storage, new_writer, batches, write_schema, order_by, group, target) if order_by else _write(new_writer(), batches, write_schema)
             for a in added:
                 a.data_change = False
             new_files.extend(added)

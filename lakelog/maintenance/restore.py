@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import datetime as dt
 from collections import defaultdict
 from typing import Any
@@ -78,7 +80,9 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
         actions.append(old.metadata)
     actions.extend(a.remove(ts, data_change=True) for a in to_remove)
     actions.extend(
-        AddFile(a.path, dict(a.partition_values), a.size, a.modification_time, True, a.stats, a.tags, a.deletion_vector) for a in to_add
+        # (row tracking: a restored file keeps its baseRowId and defaultRowCommitVersion, so its rows get
+        # back their row ids and commit versions, as the protocol asks)
+        replace(a, partition_values=dict(a.partition_values), data_change=True) for a in to_add
     )
     params: dict[str, Any] = {"version": old.version}
     if timestamp is not None:

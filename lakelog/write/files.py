@@ -110,6 +110,8 @@ class DataWriter:
         self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
         self._always_stats = frozenset(self.column_mapping.physical_name(c) if mapped else c for c in self.stats_columns)
         self._mapped = mapped
+        # (the extra columns, last, get no stats: they are not table columns)
+        self._stats_schema = pa.schema(list(self.file_schema)[: len(self.file_schema) - len(self.extra_columns)])
 
     @property
     def open_files(self) -> int:
@@ -225,7 +227,7 @@ class DataWriter:
                 size=size,
                 modification_time=now_ms(),
                 data_change=True,
-                stats=stats_from_parquet_metadata(self.file_schema, f.writer.writer.metadata, self.max_indexed_cols, self._always_stats),
+                stats=stats_from_parquet_metadata(self._stats_schema, f.writer.writer.metadata, self.max_indexed_cols, self._always_stats),
                 clustering_provider=self.clustering_provider,
             )
         )

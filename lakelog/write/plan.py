@@ -30,7 +30,7 @@ from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
-from .. import clustering
+from .. import clustering, row_tracking
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import declare_columns, keep_field_metadata, with_generated_columns
 from ..writer_features.identity import check_identity_declarations, high_water_marks, with_high_water_marks
@@ -317,7 +317,7 @@ class WritePlan:
         discard_files(storage, [a for a in adds if a.path not in referenced])
 
     def _actions(self, snapshot, schema, parts, meta_changed, adds, app_id, app_version) -> list[Action]:
-        configuration = dict(self.configuration or {})
+        configuration = row_tracking.configure(dict(self.configuration or {}), snapshot.configuration if snapshot else None)
         effective = {**(snapshot.configuration if snapshot else {}), **configuration}
         actions: list[Action] = []
         mode = TableProperties(effective).column_mapping_mode
@@ -364,6 +364,8 @@ class WritePlan:
         if self.mode == "overwrite" and snapshot is not None:
             ts = now_ms()
             actions.extend(a.remove(ts) for a in snapshot.files.values())
+        elif snapshot is not None and not row_tracking.enabled(snapshot.metadata) and row_tracking.enabled(next((a for a in actions if isinstance(a, Metadata)), None)):
+            actions.extend(row_tracking.backfill(snapshot.files.values()))  # (this commit enables row tracking)
         actions.extend(adds)
         return actions
 
