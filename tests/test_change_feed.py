@@ -3,6 +3,7 @@ and without column mapping), read by Table.changes, and checked against deltalak
 reads) and Spark-written CDF tables in tests/data (delta-kernel-rs test tables)."""
 
 import datetime as dt
+import json
 import os
 import time
 import shutil
@@ -76,6 +77,11 @@ def test_every_row_level_path_records_its_changes(tmp_path, shape):
     assert _rows(t.changes(starting_timestamp=before_7)) == [r for r in expected if r[4] == 7]
     assert _rows(t.changes(ending_timestamp=before_7)) == [r for r in expected if r[4] < 7]
     assert lakelog.Table(path).check().ok
+    # history: each row-level commit counts its change data files, as Delta's operationMetrics do
+    metrics = {h["version"]: h.get("operationMetrics") or {} for h in lakelog.Table(path).history()}
+    for v in (1, 2, 3, 4, 5):
+        logged = [json.loads(line) for line in open(os.path.join(path, "_delta_log", f"{v:020d}.json"))]
+        assert int(metrics[v]["numAddedChangeFiles"]) == sum(1 for a in logged if "cdc" in a), v
 
 
 def test_change_feed_ranges_that_cannot_be_read_are_typed_errors(tmp_path):

@@ -487,6 +487,8 @@ class RowLevelOperation:
                 self.metadata = dataclasses.replace(base, schema_string=with_high_water_marks(base.schema_string, marks))
                 actions = [self.metadata] + [a for a in actions if not isinstance(a, Metadata)]
         metrics = {**metrics, **self.dv_metrics}
+        if self.records_changes:  # (as Delta counts the change data files of a commit)
+            metrics["numAddedChangeFiles"] = len(self._cdc)
         metrics.setdefault("executionTimeMs", int((time.perf_counter() - self.started) * 1000))
         txn = Transaction(
             self.storage, self.snapshot, operation, parameters,
