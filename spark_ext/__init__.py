@@ -1,9 +1,11 @@
 """PySpark integration: ``format("lakelog")`` through Spark's Python Data Source API;
 ``read(spark, path)``, a snapshot scanned by Spark's own Parquet source; and ``LakelogTable``, a
-``DeltaTable``-style handle whose delete, update and merge run on Spark."""
+``DeltaTable``-style handle whose delete, update and merge run on Spark; ``sql(spark, statement)``, Delta's
+SQL (MERGE INTO, UPDATE, DELETE, time travel, DESCRIBE HISTORY, RESTORE, ...) for lakelog tables."""
 
 from .datasource import LakelogDataSource, register
 from .native import read
+from .sql import sql
 from .table import LakelogTable
 
-__all__ = ["LakelogDataSource", "LakelogTable", "register", "read"]
+__all__ = ["LakelogDataSource", "LakelogTable", "register", "read", "sql"]

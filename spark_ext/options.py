@@ -13,7 +13,11 @@ _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
 def table_path(options) -> str:
     path = options.get("path")
     if not path:
-        raise LakelogError("no table path: use .load(path) / .save(path) / .start(path) or .option('path', ...)")
+        raise LakelogError(
+            "no table path: use .load(path) / .save(path) / .start(path) or .option('path', ...). A catalog table "
+            "(CREATE TABLE ... USING lakelog) reaches Spark's Python data sources without its location: run SQL on it "
+            "through spark_ext.sql(spark, statement)"
+        )
     return path
 
 

@@ -256,13 +256,20 @@ class LakelogOptimizeBuilder:
         return self
 
     def executeCompaction(self, targetSize: int | None = None) -> DataFrame:
-        """Compact small files per partition in one ``OPTIMIZE`` commit; returns ``path`` and ``metrics``."""
+        """Compact small files per partition in one ``OPTIMIZE`` commit (on a clustered table: cluster the
+        files written since the last clustering); returns ``path`` and ``metrics``."""
+        return self._run(target_size=targetSize)
+
+    def executeZOrderBy(self, *columns: str) -> DataFrame:
+        """Rewrite each partition's files in Z-order over ``columns`` (Delta's ``OPTIMIZE ... ZORDER BY``)."""
+        if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
+            columns = tuple(columns[0])
+        return self._run(zorder_by=list(columns))
+
+    def _run(self, **kwargs: Any) -> DataFrame:
         t = self._table
-        metrics = t._table().optimize(target_size=targetSize, filters=self._filters)
+        metrics = t._table().optimize(filters=self._filters, **kwargs)
         return t._spark.createDataFrame(
             [(t.path, {k: (v if isinstance(v, str) else lakelog_json(v)) for k, v in metrics.items()})],
             "path string, metrics map<string, string>",
         )
-
-    def executeZOrderBy(self, *columns: str) -> DataFrame:
-        raise UnsupportedFeatureError("lakelog does not Z-order; use optimize().executeCompaction()")

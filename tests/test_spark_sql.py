@@ -1,0 +1,132 @@
+"""spark_ext.sql: Delta's SQL on lakelog tables (MERGE INTO, UPDATE, DELETE, INSERT, time travel,
+table_changes, DESCRIBE HISTORY/DETAIL, RESTORE, OPTIMIZE, VACUUM), checked against the same statements
+run by DuckDB on a model table, and against the Python API."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import lakelog
+from spark_ext import sql
+from spark_ext.sql import SqlError
+
+ROWS = pa.table({"id": pa.array([1, 2, 3, 4, 5, 6], pa.int64()), "x": pa.array([10, 20, None, 40, 50, 60], pa.int64()),
+                 "s": ["a", "b", "c", "d", "e", "f"]})
+SOURCE = pa.table({"id": pa.array([2, 3, 6, 7, 8], pa.int64()), "x": pa.array([200, 300, 600, 700, None], pa.int64()),
+                   "s": ["B", "C", "F", "G", "H"]})
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def _model():
+    con = duckdb.connect()
+    con.register("rows_in", ROWS)
+    con.register("src_in", SOURCE)
+    con.sql("CREATE TABLE t AS SELECT * FROM rows_in")
+    con.sql("CREATE TABLE src AS SELECT * FROM src_in")
+    return con
+
+
+@pytest.fixture
+def table(spark, tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, ROWS)
+    spark.createDataFrame(SOURCE.to_pandas()).createOrReplaceTempView("src")
+    return path
+
+
+def test_row_level_statements_match_a_duckdb_model(spark, table):
+    ref = f"lakelog.`{table}`"
+    con = _model()
+    statements = [
+        ("UPDATE {t} SET x = x + 1, s = upper(s) WHERE x > 15", "UPDATE t SET x = x + 1, s = upper(s) WHERE x > 15"),
+        ("DELETE FROM {t} WHERE id = 5 OR x IS NULL", "DELETE FROM t WHERE id = 5 OR x IS NULL"),
+        ("MERGE INTO {t} AS t USING src AS src ON t.id = src.id "
+         "WHEN MATCHED AND src.x > 250 THEN UPDATE SET x = src.x, s = src.s "
+         "WHEN MATCHED THEN DELETE "
+         "WHEN NOT MATCHED AND src.x IS NOT NULL THEN INSERT (id, x, s) VALUES (src.id, src.x, src.s) "
+         "WHEN NOT MATCHED BY SOURCE AND t.id = 1 THEN UPDATE SET x = -1 "
+         "WHEN NOT MATCHED BY SOURCE THEN DELETE", None),
+    ]
+    for ours, theirs in statements:
+        result = sql(spark, ours.format(t=ref)).collect()
+        con.sql(theirs if theirs is not None else ours.format(t="t"))
+        assert result and result[0]["num_affected_rows"] >= 1
+        assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall()), ours
+    assert [h["operation"] for h in lakelog.Table(table).history()][:3] == ["MERGE", "DELETE", "UPDATE"]
+
+
+def test_merge_insert_star_and_update_star(spark, table):
+    sql(spark, f"MERGE INTO lakelog.`{table}` AS t USING (SELECT * FROM src WHERE id > 2) AS u ON t.id = u.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    con = _model()
+    con.sql("MERGE INTO t USING (SELECT * FROM src WHERE id > 2) AS u ON t.id = u.id "
+            "WHEN MATCHED THEN UPDATE SET x = u.x, s = u.s WHEN NOT MATCHED THEN INSERT VALUES (u.id, u.x, u.s)")
+    assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall())
+
+
+def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path):
+    path = str(tmp_path / "c")
+    lakelog.write_table(path, ROWS)
+    sql(spark, "DROP TABLE IF EXISTS sales")
+    sql(spark, f"CREATE TABLE sales USING lakelog LOCATION '{path}'")
+    try:
+        assert sql(spark, "SELECT count(*) AS n FROM sales").collect()[0]["n"] == 6
+        sql(spark, "INSERT INTO sales VALUES (9, 90, 'i'), (10, NULL, 'j')")
+        sql(spark, "INSERT INTO sales (id, x, s) SELECT id + 100, x, s FROM src WHERE id = 2")
+        now = lakelog.read_table(path)
+        assert _rows(now) == sorted(_rows(ROWS) + [(9, 90, "i"), (10, None, "j"), (102, 200, "B")])
+        old = sql(spark, "SELECT * FROM sales VERSION AS OF 0 WHERE id > 2").toPandas()
+        assert sorted(old["id"]) == [3, 4, 5, 6]
+        joined = sql(spark, f"SELECT a.id FROM sales a JOIN lakelog.`{path}` VERSION AS OF 1 b ON a.id = b.id").count()
+        assert joined == 8
+        sql(spark, "UPDATE sales SET s = 'z' WHERE id = 9")
+        assert lakelog.read_table(path, filters=[("id", "=", 9)]).column("s").to_pylist() == ["z"]
+        sql(spark, "INSERT OVERWRITE sales SELECT * FROM src")
+        assert _rows(lakelog.read_table(path)) == _rows(SOURCE)
+    finally:
+        sql(spark, "DROP TABLE IF EXISTS sales")
+
+
+def test_utility_statements(spark, table):
+    ref = f"lakelog.`{table}`"
+    sql(spark, f"DELETE FROM {ref} WHERE id = 1")
+    sql(spark, f"UPDATE {ref} SET x = 0 WHERE id = 2")
+    history = sql(spark, f"DESCRIBE HISTORY {ref}").collect()
+    assert [r["version"] for r in history] == [2, 1, 0] and history[0]["operation"] == "UPDATE"
+    detail = sql(spark, f"DESCRIBE DETAIL {ref}").collect()[0]
+    assert detail["version"] == 2 and detail["format"] == "delta"
+    ts = sql(spark, f"SELECT * FROM {ref} TIMESTAMP AS OF '{history[1]['timestamp'].isoformat()}'")
+    assert _rows(pa.Table.from_pandas(ts.toPandas(), preserve_index=False)) == _rows(lakelog.read_table(table, version=1))
+    sql(spark, f"RESTORE TABLE {ref} TO VERSION AS OF 0")
+    assert _rows(lakelog.read_table(table)) == _rows(ROWS)
+    assert sql(spark, f"OPTIMIZE {ref}").collect()[0]["path"]
+    sql(spark, f"OPTIMIZE {ref} ZORDER BY (x, id)")
+    assert _rows(lakelog.read_table(table)) == _rows(ROWS)
+    assert sql(spark, f"VACUUM {ref} RETAIN 168 HOURS DRY RUN").count() == 0
+
+
+def test_table_changes(spark, tmp_path):
+    path = str(tmp_path / "f")
+    lakelog.write_table(path, ROWS, configuration={"delta.enableChangeDataFeed": "true"})
+    lakelog.Table(path).update({"x": "0"}, "id = 2")
+    got = sql(spark, f"SELECT id, x, _change_type FROM table_changes('lakelog.`{path}`', 1) ORDER BY _change_type").collect()
+    assert [(r["id"], r["x"], r["_change_type"]) for r in got] == [(2, 0, "update_postimage"), (2, 20, "update_preimage")]
+    expected = lakelog.Table(path).changes(0, 1).num_rows
+    assert sql(spark, f"SELECT * FROM table_changes('lakelog.`{path}`', 0, 1)").count() == expected
+
+
+def test_other_statements_pass_through_and_errors_say_where(spark, table):
+    assert sql(spark, "SELECT 1 + 1 AS two").collect()[0]["two"] == 2
+    with pytest.raises(SqlError, match="line 1, column"):
+        sql(spark, f"RESTORE TABLE lakelog.`{table}` TO VERSION 1")
+    with pytest.raises(SqlError, match="not a lakelog table"):
+        sql(spark, "DELETE FROM src WHERE id = 1")
+    with pytest.raises(SqlError, match="one statement"):
+        sql(spark, "SELECT 1; SELECT 2")
+    with pytest.raises(SqlError, match="line 1"):
+        sql(spark, "MERGE INTO lakelog.`x` USING")
