@@ -10,7 +10,6 @@ deletion vector.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 import dataclasses
@@ -25,12 +24,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
-from ..errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
+from ..errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
 from ..schema import parse_partition_value
 from ..snapshot import Snapshot
-from ..sql import Engine, filters_to_sql, prune_expression, table_columns
+from ..sql import Engine
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
@@ -41,7 +40,8 @@ from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
 from .copy_on_write import CopyOnWrite, table_rows
-from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name
+from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
+from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .merge_on_read import MergeOnRead
 from .stable_ids import materialize, with_stable_ids, writer_schema  # noqa: F401
 from .. import row_tracking
@@ -52,63 +52,6 @@ from ..features import is_supported
 GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
 REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
 READ_THREADS = 4
-
-
-# ---------------------------------------------------------------- predicates
-
-@dataclass
-class Predicate:
-    """A row predicate: SQL text (DuckDB), a pyarrow expression, or None (every row)."""
-
-    sql: str | None = None
-    expression: pc.Expression | None = None
-    prune: pc.Expression | None = None  # a relaxation used to skip files (None: every file)
-    columns: set[str] | None = None  # table columns it reads (None: unknown)
-    text: str | None = None  # as recorded in commitInfo
-
-    @property
-    def everything(self) -> bool:
-        return self.sql is None and self.expression is None
-
-
-def reads_only_partitions(columns: set[str] | None, partition_columns: list[str]) -> bool:
-    """Whether a condition reading ``columns`` reads partition columns only (at least one): a file has
-    one value per partition column, so such a condition selects whole files."""
-    return bool(columns) and columns <= set(partition_columns)
-
-
-def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: str = "predicate") -> Predicate:
-    """Check ``predicate`` (SQL text, DNF tuples, a pyarrow expression or None) against ``schema``."""
-    if predicate is None:
-        return Predicate()
-    if isinstance(predicate, pc.Expression):
-        try:
-            ds.dataset(schema.empty_table()).to_table(filter=predicate)
-        except (pa.ArrowException, TypeError) as e:
-            raise PredicateError(f"invalid {what} {predicate}: {e}") from None
-        return Predicate(expression=predicate, prune=predicate, text=str(predicate))
-    if isinstance(predicate, (list, tuple)):
-        predicate = filters_to_sql(predicate)
-    relation = engine.empty_relation(schema)
-    tree = engine.check_predicate(predicate, relation, what)
-    columns = table_columns(tree, schema.names)
-    return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
-
-
-def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> np.ndarray:
-    """Positions (into ``table``) of the rows the predicate selects; NULL is not selected."""
-    if predicate.everything:
-        return np.arange(table.num_rows, dtype=np.int64)
-    if predicate.expression is not None:
-        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=predicate.expression)
-        return np.sort(hit.column(0).to_numpy())
-    name = engine.register(table.append_column(POS, pa.array(np.arange(table.num_rows, dtype=np.int64))))
-    try:
-        hit = engine.query(f"SELECT {POS} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
-    finally:
-        engine.unregister(name)
-    return np.sort(hit.column(0).to_numpy())
 
 
 # ---------------------------------------------------------------- the seam: delete rows of a file

@@ -1,0 +1,71 @@
+"""Row predicates of row-level changes: SQL text (DuckDB), DNF tuples or pyarrow expressions, checked
+against the table, with the file-pruning relaxation and the columns they read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from ..errors import PredicateError
+from ..sql import Engine, filters_to_sql, prune_expression, table_columns
+from .internal_columns import POS
+
+
+@dataclass
+class Predicate:
+    """A row predicate: SQL text (DuckDB), a pyarrow expression, or None (every row)."""
+
+    sql: str | None = None
+    expression: pc.Expression | None = None
+    prune: pc.Expression | None = None  # a relaxation used to skip files (None: every file)
+    columns: set[str] | None = None  # table columns it reads (None: unknown)
+    text: str | None = None  # as recorded in commitInfo
+
+    @property
+    def everything(self) -> bool:
+        return self.sql is None and self.expression is None
+
+
+def reads_only_partitions(columns: set[str] | None, partition_columns: list[str]) -> bool:
+    """Whether a condition reading ``columns`` reads partition columns only (at least one): a file has
+    one value per partition column, so such a condition selects whole files."""
+    return bool(columns) and columns <= set(partition_columns)
+
+
+def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: str = "predicate") -> Predicate:
+    """Check ``predicate`` (SQL text, DNF tuples, a pyarrow expression or None) against ``schema``."""
+    if predicate is None:
+        return Predicate()
+    if isinstance(predicate, pc.Expression):
+        try:
+            ds.dataset(schema.empty_table()).to_table(filter=predicate)
+        except (pa.ArrowException, TypeError) as e:
+            raise PredicateError(f"invalid {what} {predicate}: {e}") from None
+        return Predicate(expression=predicate, prune=predicate, text=str(predicate))
+    if isinstance(predicate, (list, tuple)):
+        predicate = filters_to_sql(predicate)
+    relation = engine.empty_relation(schema)
+    tree = engine.check_predicate(predicate, relation, what)
+    columns = table_columns(tree, schema.names)
+    return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+
+
+def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> np.ndarray:
+    """Positions (into ``table``) of the rows the predicate selects; NULL is not selected."""
+    if predicate.everything:
+        return np.arange(table.num_rows, dtype=np.int64)
+    if predicate.expression is not None:
+        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=predicate.expression)
+        return np.sort(hit.column(0).to_numpy())
+    name = engine.register(table.append_column(POS, pa.array(np.arange(table.num_rows, dtype=np.int64))))
+    try:
+        hit = engine.query(f"SELECT {POS} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+    finally:
+        engine.unregister(name)
+    return np.sort(hit.column(0).to_numpy())
