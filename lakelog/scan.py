@@ -287,11 +287,12 @@ def read_data_file(
     dvs: DeletionVectors | None = None,
     row_index: str | None = None,
     extra: tuple[str, ...] = (),
+    use_threads: bool = True,
 ) -> pa.Table:
     """The live rows of one data file as the table's logical columns ``names`` (partition columns from
     the log, columns the file lacks as nulls, values cast to the table's types), in file order; rows its
     deletion vector deletes are dropped. ``row_index``: also a column of that name holding each row's
-    file row index. A missing or unreadable file, or deletion vector, is a typed error naming it."""
+    file row index. ``use_threads``: decode on Arrow's threads (False when the caller reads files in parallel). A missing or unreadable file, or deletion vector, is a typed error naming it."""
     rel = add.relative_path
     data_names = [c for c in names if c not in partition_columns]
     m = _mapping(mapping, schema)
@@ -305,21 +306,18 @@ def read_data_file(
             check_row_count(deleted, n, add, storage)
             mask = keep_mask(deleted, 0, n)
             live = None if mask is None else np.flatnonzero(mask)  # file row indexes of the live rows
-            if not cols.to_read:
-                data = None
-            elif live is None:
-                data = pf.read(columns=cols.to_read, use_threads=True)
-            else:
-                data = _read_live(pf, cols.to_read, live)
             # columns outside the table's schema, as stored (a change data file's _change_type, row
-            # tracking's materialized columns); those the file lacks are left out
-            present = [c for c in extra if c in pf.schema_arrow.names]
-            if not present:
-                extras = None
+            # tracking's materialized columns); those the file lacks are left out. One read for both.
+            present = [c for c in extra if c in pf.schema_arrow.names and c not in cols.to_read]
+            wanted = list(cols.to_read) + present
+            if not wanted:
+                both = None
             elif live is None:
-                extras = pf.read(columns=present, use_threads=False)
+                both = pf.read(columns=wanted, use_threads=use_threads)
             else:
-                extras = _read_live(pf, present, live)
+                both = _read_live(pf, wanted, live)
+            data = both.select(list(cols.to_read)) if both is not None and cols.to_read else None
+            extras = both.select(present) if both is not None and present else None
     except FileNotFoundError:
         raise MissingDataFileError(
             f"data file {rel!r} is missing from {storage.uri!r}; restore it from a backup, or read a version that does not "

@@ -10,6 +10,8 @@ Rows are read with the schema of the range's last version (older files cast, mis
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 import numpy as np
@@ -20,7 +22,8 @@ from ..deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
 from ..properties import TableProperties
-from ..scan import read_data_file
+from ..scan import partition_values, read_data_file
+from ..schema import partition_scalars
 from ..snapshot import Snapshot, commit_times
 from ..storage import Storage
 
@@ -60,6 +63,11 @@ def version_range(storage: Storage, starting_version, ending_version, starting_t
     return start, end
 
 
+READ_AHEAD = 4  # versions whose change files are read at once
+SCAN_BYTES = 64 * 1024 * 1024  # change data file bytes read in one scan
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
 class ChangeReader:
     """The changes of versions ``start``..``end`` of the table at ``storage``."""
 
@@ -89,6 +97,7 @@ class ChangeReader:
         self.partition_columns = self.last.partition_columns
         self.mapping = self.last.column_mapping
         self.dvs = DeletionVectors(storage)
+        self._commits: dict[int, list] = {}
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -111,23 +120,51 @@ class ChangeReader:
         times = commit_times(self.last, self.listing)
         wanted = list(self.schema.names) if columns is None else list(columns)
         out_schema = self.schema_of(columns)
-        for v0 in range(self.start, self.end + 1, 64):
-            versions = list(range(v0, min(self.end, v0 + 63) + 1))
-            commits = self.log.read_commits(versions)
-            stamps = times.of(versions, commits)
-            for v in versions:
-                actions = commits[v]
-                metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
-                changes = self._changes(v, actions, metadata)
-                for table in changes:
-                    n = table.num_rows
-                    if not n:
-                        continue
-                    table = table.select(wanted + [CHANGE_TYPE])
-                    table = table.append_column(COMMIT_VERSION, pa.array(np.full(n, v, dtype=np.int64)))
-                    table = table.append_column(COMMIT_TIMESTAMP, pa.array(np.full(n, stamps[v] * 1000, dtype=np.int64)).cast(
-                        pa.timestamp("us", tz="UTC")))
-                    yield from table.cast(out_schema).to_batches()
+        # Versions are read a few at a time on a small pool (their files are independent), yielded in order:
+        # at most READ_AHEAD versions' rows are held at once.
+        pool = ThreadPoolExecutor(max_workers=READ_AHEAD)
+        pending: deque = deque()
+
+        def emit(v: int, stamp: int, changes: list[pa.Table]) -> Iterator[pa.RecordBatch]:
+            for table in changes:
+                n = table.num_rows
+                if not n:
+                    continue
+                table = table.select(wanted + [CHANGE_TYPE])
+                table = table.append_column(COMMIT_VERSION, pa.repeat(pa.scalar(v, pa.int64()), n))
+                table = table.append_column(COMMIT_TIMESTAMP, pa.repeat(pa.scalar(stamp * 1000, _TIMESTAMP), n))
+                yield from (table if table.schema.equals(out_schema) else table.cast(out_schema)).to_batches()
+
+        try:
+            for v0 in range(self.start, self.end + 1, 64):
+                versions = list(range(v0, min(self.end, v0 + 63) + 1))
+                commits = self._read_commits(versions)
+                stamps = times.of(versions, commits)
+                for group in self._groups(versions, commits):
+                    read = self._scan_change_files([c for v in group for c in commits[v] if isinstance(c, AddCDCFile)])
+                    for v in group:
+                        actions = commits[v]
+                        metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
+                        if all(type(a) is not AddFile and type(a) is not RemoveFile and (type(a) is not AddCDCFile or a.path in read) for a in actions):
+                            future: Future = Future()  # (nothing left to read: no thread needed)
+                            try:
+                                future.set_result(self._changes(v, actions, metadata, read))
+                            except BaseException as e:  # raised in order, when its turn comes
+                                future.set_exception(e)
+                        else:
+                            future = pool.submit(self._changes, v, actions, metadata, read)
+                        pending.append((v, stamps[v], future))
+                        if len(pending) >= READ_AHEAD:
+                            done_v, stamp, future = pending.popleft()
+                            yield from emit(done_v, stamp, future.result())
+
+            while pending:
+                done_v, stamp, future = pending.popleft()
+                yield from emit(done_v, stamp, future.result())
+        finally:
+            for _, _, future in pending:
+                future.cancel()
+            pool.shutdown(wait=True)
 
     def _metadata_before_start(self) -> Metadata | None:
         """The metadata in effect just before ``start`` (None at version 0). When no commit after
@@ -136,13 +173,81 @@ class ChangeReader:
         if self.start == 0:
             return None
         if self.end - self.start < 256:
-            commits = self.log.read_commits(list(range(self.start + 1, self.end + 1)))
+            commits = self._read_commits(list(range(self.start + 1, self.end + 1)))
             if not any(isinstance(a, Metadata) for actions in commits.values() for a in actions):
                 return self.last.metadata  # (a metaData at ``start`` itself replaces it when read)
         return Snapshot.load(self.storage, version=self.start, listing=self.listing).metadata
 
+    def _read_commits(self, versions: list[int]) -> dict[int, list]:
+        """Commits of the range, read once: a short range's are kept (the metadata check and the
+        changes read the same ones)."""
+        cache = self._commits
+        missing = [v for v in versions if v not in cache]
+        if missing:
+            got = self.log.read_commits(missing)
+            if self.end - self.start < 64:
+                cache.update(got)
+            else:
+                return {v: cache.get(v) or got[v] for v in versions}
+        return {v: cache[v] for v in versions}
+
+    # ------------------------------------------------------------ change data files, many at once
+    @staticmethod
+    def _groups(versions: list[int], commits: dict[int, list]) -> Iterator[list[int]]:
+        """``versions`` in runs whose change data files add up to at most SCAN_BYTES (one scan each)."""
+        run: list[int] = []
+        size = 0
+        for v in versions:
+            n = sum(a.size for a in commits[v] if isinstance(a, AddCDCFile))
+            if run and size + n > SCAN_BYTES:
+                yield run
+                run, size = [], 0
+            run.append(v)
+            size += n
+        if run:
+            yield run
+
+    def _scan_change_files(self, cdcs: list[AddCDCFile]) -> dict[str, pa.Table]:
+        """The rows of change data files (path -> table), read in one Arrow dataset scan: the files are
+        decoded on Arrow's threads with no Python per file. Only files whose columns are the table's
+        (names and types; absent columns are null) go this way: {} for a column-mapped table, a file
+        stored differently or any read error, and those files are read one by one (``_cdc_file``)."""
+        if len(cdcs) < 2 or self.mapping.active:
+            return {}
+        import pyarrow.dataset as ds
+
+        data_fields = [f for f in self.schema if f.name not in self.partition_columns]
+        schema = pa.schema(data_fields + [pa.field(CHANGE_TYPE, pa.string())])
+        by_path = {self.storage.join(c.relative_path): c for c in cdcs}
+        try:
+            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+            d = ds.dataset(list(by_path), schema=schema, format=fmt, filesystem=self.storage.arrow_fs)
+            for frag in d.get_fragments():
+                stored = frag.physical_schema
+                if frag.path not in by_path or any(
+                    stored.get_field_index(f.name) >= 0 and stored.field(f.name).type != f.type for f in schema
+                ) or stored.get_field_index(CHANGE_TYPE) < 0:
+                    return {}
+            parts: dict[str, list[pa.RecordBatch]] = {}
+            for tagged in d.scanner(use_threads=True).scan_batches():
+                parts.setdefault(tagged.fragment.path, []).append(tagged.record_batch)
+        except (pa.ArrowException, OSError):
+            return {}
+        out = {}
+        for path, c in by_path.items():
+            t = pa.Table.from_batches(parts.get(path, []), schema=schema)
+            if self.partition_columns:
+                values = partition_scalars(partition_values(AddFile(c.path, c.partition_values, c.size, 0, False), self.partition_columns, None),
+                                           self.schema, self.partition_columns, c.path)
+                for name in self.partition_columns:
+                    value = values[name]
+                    t = t.append_column(self.schema.field(name),
+                                        pa.repeat(value, t.num_rows) if value.is_valid else pa.nulls(t.num_rows, self.schema.field(name).type))
+            out[c.path] = t.select(list(self.schema.names) + [CHANGE_TYPE])
+        return out
+
     # ------------------------------------------------------------ one version
-    def _changes(self, v: int, actions: list, metadata: Metadata | None) -> list[pa.Table]:
+    def _changes(self, v: int, actions: list, metadata: Metadata | None, read: dict[str, pa.Table] | None = None) -> list[pa.Table]:
         cdcs = [a for a in actions if isinstance(a, AddCDCFile)]
         adds = [a for a in actions if isinstance(a, AddFile) and a.data_change]
         removes = [a for a in actions if isinstance(a, RemoveFile) and a.data_change]
@@ -155,7 +260,7 @@ class ChangeReader:
             )
         try:
             if cdcs:
-                return [self._cdc_file(c) for c in cdcs]
+                return [read[c.path] if read and c.path in read else self._cdc_file(c) for c in cdcs]
             out = []
             removed = {decode_path(r.path): r for r in removes}
             for a in adds:
@@ -190,5 +295,6 @@ class ChangeReader:
 
     def _cdc_file(self, c: AddCDCFile) -> pa.Table:
         add = AddFile(c.path, c.partition_values, c.size, 0, False)
-        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs, extra=(CHANGE_TYPE,))
+        t = read_data_file(self.storage, add, self.schema, self.partition_columns, self.schema.names, self.mapping, self.dvs, extra=(CHANGE_TYPE,),
+                           use_threads=False)
         return t.set_column(t.schema.get_field_index(CHANGE_TYPE), CHANGE_TYPE, t.column(CHANGE_TYPE).cast(pa.string()))
