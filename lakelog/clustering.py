@@ -22,6 +22,7 @@ from .actions import DomainMetadata
 from .errors import InvalidArgumentError, SchemaMismatchError
 
 DOMAIN = "delta.clustering"
+PREVIEW_DOMAIN = "delta.liquid"
 PROVIDER = "liquid"
 FEATURES = ("clustering", "domainMetadata")
 
@@ -57,9 +58,14 @@ def clustering_columns(snapshot) -> list[str]:
     """The table's clustering columns (logical names); [] when it is not clustered."""
     d = snapshot.domains.get(DOMAIN)
     if d is None or d.removed:
-        return []
+        # (Databricks' preview of clustering, the 'liquid' feature, names the columns in delta.liquid as
+        # {"physicalName": [...]} objects)
+        d = snapshot.domains.get(PREVIEW_DOMAIN)
+        if d is None or d.removed:
+            return []
     try:
         paths = orjson.loads(d.configuration).get("clusteringColumns") or []
+        paths = [p.get("physicalName") if isinstance(p, dict) else p for p in paths]
     except (orjson.JSONDecodeError, AttributeError):
         return []
     mapping = snapshot.column_mapping

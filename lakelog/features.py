@@ -68,6 +68,8 @@ REGISTRY: dict[str, Feature] = {
            "cluster_by= creates clustered tables (the delta.clustering domain); every file gets stats for the clustering columns; "
            "optimize() rewrites in Z-order over them the files no clustering wrote yet (incremental: clusteringProvider liquid kept "
            "through replay and checkpoints)"),
+        _f("liquid", False, True, True, _NOTHING, "Databricks' preview name of clustering: written as clustering, with the "
+           "clustering columns of its delta.liquid domain"),
         _f("columnMapping", True, True, True,
            "logical names mapped to physical ones (modes name and id, nested fields, partition values and stats keyed by physical name)",
            "data files name columns by physical name with Parquet field ids (both modes), partition values and stats keyed by physical name; "
