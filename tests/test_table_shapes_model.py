@@ -57,10 +57,11 @@ class TableShapes(RuleBasedStateMachine):
     # ------------------------------------------------------------ the shape
     @initialize(
         partitioned=st.booleans(), mapping=st.sampled_from(["none", "name", "id"]), dvs=st.booleans(), cdf=st.booleans(),
-        interval=st.integers(1, 10), rows=st.lists(st.tuples(PARTS, VALUES, LABELS), min_size=1, max_size=6),
+        tracking=st.booleans(), interval=st.integers(1, 10), rows=st.lists(st.tuples(PARTS, VALUES, LABELS), min_size=1, max_size=6),
     )
-    def create(self, partitioned, mapping, dvs, cdf, interval, rows):
-        self.partitioned, self.mapping, self.dvs, self.cdf = partitioned, mapping, dvs, cdf
+    def create(self, partitioned, mapping, dvs, cdf, tracking, interval, rows):
+        self.partitioned, self.mapping, self.dvs, self.cdf, self.tracking = partitioned, mapping, dvs, cdf, tracking
+        self.row_ids: dict[int, int] = {}  # id -> its stable row id: once given, a row keeps it in every version
         # Column names this version of the table has (rename and drop change them).
         self.names = {"x": "x", "label": "my label" if mapping != "none" else "label", "st": "st"}
         conf = {"delta.checkpointInterval": str(interval)}
@@ -70,6 +71,8 @@ class TableShapes(RuleBasedStateMachine):
             conf["delta.enableDeletionVectors"] = "true"
         if cdf:
             conf["delta.enableChangeDataFeed"] = "true"
+        if tracking:
+            conf["delta.enableRowTracking"] = "true"
         data = self._data(rows)
         lakelog.write_table(self.path, data, partition_by=["p"] if partitioned else None, configuration=conf)
         self.con.register("incoming", data)
@@ -103,9 +106,20 @@ class TableShapes(RuleBasedStateMachine):
         t = lakelog.Table(self.path)
         v = t.version
         self.history[v] = (self._model(), dict(self.names))
+        if self.tracking:
+            self._rows_keep_their_ids(t)
         # (a rename, or a restore across one, changes names, not rows: the check needs the same names)
         if self.cdf and v - 1 in self.history and self.history[v - 1][1] == self.names:
             self._changes_lead_from_the_last_version(t, v)
+
+    def _rows_keep_their_ids(self, t: lakelog.Table) -> None:
+        """Row tracking: row ids are unique, and a row (its ``id``) keeps the same one through every update,
+        merge, delete of others, compaction and restore."""
+        rows = t.to_pyarrow(columns=["id"], with_row_tracking=True).to_pylist()
+        ids = [r["_row_id"] for r in rows]
+        assert len(set(ids)) == len(ids), "a row id twice"
+        for r in rows:
+            assert self.row_ids.setdefault(r["id"], r["_row_id"]) == r["_row_id"], f"row {r['id']} changed its row id"
 
     def _changes_lead_from_the_last_version(self, t: lakelog.Table, v: int) -> None:
         """The change feed of version ``v`` applied to the model of ``v - 1`` gives the model of ``v``

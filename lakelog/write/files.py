@@ -150,6 +150,9 @@ class DataWriter:
             self._write_part(tuple(pvals.values()), pvals, ordered.slice(start, end - start))
 
     def _write_part(self, key: tuple, pvals: dict[str, str | None], batch: pa.RecordBatch) -> None:
+        missing = [name for name in self.extra_columns if batch.schema.get_field_index(name) < 0]
+        for name in missing:  # (rows without values there: new rows in row tracking's materialized columns)
+            batch = batch.append_column(self.data_schema.field(name), pa.nulls(batch.num_rows, self.data_schema.field(name).type))
         data = batch.select(self.data_schema.names)
         if self._mapped:
             data = to_physical(data, self.file_schema)
