@@ -1,21 +1,25 @@
-"""Row-level changes against deltalake: merge (upsert) and delete, time and peak memory, as ratios.
+"""Row-level changes against deltalake: time and peak memory, as ratios (issue: DML at delta-rs speed).
 
-Workloads (both engines start from the same Delta table of ``rows`` rows in 100 files, columns id,
-grp, x, s, day):
+Workloads (both engines start from the same Delta table of ``rows`` rows in 100 files of ids in order,
+columns id, grp, x, s, day):
 
-* merge: ``source_rows`` source rows (100k; 1% of them match existing keys, spread over the whole
-  table, the rest are new keys) on ``target.id = source.id``, update all matched, insert all others;
-* delete: the 1% of rows with ``x < 0.01`` (x is uniform, so every file holds some), copy-on-write;
-* delete with deletion vectors: the same delete, lakelog on the same rows in a table created with
-  ``delta.enableDeletionVectors=true`` (merge-on-read: no data file is rewritten), deltalake (which
-  writes no deletion vectors) copy-on-write as above.
+* merge: ``source_rows`` source rows (100k; 1% of them match existing keys spread over the whole table,
+  the rest are new keys) on ``target.id = source.id``, update all matched, insert all others;
+* merge-clustered: the same, with the matching keys all in one file's id range;
+* delete 1% (``x < 0.01``: x is uniform, so every file holds some) and delete 50% (``x < 0.5``);
+* update 1%: ``s = 'updated'`` where ``x < 0.01``;
+* delete with deletion vectors: the 1% delete, lakelog on the same rows in a table created with
+  ``delta.enableDeletionVectors=true`` (merge-on-read), deltalake copy-on-write as above;
+* upsert one row (``--upsert-rows N``, 50M in the issue): a 1-row merge into an N-row table.
 
 Every run is a fresh subprocess on a fresh copy of the table (data files hard-linked, the log copied),
 so each engine pays its imports and table open outside the timed part and memory is its own: the
-child reports the operation's wall time and its peak RSS increase over the RSS just before it
-(``ru_maxrss`` minus the resident size after imports, table open and reading the source).
+child reports the operation's wall time and its peak resident memory above the resident size just
+before it (``VmHWM`` minus ``VmRSS`` from ``/proc/self/status``: ``ru_maxrss`` survives ``exec`` and can
+report the parent's peak).
 
-Run alone: ``python -m benchmarks.dml [--quick]`` (1M rows, 10k source rows); ``make bench`` runs it too.
+Run alone: ``python -m benchmarks.dml [--rows N] [--quick] [--ops merge,delete,...] [--upsert-rows N]``
+(default 4M rows; ``--quick`` 1M rows, 10k source rows); ``make bench`` runs it too.
 """
 
 from __future__ import annotations
@@ -35,9 +39,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILES = 100
 
 
+def _status_mb(key: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
+
 def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return _status_mb("VmRSS")
+
+
+def _reset_peak() -> None:
+    """Start VmHWM afresh from the current resident size (Linux >= 4.0: writing 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass  # (then the peak includes the set-up before the operation, never less than the truth)
 
 
 def build(path: str, rows: int, deletion_vectors: bool = False) -> None:
@@ -63,15 +83,23 @@ def build(path: str, rows: int, deletion_vectors: bool = False) -> None:
         lakelog.write_table(path, data, configuration=config if i == 0 else None)
 
 
-def source(path: str, rows: int, source_rows: int) -> None:
-    """Source rows: 1% with existing (even) ids chosen across the table, 99% new (odd) ids."""
+def source(path: str, rows: int, source_rows: int, clustered: bool = False) -> None:
+    """Source rows: 1% with existing (even) ids chosen across the table (``clustered``: within one
+    file's id range), 99% new (odd) ids."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(11)
-    matching = source_rows // 100
-    existing = rng.choice(rows, size=matching, replace=False).astype(np.int64) * 2
+    matching = min(source_rows // 100, rows // FILES) if clustered else source_rows // 100
+    if source_rows == 1:
+        matching = 1  # the 1-row upsert updates a row in the middle of the table
+        existing = np.array([rows // 2 * 2], dtype=np.int64)
+    elif clustered:
+        first = (FILES // 2) * (rows // FILES)
+        existing = (first + rng.choice(rows // FILES, size=matching, replace=False)).astype(np.int64) * 2
+    else:
+        existing = rng.choice(rows, size=matching, replace=False).astype(np.int64) * 2
     new = rng.choice(rows, size=source_rows - matching, replace=False).astype(np.int64) * 2 + 1
     ids = np.concatenate([existing, new])
     n = len(ids)
@@ -111,13 +139,20 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
         from deltalake import DeltaTable
 
         t = DeltaTable(path)
-    src = pq.read_table(source_path) if op == "merge" else None
+    src = pq.read_table(source_path) if op.startswith("merge") or op == "upsert-1" else None
     before = _rss_mb()
+    _reset_peak()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    if op in ("delete", "delete-dv"):
-        m = t.delete("x < 0.01")
+    if op in ("delete", "delete-dv", "delete-50"):
+        m = t.delete("x < 0.5" if op == "delete-50" else "x < 0.01")
         touched = m["num_deleted_rows"]
+    elif op == "update":
+        if engine == "lakelog":
+            m = t.update({"s": "'updated'"}, "x < 0.01")
+        else:
+            m = t.update(updates={"s": "'updated'"}, predicate="x < 0.01")
+        touched = m["num_updated_rows"]
     elif engine == "lakelog":
         m = t.merge(src, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
         touched = m["num_target_rows_updated"] + m["num_target_rows_inserted"]
@@ -127,7 +162,7 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
         touched = m["num_target_rows_updated"] + m["num_target_rows_inserted"]
     seconds = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    peak = cpu1.ru_maxrss / 1024
+    peak = _status_mb("VmHWM")
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return {"seconds": seconds, "cpu_s": cpu, "peak_mb": max(0.0, peak - before), "rows": touched}
 
@@ -144,26 +179,43 @@ def _run_child(engine: str, op: str, path: str, source_path: str) -> dict:
 
 # ---------------------------------------------------------------- the comparison
 
-def run(quick: bool = False, runs: int | None = None, add=None) -> list[dict]:
-    """Both workloads, interleaved runs; returns suite result rows (``add(name, lk_s, peer, peer_s)``)."""
-    rows, source_rows = (1_000_000, 10_000) if quick else (10_000_000, 100_000)
+OPS = ("merge", "merge-clustered", "delete", "delete-50", "update", "delete-dv")
+NAMES = {"merge": "merge {k}k into {m}M (1% match, spread)", "merge-clustered": "merge {k}k into {m}M (1% match, one file)",
+         "delete": "delete 1% of {m}M rows", "delete-50": "delete 50% of {m}M rows", "update": "update 1% of {m}M rows",
+         "delete-dv": "delete 1% of {m}M rows, deletion vectors", "upsert-1": "upsert 1 row into {m}M rows"}
+
+
+def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None = None, ops=OPS, upsert_rows: int | None = None) -> list[dict]:
+    """The workloads, interleaved runs; returns suite result rows."""
+    rows = rows or (1_000_000 if quick else 4_000_000)
+    source_rows = 10_000 if quick else 100_000
     runs = runs or 3
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-dml-")
     out = []
     try:
         base = os.path.join(tmp, "base")
-        print(f"7. row-level changes: {rows:,}-row table in {FILES} files, merge of {source_rows:,} source rows, delete of 1%", flush=True)
-        build(base, rows)
-        base_dv = os.path.join(tmp, "base-dv")
-        build(base_dv, rows, deletion_vectors=True)
-        src = os.path.join(tmp, "source.parquet")
-        source(src, rows, source_rows)
-        for op in ("merge", "delete", "delete-dv"):
+        print(f"7. row-level changes: {rows:,}-row table in {FILES} files, merges of {source_rows:,} source rows, "
+              f"deletes and updates", flush=True)
+        plan = [(op, rows) for op in ops] + ([("upsert-1", upsert_rows)] if upsert_rows else [])
+        bases: dict[tuple, str] = {}
+        for op, n in plan:
+            key = (n, op == "delete-dv")
+            if key not in bases:
+                bases[key] = os.path.join(tmp, f"base-{n}-{'dv' if key[1] else 'cow'}")
+                build(bases[key], n, deletion_vectors=key[1])
+                if key[1]:  # (deltalake runs the same delete copy-on-write)
+                    bases.setdefault((n, False), os.path.join(tmp, f"base-{n}-cow"))
+                    if not os.path.exists(bases[(n, False)]):
+                        build(bases[(n, False)], n)
+        for op, n in plan:
+            src = os.path.join(tmp, f"source-{op}.parquet")
+            if op.startswith("merge") or op == "upsert-1":
+                source(src, n, 1 if op == "upsert-1" else source_rows, clustered=op == "merge-clustered")
             results: dict[str, list[dict]] = {"lakelog": [], "deltalake": []}
             for i in range(runs):
                 for engine in ("lakelog", "deltalake"):
                     path = os.path.join(tmp, f"{op}-{engine}-{i}")
-                    copy_table(base_dv if op == "delete-dv" and engine == "lakelog" else base, path)
+                    copy_table(bases[(n, op == "delete-dv" and engine == "lakelog")], path)
                     results[engine].append(_run_child(engine, op, path, src))
                     shutil.rmtree(path, ignore_errors=True)
             assert len({r["rows"] for rs in results.values() for r in rs}) == 1, results  # same work
@@ -171,14 +223,12 @@ def run(quick: bool = False, runs: int | None = None, add=None) -> list[dict]:
             dl_s = statistics.median(r["seconds"] for r in results["deltalake"])
             lk_mb = statistics.median(r["peak_mb"] for r in results["lakelog"])
             dl_mb = statistics.median(r["peak_mb"] for r in results["deltalake"])
-            name = {"merge": f"merge {source_rows // 1000}k into {rows // 1_000_000}M (1% match)",
-                    "delete": f"delete 1% of {rows // 1_000_000}M rows",
-                    "delete-dv": f"delete 1% of {rows // 1_000_000}M rows, deletion vectors"}[op]
+            name = NAMES[op].format(k=source_rows // 1000, m=n // 1_000_000)
             row = {"name": name, "lakelog_s": round(lk_s, 4), "peer": "deltalake (copy-on-write)", "peer_s": round(dl_s, 4),
                    "ratio": round(lk_s / dl_s, 3), "lakelog_peak_mb": round(lk_mb), "peer_peak_mb": round(dl_mb),
                    "memory_ratio": round(lk_mb / dl_mb, 3) if dl_mb else None}
             out.append(row)
-            print(f"  {name:<44} lakelog {lk_s:8.3f}s {lk_mb:7.0f} MiB   deltalake {dl_s:8.3f}s {dl_mb:7.0f} MiB   "
+            print(f"  {name:<48} lakelog {lk_s:8.3f}s {lk_mb:7.0f} MiB   deltalake {dl_s:8.3f}s {dl_mb:7.0f} MiB   "
                   f"ratio {row['ratio']:.2f}x time, {row['memory_ratio']}x memory", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -193,7 +243,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(prog="python -m benchmarks.dml")
     ap.add_argument("--quick", action="store_true", help="1M rows and 10k source rows")
     ap.add_argument("--runs", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=None, help="table rows (default 4M; the issue also asks for 40M)")
+    ap.add_argument("--ops", default=",".join(OPS), help=f"comma-separated, of {','.join(OPS)}")
+    ap.add_argument("--upsert-rows", type=int, default=None, help="also a 1-row upsert into a table of this many rows (50M in the issue)")
     a = ap.parse_args()
-    run(quick=a.quick, runs=a.runs)
+    run(quick=a.quick, runs=a.runs, rows=a.rows, ops=[o for o in a.ops.split(",") if o], upsert_rows=a.upsert_rows)
     sys.stdout.flush()
     os._exit(0)
