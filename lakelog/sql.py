@@ -185,6 +185,7 @@ class Engine:
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute(f"SET threads = {max(1, os.cpu_count() or 1)}")
+        self.con.execute("SET preserve_insertion_order = true")  # (row-level changes read predicate masks in row order)
         self._types: dict[pa.DataType, str] = {}
         self._n = 0
 

@@ -46,7 +46,7 @@ class CopyOnWrite:
         self._adds: list[AddFile] = []
 
     def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
-                    replacement: pa.Table | None = None) -> None:
+                    replacement: pa.Table | None = None, known: pa.Table | None = None) -> None:
         """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
         read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
         ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
@@ -60,15 +60,15 @@ class CopyOnWrite:
             self._pool = ThreadPoolExecutor(max_workers=self.workers)
         while len(self._pending) >= 2 * self.workers:
             self._collect(self._pending.pop(0))
-        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement))
+        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement, known))
 
     def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
-                 replacement: pa.Table | None) -> tuple[list[AddFile], int]:
+                 replacement: pa.Table | None, known: pa.Table | None = None) -> tuple[list[AddFile], int]:
         if num_rows is not None and len(rows) >= num_rows:
             kept = None
         else:
             if content is None:
-                content = self.op.read_file(add)
+                content = self.op.complete(add, known)
             index = content.column(ROW).to_numpy()  # ascending file row indexes
             mask = np.ones(content.num_rows, dtype=bool)
             at = np.searchsorted(index, rows)

@@ -65,6 +65,6 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
     for group in op.scan(files, pred.columns):
         for fi, rows in group.selected(op.engine, pred):
             content = op.record_deleted(files[fi], rows)
-            op.delete_rows(files[fi], rows, content, group.counts[fi - group.first])
+            op.delete_rows(files[fi], rows, content, group.counts[fi - group.first], known=group.rows_of(fi))
             deleted += len(rows)
     return deleted

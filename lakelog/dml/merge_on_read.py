@@ -36,7 +36,7 @@ class MergeOnRead:
         self.dv_metrics = {"numDeletionVectorsAdded": 0, "numDeletionVectorsRemoved": 0, "numDeletionVectorsUpdated": 0}
 
     def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
-                    replacement: pa.Table | None = None) -> None:
+                    replacement: pa.Table | None = None, known: pa.Table | None = None) -> None:
         """Mark file row indexes ``rows`` of ``add`` deleted; ``replacement`` rows are written to new files
         (``content`` and ``num_rows`` are not needed: the file is not rewritten)."""
         if len(rows) == 0:

@@ -74,6 +74,21 @@ class Group:
     table: pa.Table
     counts: list[int]  # rows per file
 
+    def rows_of(self, fi: int) -> pa.Table:
+        """The rows of file ``fi`` (a FILE index in this group), without ``FILE``."""
+        k = fi - self.first
+        start = sum(self.counts[:k])
+        return self.table.slice(start, self.counts[k]).drop_columns([FILE])
+
+    def _masked(self, mask: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        rows = self.table.column(ROW).to_numpy()
+        start = 0
+        for k, n in enumerate(self.counts):
+            hit = np.flatnonzero(mask[start : start + n])
+            if len(hit):
+                yield self.first + k, rows[start + hit]
+            start += n
+
     def selected(self, engine: Engine, predicate: Predicate) -> Iterator[tuple[int, np.ndarray]]:
         """(FILE index, ascending file row indexes) of the rows the predicate selects, per file."""
         if predicate.everything:
@@ -83,9 +98,16 @@ class Group:
         else:
             name = engine.register(self.table)
             try:
-                hit = engine.query(f"SELECT {FILE}, {ROW} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
+                # One boolean per row, in the table's order (DuckDB keeps insertion order for a projection):
+                # no (file, row) pairs to ship and sort, which dominated selective-less deletes.
+                mask = engine.query(f"SELECT COALESCE(({predicate.sql}), FALSE) AS m FROM {name}",
+                                    f"cannot evaluate the predicate {predicate.sql!r}").column(0)
             finally:
                 engine.unregister(name)
+            if len(mask) == self.table.num_rows:
+                yield from self._masked(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
+                return
+            raise RuntimeError("the predicate's mask does not have one value per row")
         if hit.num_rows == 0:
             return
         files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()
@@ -211,9 +233,10 @@ class RowLevelOperation:
                 return True  # cannot tell: assume it matters
         return False
 
-    def read_file(self, add: AddFile, columns: list[str] | None = None) -> pa.Table:
+    def read_file(self, add: AddFile, columns: list[str] | None = None, rewrite: bool = False) -> pa.Table:
         """The rows of one data file in the table's schema (partition values as columns, columns the file
-        lacks as nulls), in file order, with their file row index in ``ROW``. ``columns``: only these."""
+        lacks as nulls), in file order, with their file row index in ``ROW``. ``columns``: only these;
+        ``rewrite``: the file is being rewritten (its encodings are noted for the new file, as for a whole read)."""
         self.read_files[decode_path(add.path)] = add
         snap = self.snapshot
         schema = snap.schema
@@ -242,7 +265,7 @@ class RowLevelOperation:
             if err is None:
                 raise
             raise err from None
-        if columns is None:
+        if columns is None or rewrite:
             self.dictionary_columns[decode_path(add.path)] = _dictionary_encoded(pf.metadata)
             self._file_columns[decode_path(add.path)] = present
         cols = []
@@ -298,10 +321,28 @@ class RowLevelOperation:
         if run:
             yield run
 
-    def read_many(self, adds: list[AddFile], indexes: list[int], columns: list[str] | None = None) -> list[pa.Table]:
-        """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column."""
+    def complete(self, add: AddFile, known: pa.Table | None) -> pa.Table:
+        """``read_file(add)``, reading only the columns ``known`` (that file's rows as ``read_file`` gave
+        them, with ``ROW``: the columns a predicate read) lacks: a rewrite decodes each column once."""
+        if known is None or self.row_tracking is not None:
+            return self.read_file(add)
+        schema = self.snapshot.schema
+        have = set(known.column_names)
+        other = self.read_file(add, [c for c in schema.names if c not in have], rewrite=True)
+        if other.num_rows != known.num_rows:
+            return self.read_file(add)
+        columns = [known.column(c) if c in have else other.column(c) for c in schema.names] + [other.column(ROW)]
+        return pa.table(columns, schema=pa.schema(list(schema) + [pa.field(ROW, pa.int64())]))
+
+    def read_many(self, adds: list[AddFile], indexes: list[int], columns: list[str] | None = None,
+                  known: list[pa.Table] | None = None) -> list[pa.Table]:
+        """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column;
+        ``known``: per file, the columns already read (whole files are then read as ``complete`` does)."""
         with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(adds)))) as pool:
-            tables = list(pool.map(lambda a: self.read_file(a, columns), adds))
+            if known is not None:
+                tables = list(pool.map(self.complete, adds, known))
+            else:
+                tables = list(pool.map(lambda a: self.read_file(a, columns), adds))
         return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
     def num_rows(self, add: AddFile) -> int:
@@ -321,8 +362,9 @@ class RowLevelOperation:
         self.removes[path] = add.remove(now_ms())
 
     def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
-                    replacement: pa.Table | None = None) -> None:
-        self.deleter.delete_rows(add, rows, content, num_rows, replacement)
+                    replacement: pa.Table | None = None, known: pa.Table | None = None) -> None:
+        """``known``: columns of the file already read (see ``complete``)."""
+        self.deleter.delete_rows(add, rows, content, num_rows, replacement, known)
 
     def write(self, table: pa.Table) -> None:
         """Write rows (any column order; internal and unknown columns are dropped) as new files."""

@@ -48,10 +48,11 @@ def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: 
     return out
 
 
-def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: str, context: str) -> int:
-    """Rewrite the files ``hits`` names (FILE index -> file row indexes) with those rows updated."""
+def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: str, context: str, group=None) -> int:
+    """Rewrite the files ``hits`` names (FILE index -> file row indexes) with those rows updated; ``group``:
+    the scanned group they belong to (its columns are not read again)."""
     order = sorted(hits)
-    contents = op.read_many([files[fi] for fi in order], order)
+    contents = op.read_many([files[fi] for fi in order], order, known=[group.rows_of(fi) for fi in order] if group is not None else None)
     chosen = pa.concat_tables(
         [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), hits[fi]))) for fi, content in zip(order, contents)]
     )
@@ -88,7 +89,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     for group in op.scan(files, pred.columns):
         hits = dict(group.selected(op.engine, pred))
         for chunk in op.chunks(files, sorted(hits)):
-            updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context)
+            updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context, group)
     op.finish()
     version = op.commit(
         "UPDATE",
