@@ -8,7 +8,7 @@ sqlglot does not know) and runs what it says through ``LakelogTable`` and ``form
 * queries reading ``lakelog.`path``` or a table created ``USING lakelog``, with ``VERSION AS OF`` /
   ``TIMESTAMP AS OF``, and ``table_changes('table', start[, end])``;
 * ``DESCRIBE HISTORY``, ``DESCRIBE DETAIL``, ``RESTORE [TABLE] t TO VERSION|TIMESTAMP AS OF``,
-  ``OPTIMIZE t [ZORDER BY (cols)]``, ``VACUUM t [RETAIN n HOURS] [DRY RUN]``.
+  ``OPTIMIZE t [WHERE partition condition] [ZORDER BY (cols)]``, ``VACUUM t [RETAIN n HOURS] [DRY RUN]``.
 
 Any other statement goes to ``spark.sql`` unchanged. A table is ``lakelog.`path``` or a catalog table
 whose provider is ``lakelog`` (``CREATE TABLE t USING lakelog LOCATION '...'``).
@@ -79,6 +79,8 @@ def _tokens(text: str) -> list:
             at = len(text) - len(rest_text)
             rest = dialect.tokenize(rest_text)
             for t in rest:
+                t.start += at
+                t.end += at
                 if t.line == 1:
                     t.col += at
             tokens = tokens[:1] + rest
@@ -517,9 +519,14 @@ class _Command:
 
     def _optimize(self) -> DataFrame:
         path = self._table()
+        filters = None
         if self._word("WHERE", optional=True):
-            raise SqlError("OPTIMIZE ... WHERE is not supported by spark_ext.sql; use "
-                           "LakelogTable.forPath(spark, path).optimize().where([(column, op, value)]) with partition filters")
+            start = self.i
+            while self._peek() is not None and self._peek().text.upper() != "ZORDER":
+                self.i += 1
+            if self.i == start:
+                raise self._error("a condition on partition columns")
+            filters = _partition_filters(self.text[self.tokens[start].start:self.tokens[self.i - 1].end + 1])
         columns: list[str] = []
         if self._word("ZORDER", optional=True):
             self._word("BY")
@@ -535,8 +542,8 @@ class _Command:
             if paren:
                 self._word(")")
         self._end()
-        t = LakelogTable.forPath(self.spark, path)
-        return t.optimize().executeZOrderBy(*columns) if columns else t.optimize().executeCompaction()
+        builder = LakelogTable.forPath(self.spark, path).optimize().where(filters)
+        return builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()
 
     def _vacuum(self) -> DataFrame:
         import lakelog
@@ -552,3 +559,55 @@ class _Command:
         self._end()
         deleted = lakelog.Table(path).vacuum(retention_hours=hours, dry_run=dry)
         return self.spark.createDataFrame([(p,) for p in deleted], "path string")
+
+
+_COMPARISONS = {"EQ": "=", "NEQ": "!=", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
+
+
+def _partition_filters(text: str) -> list[list[tuple]]:
+    """``OPTIMIZE ... WHERE``'s condition as DNF filters (``[[(column, op, value), ...], ...]``): ANDs
+    and ORs of comparisons and IN lists between a column and literals, as Delta allows there (partition
+    columns only, which optimize checks)."""
+    sqlglot, exp = _sqlglot()
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError as e:
+        raise SqlError(f"cannot parse the OPTIMIZE condition {text!r}: {e}") from None
+
+    def value(node):
+        if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return -value(node.this)
+        if not isinstance(node, exp.Literal):
+            raise SqlError(f"OPTIMIZE ... WHERE compares partition columns with literals, not {node.sql(dialect='spark')}")
+        if node.is_string:
+            return node.this
+        return int(node.this) if node.this.lstrip("-").isdigit() else float(node.this)
+
+    def term(node) -> tuple:
+        if isinstance(node, exp.Paren):
+            return term(node.this)
+        kind = type(node).__name__.upper()
+        if kind in _COMPARISONS and isinstance(node.this, exp.Column):
+            return (node.this.name, _COMPARISONS[kind], value(node.expression))
+        if isinstance(node, exp.In) and isinstance(node.this, exp.Column):
+            return (node.this.name, "in", [value(v) for v in node.expressions])
+        if isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
+            return (node.this.this.name, "not in", [value(v) for v in node.this.expressions])
+        raise SqlError(f"OPTIMIZE ... WHERE takes comparisons of partition columns with literals joined by AND/OR, "
+                       f"not {node.sql(dialect='spark')}")
+
+    def conjunction(node) -> list[tuple]:
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            return conjunction(node.this) + conjunction(node.expression)
+        return [term(node)]
+
+    def disjunction(node) -> list[list[tuple]]:
+        while isinstance(node, exp.Paren) and isinstance(node.this, (exp.Or, exp.Paren)):
+            node = node.this
+        if isinstance(node, exp.Or):
+            return disjunction(node.this) + disjunction(node.expression)
+        return [conjunction(node)]
+
+    return disjunction(tree)

@@ -110,6 +110,20 @@ def test_utility_statements(spark, table):
     assert sql(spark, f"VACUUM {ref} RETAIN 168 HOURS DRY RUN").count() == 0
 
 
+def test_optimize_where_compacts_only_the_partitions_it_names(spark, tmp_path):
+    path = str(tmp_path / "p")
+    for i in range(3):
+        lakelog.write_table(path, pa.table({"id": [i, i + 10], "day": ["a", "b"]}), partition_by=["day"])
+    sql(spark, f"OPTIMIZE lakelog.`{path}` WHERE day = 'a'")
+    files = lakelog.Table(path).files()
+    assert sum(1 for f in files if f.startswith("day=a/")) == 1 and sum(1 for f in files if f.startswith("day=b/")) == 3
+    sql(spark, f"OPTIMIZE lakelog.`{path}`\n  WHERE day IN ('a', 'b') ZORDER BY (id)")
+    assert len(lakelog.Table(path).files()) == 2
+    assert sorted(lakelog.read_table(path).column("id").to_pylist()) == [0, 1, 2, 10, 11, 12]
+    with pytest.raises(SqlError, match="literals"):
+        sql(spark, f"OPTIMIZE lakelog.`{path}` WHERE day = upper(day)")
+
+
 def test_table_changes(spark, tmp_path):
     path = str(tmp_path / "f")
     lakelog.write_table(path, ROWS, configuration={"delta.enableChangeDataFeed": "true"})
