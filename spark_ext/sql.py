@@ -126,6 +126,9 @@ def _location(spark: SparkSession, name: str) -> str | None:
             except AnalysisException:
                 pass
     try:
+        # (asked first: a DESCRIBE of a missing table would have Spark log a page-long error)
+        if not spark.catalog.tableExists(name):
+            return None
         rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
     except AnalysisException:
         return None
