@@ -52,7 +52,9 @@ def decode_path_list(logged: list[str]) -> list[str]:
     return out
 
 
-_OPTIONAL = ("deletion_vector", "clustering_provider", "base_row_id", "default_row_commit_version")
+# The add fields most files lack: a column is None when no row of it has one.
+OPTIONAL_FIELDS = ("deletion_vector", "clustering_provider", "base_row_id", "default_row_commit_version")
+_OPTIONAL = OPTIONAL_FIELDS
 _OPTIONAL_KEYS = {"clustering_provider": ("clusteringProvider", _STRINGS), "base_row_id": ("baseRowId", {int, _NONE}),
                   "default_row_commit_version": ("defaultRowCommitVersion", {int, _NONE})}
 

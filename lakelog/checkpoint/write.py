@@ -25,6 +25,7 @@ from . import v2 as checkpoint_v2
 from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, SidecarWriter
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
 from ..log import checkpoint_name, uuid_checkpoint_name
+from ..commit_columns import OPTIONAL_FIELDS
 from ..properties import TableProperties
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
@@ -134,19 +135,18 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
 
 
 _ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats", "tags")
-_OPTIONAL_FIELDS = ("deletion_vector", "base_row_id", "default_row_commit_version", "clustering_provider")
 
 
 def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
     """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
     time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
     step = batch_rows or 2**62
-    cols: dict[str, list] = {f: [] for f in _ADD_FIELDS + _OPTIONAL_FIELDS}
+    cols: dict[str, list] = {f: [] for f in _ADD_FIELDS + OPTIONAL_FIELDS}
     for block, rows in file_set.changed_add_columns():
         for k in range(0, len(rows), step):
             part = rows[k : k + step]
             whole = len(part) == len(block)
-            for f in _ADD_FIELDS + _OPTIONAL_FIELDS:
+            for f in _ADD_FIELDS + OPTIONAL_FIELDS:
                 col = getattr(block, f)
                 if col is None:  # (an optional field no row of the block has)
                     cols[f].extend(repeat(None, len(part)))

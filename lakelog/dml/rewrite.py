@@ -43,8 +43,9 @@ from .copy_on_write import CopyOnWrite, table_rows
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .merge_on_read import MergeOnRead
-from .stable_ids import materialize, with_stable_ids, writer_schema  # noqa: F401
+from .stable_ids import materialize, with_stable_ids
 from .. import row_tracking
+from ..row_tracking import writer_schema
 
 RowDeleter = CopyOnWrite | MergeOnRead
 from ..features import is_supported
