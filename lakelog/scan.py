@@ -66,6 +66,14 @@ def partition_values(add: AddFile, partition_columns: list[str], mapping: Column
     return mapping.logical_partition_values(add.partition_values, partition_columns)
 
 
+def partition_arrays(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None, n: int) -> dict[str, pa.Array]:
+    """The partition columns of ``n`` rows of ``add``'s file, from its logged partition values."""
+    if not partition_columns:
+        return {}
+    parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path)
+    return {c: pa.repeat(parts[c], n) if parts[c].is_valid else pa.nulls(n, schema.field(c).type) for c in partition_columns}
+
+
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None = None) -> pc.Expression | None:
     expr = None
     for c, v in partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path).items():
@@ -331,12 +339,12 @@ def read_data_file(
     kept = n if live is None else len(live)
     converted = cols.convert(data, schema) if data is not None else [pa.chunked_array([pa.nulls(kept, schema.field(c).type)]) for c in data_names]
     by_name = dict(zip(data_names, converted))
-    parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path) if partition_columns else {}
+    parts = partition_arrays(add, schema, [c for c in partition_columns if c in names], mapping, kept)
     arrays, fields = [], []
     for c in names:
         f = schema.field(c)
         if c in partition_columns:
-            arrays.append(pa.repeat(parts[c], kept) if parts[c].is_valid else pa.nulls(kept, f.type))
+            arrays.append(parts[c])
         else:
             arrays.append(by_name[c])
         fields.append(f)

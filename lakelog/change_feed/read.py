@@ -22,8 +22,7 @@ from ..deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
 from ..properties import TableProperties
-from ..scan import partition_values, read_data_file
-from ..schema import partition_scalars
+from ..scan import partition_arrays, read_data_file
 from ..snapshot import Snapshot, commit_times
 from ..storage import Storage
 
@@ -236,13 +235,9 @@ class ChangeReader:
         out = {}
         for path, c in by_path.items():
             t = pa.Table.from_batches(parts.get(path, []), schema=schema)
-            if self.partition_columns:
-                values = partition_scalars(partition_values(AddFile(c.path, c.partition_values, c.size, 0, False), self.partition_columns, None),
-                                           self.schema, self.partition_columns, c.path)
-                for name in self.partition_columns:
-                    value = values[name]
-                    t = t.append_column(self.schema.field(name),
-                                        pa.repeat(value, t.num_rows) if value.is_valid else pa.nulls(t.num_rows, self.schema.field(name).type))
+            partitions = partition_arrays(AddFile(c.path, c.partition_values, c.size, 0, False), self.schema, self.partition_columns, None, t.num_rows)
+            for name, values in partitions.items():
+                t = t.append_column(self.schema.field(name), values)
             out[c.path] = t.select(list(self.schema.names) + [CHANGE_TYPE])
         return out
 
