@@ -27,6 +27,16 @@ from .schema import canonical_type
 FOOTER_THREADS = 16
 
 
+def physical_rows(storage, add) -> int:
+    """The rows physically in ``add``'s data file (rows its deletion vector deletes included):
+    ``numRecords`` from its stats, else its Parquet footer."""
+    n = add.num_records()
+    if n is not None:
+        return n
+    with storage.arrow_fs.open_input_file(storage.join(add.relative_path)) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
 def nanosecond_columns(metadata: pq.FileMetaData) -> list[str]:
     """Dotted paths of the leaf columns stored as ``INT64 TIMESTAMP(NANOS)``."""
     out = []

@@ -98,16 +98,14 @@ def committed_mark(actions: list[Action]) -> int | None:
 def assign(actions: list[Action], version: int, mark: int, physical_rows) -> list[Action]:
     """``actions`` with a ``baseRowId`` above ``mark`` and ``defaultRowCommitVersion`` = ``version`` on every
     add lacking them, and the domain's new high water mark; unchanged when nothing was assigned.
-    ``physical_rows(add)``: the rows of a file without ``numRecords`` in its stats."""
+    ``physical_rows(add)``: the rows physically in a file (``data_files.physical_rows``)."""
     out: list[Action] = []
     start = mark
     for a in actions:
         if isinstance(a, AddFile) and (a.base_row_id is None or a.default_row_commit_version is None):
             changes: dict[str, int] = {}
             if a.base_row_id is None:
-                n = a.num_records()
-                if n is None:
-                    n = physical_rows(a)
+                n = physical_rows(a)
                 changes["base_row_id"] = mark + 1
                 mark += max(n, 1)  # (an empty file still takes an id: ids stay strictly increasing per file)
             if a.default_row_commit_version is None:

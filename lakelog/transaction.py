@@ -29,6 +29,7 @@ from . import __version__
 from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
 from .commit_times import ict_enabled, stamp
+from .data_files import physical_rows
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
@@ -181,7 +182,7 @@ class Transaction:
         while True:
             attempts += 1
             started = time.perf_counter()
-            staged = actions if row_ids is None else row_tracking.assign(actions, version, row_ids, self._physical_rows)
+            staged = actions if row_ids is None else row_tracking.assign(actions, version, row_ids, lambda a: physical_rows(self.storage, a))
             payload = [self._commit_info(staged), *staged]
             if ict is not None:
                 payload = stamp(payload, version, self._previous_time(version), *ict)
@@ -241,12 +242,6 @@ class Transaction:
         if not row_tracking.assigns(protocol, metadata):
             return None
         return row_tracking.high_water_mark(snap.domains) if snap is not None else -1
-
-    def _physical_rows(self, add: AddFile) -> int:
-        import pyarrow.parquet as pq
-
-        with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
-            return pq.ParquetFile(f).metadata.num_rows
 
     def _ict_state(self, actions: list[Action]) -> tuple[bool, Protocol, Metadata] | None:
         """(enabled before this commit, protocol and metadata after it) when the table has in-commit

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..actions import AddFile, decode_path, stats_dict
+from ..data_files import physical_rows
 from ..deletion_vectors import write_deletion_vectors
 from ..errors import LakelogError
 
@@ -47,20 +47,13 @@ class MergeOnRead:
         self.op.read_files[path] = add
         self._marks.setdefault(path, (add, []))[1].append(np.asarray(rows, dtype=np.uint64))
 
-    def _physical_rows(self, add: AddFile) -> int:
-        n = add.num_records()
-        if n is None:
-            with self.op.storage.arrow_fs.open_input_file(self.op.storage.join(add.relative_path)) as f:
-                n = pq.ParquetFile(f).metadata.num_rows
-        return n
-
     def finish(self) -> list[AddFile]:
         """Write the commit's DV file and return the re-added files (same path, new DV)."""
         pending: list[tuple[AddFile, np.ndarray, int]] = []
         for add, parts in self._marks.values():
             old = self.op.deletion_vectors.rows(add)
             rows = np.unique(np.concatenate(parts + ([old] if old is not None else [])))
-            n = self._physical_rows(add)
+            n = physical_rows(self.op.storage, add)
             self.op.remove(add)
             if len(rows) >= n:
                 if add.deletion_vector is not None:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError
+from ..data_files import physical_rows
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
 from ..schema import parse_partition_value
@@ -352,8 +353,7 @@ class RowLevelOperation:
         n = add.num_logical_records()
         if n is not None:
             return n
-        with self.storage.arrow_fs.open_input_file(self.storage.join(add.relative_path)) as f:
-            n = pq.ParquetFile(f).metadata.num_rows
+        n = physical_rows(self.storage, add)
         return n if add.deletion_vector is None else max(0, n - add.deletion_vector.cardinality)
 
     # ------------------------------------------------------------ changes
