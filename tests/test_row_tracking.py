@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import deltalake
 import pyarrow as pa
@@ -15,6 +13,8 @@ import pytest
 
 import lakelog
 from lakelog.errors import InvalidArgumentError
+
+from tests.concurrent_writers import append_from_processes
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 ON = {"delta.enableRowTracking": "true"}
@@ -176,13 +176,7 @@ def test_spark_written_row_tracking_table_continues_above_its_high_water_mark(tm
 def test_concurrent_writer_processes_never_assign_a_row_id_twice(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": pa.array([], pa.int64())}), configuration=ON)
-    script = (
-        "import sys, pyarrow as pa, lakelog\n"
-        "for i in range(12):\n"
-        "    lakelog.write_table(sys.argv[1], pa.table({'id': [int(sys.argv[2]) * 100 + i * 3 + k for k in range(3)]}), mode='append')\n"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", script, path, w]) for w in ("1", "2")]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    append_from_processes(path, "{'id': [int(tag) * 100 + i * 3 + k for k in range(3)]}")
     tracked = _tracked(path)  # (asserts the ids unique)
     assert len(tracked) == 72 and _mark(path) == 71
     _check_log(path)

@@ -14,6 +14,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import ConstraintViolationError, GeneratedColumnError, InvalidArgumentError, PredicateError, UnsupportedFeatureError
+from tests.concurrent_writers import append_from_processes
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -360,18 +361,9 @@ def test_spark_written_identity_table_continues_above_its_high_water_mark(tmp_pa
 
 
 def test_identity_values_stay_unique_under_two_concurrent_writer_processes(tmp_path):
-    import subprocess
-    import sys
-
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"w": pa.array([], pa.string())}), identity_columns=["id"])
-    script = (
-        "import sys, pyarrow as pa, lakelog\n"
-        "for i in range(12):\n"
-        "    lakelog.write_table(sys.argv[1], pa.table({'w': [sys.argv[2]] * 3}))\n"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", script, path, w]) for w in ("x", "y")]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    append_from_processes(path, "{'w': [tag] * 3}", ("x", "y"))
     ids = _ids(path)
     assert len(ids) == 72 and len(set(ids)) == 72  # every write committed, no value twice
     assert _rows(path) == _ours(path)
