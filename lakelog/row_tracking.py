@@ -127,14 +127,22 @@ def writer_schema(schema: pa.Schema, materialized: tuple[str, str] | None) -> pa
     return pa.schema(list(schema) + [pa.field(name, pa.int64()) for name in materialized])
 
 
-def row_ids(base_row_id: int | None, default_version: int | None, positions: pa.Array, materialized_id: pa.Array | None,
-            materialized_version: pa.Array | None, path: str) -> tuple[pa.Array, pa.Array]:
-    """(row ids, row commit versions) of rows at physical ``positions`` of one file: the materialized
-    values where not null, else ``baseRowId`` + position and ``defaultRowCommitVersion``."""
+def row_ids(add: AddFile, positions: pa.Array | pa.ChunkedArray, stored: pa.Table | None, materialized: tuple[str, str]) -> tuple[pa.Array, pa.Array]:
+    """(row ids, row commit versions) of rows at physical ``positions`` of ``add``'s file: the values of the
+    ``materialized`` columns in ``stored`` (the rows' columns as read; a file may lack them) where not null,
+    else ``baseRowId`` + position and ``defaultRowCommitVersion``."""
     import pyarrow.compute as pc
 
+    base_row_id, default_version = add.base_row_id, add.default_row_commit_version
     if base_row_id is None or default_version is None:
-        raise CorruptLogError(f"data file {path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
+        raise CorruptLogError(f"data file {add.path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
+
+    def column(name: str) -> pa.Array | None:
+        return stored.column(name).combine_chunks() if stored is not None and name in stored.column_names else None
+
+    materialized_id, materialized_version = column(materialized[0]), column(materialized[1])
+    if isinstance(positions, pa.ChunkedArray):
+        positions = positions.combine_chunks()
     fresh = pc.add(positions.cast(pa.int64()), pa.scalar(base_row_id, pa.int64()))
     ids = fresh if materialized_id is None else pc.coalesce(materialized_id.cast(pa.int64()), fresh)
     default = pa.scalar(default_version, pa.int64())

@@ -407,10 +407,7 @@ def row_tracking_batches(snapshot: Snapshot, adds: list[AddFile], columns: list[
     position = "__lakelog_position"
     for add in adds:
         t = read_data_file(storage, add, schema, parts, read, snapshot.column_mapping, dvs, row_index=position, extra=materialized)
-        ids, versions = row_tracking.row_ids(
-            add.base_row_id, add.default_row_commit_version, t.column(position).combine_chunks(),
-            t.column(materialized[0]).combine_chunks() if materialized[0] in t.column_names else None,
-            t.column(materialized[1]).combine_chunks() if materialized[1] in t.column_names else None, add.path)
+        ids, versions = row_tracking.row_ids(add, t.column(position), t, materialized)
         t = t.append_column(row_tracking.ROW_ID, ids).append_column(row_tracking.ROW_COMMIT_VERSION, versions)
         if compiled is not None:
             t = t.filter(compiled.exact)

@@ -18,11 +18,7 @@ _INT64 = pa.int64()
 def with_stable_ids(table: pa.Table, add: AddFile, stored: pa.Table | None, materialized: tuple[str, str]) -> pa.Table:
     """``table`` (a whole file's rows with their ``ROW``, before its deletion vector applies) with each
     row's stable id and commit version; ``stored``: the file's materialized columns (those it has)."""
-    def column(name: str) -> pa.Array | None:
-        return stored.column(name).combine_chunks() if stored is not None and name in stored.column_names else None
-
-    ids, versions = row_tracking.row_ids(add.base_row_id, add.default_row_commit_version, table.column(ROW).combine_chunks(),
-                                         column(materialized[0]), column(materialized[1]), add.path)
+    ids, versions = row_tracking.row_ids(add, table.column(ROW), stored, materialized)
     return table.append_column(ROW_ID, ids).append_column(ROW_VERSION, versions)
 
 
