@@ -223,12 +223,7 @@ class _Statement:
                 path = _path_of(self.spark, table)
                 if path is None:
                     continue
-                reader = self.spark.read.format(PROVIDER)
-                version = table.args.get("version")
-                if version is not None:
-                    value = self._literal(version.expression, "VERSION AS OF" if version.name.upper() == "VERSION" else "TIMESTAMP AS OF")
-                    reader = reader.option("versionAsOf" if version.name.upper() == "VERSION" else "timestampAsOf", str(value))
-                view = self._view(reader.load(path))
+                view = self._view(self._read(table, path))
             new = exp.Table(this=exp.to_identifier(view))
             if alias is not None:
                 new.set("alias", alias.copy())
@@ -237,6 +232,16 @@ class _Statement:
             table.replace(new)
             changed = True
         return changed
+
+    def _read(self, table, path: str) -> DataFrame:
+        """The lakelog table at ``path`` that ``table`` names, at its ``VERSION``/``TIMESTAMP AS OF`` if any."""
+        reader = self.spark.read.format(PROVIDER)
+        version = table.args.get("version")
+        if version is not None:
+            by_version = version.name.upper() == "VERSION"
+            value = self._literal(version.expression, "VERSION AS OF" if by_version else "TIMESTAMP AS OF")
+            reader = reader.option("versionAsOf" if by_version else "timestampAsOf", str(value))
+        return reader.load(path)
 
     def _literal(self, node, what: str) -> Any:
         _, exp = _sqlglot()
@@ -323,12 +328,7 @@ class _Statement:
         else:
             path = _path_of(self.spark, node)
             if path is not None:
-                reader = self.spark.read.format(PROVIDER)
-                version = node.args.get("version")
-                if version is not None:
-                    value = self._literal(version.expression, "AS OF")
-                    reader = reader.option("versionAsOf" if version.name.upper() == "VERSION" else "timestampAsOf", str(value))
-                df = reader.load(path)
+                df = self._read(node, path)
             else:
                 df = self.spark.table(_table_name(node))
         return df.alias(alias) if alias else df
