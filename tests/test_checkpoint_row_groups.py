@@ -1,6 +1,8 @@
-"""Checkpoints are read a row group at a time and their add rows kept as they were read (sliced where they
-form one run, filtered where they do not): whatever the order of the rows, their row groups and parts,
-the snapshot is the same, and every check on the rows still holds across row groups and parts."""
+"""Checkpoints are read a few row groups at a time and their add rows kept as they were read (sliced where
+they form one run, filtered where they do not): whatever the order of the rows, their row groups and parts,
+the snapshot is the same, and every check on the rows still holds across row groups and parts. Each test
+runs twice: small row groups read together (the default), and each read alone (as a checkpoint whose row
+groups exceed the rows read at once is)."""
 
 import glob
 import os
@@ -15,9 +17,17 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
+from lakelog.checkpoint import read as checkpoint_read
 from lakelog.checkpoint import read_checkpoint_state
 from lakelog.errors import CorruptLogError
 from lakelog.storage import Storage
+
+
+@pytest.fixture(autouse=True, params=["together", "alone"])
+def read_rows(request, monkeypatch):
+    if request.param == "alone":
+        monkeypatch.setattr(checkpoint_read, "READ_ROWS", 1)
+    return request.param
 
 
 def _log(path):
@@ -113,7 +123,7 @@ def _adds_are_split(path, version):
 
 
 @pytest.mark.parametrize("parts", [1, 3])
-def test_rows_in_any_order_row_groups_and_parts_read_the_same(tmp_path, parts):
+def test_rows_in_any_order_row_groups_and_parts_read_the_same(tmp_path, parts, read_rows):
     path = str(tmp_path / "t")
     version = _table(path)
     expected = _state(path)
@@ -122,7 +132,8 @@ def test_rows_in_any_order_row_groups_and_parts_read_the_same(tmp_path, parts):
     _drop_commits(path, version)
     assert _state(path) == expected
     state = read_checkpoint_state(Storage(path), lakelog.Table(path).snapshot.listing.checkpoints[version][0])
-    assert state.add_rows.num_chunks > 1
+    # one chunk per read: per row group when read alone, per part when read together
+    assert state.add_rows.num_chunks > 1 if read_rows == "alone" or parts > 1 else state.add_rows.num_chunks == 1
     assert sorted(state.paths) == expected[0]
     # The paths escape ' ' and ':' as delta-rs does: both engines name the same files.
     assert _deltalake_files(path) == expected[0]
@@ -190,6 +201,7 @@ def test_reading_a_checkpoint_and_listing_its_files_does_not_import_pandas(tmp_p
     version = _table(path)
     code = f"""
 import sys
+from lakelog.checkpoint import read as checkpoint_read
 from lakelog.checkpoint import read_checkpoint_state
 from lakelog.file_set import FileSet
 from lakelog.storage import Storage

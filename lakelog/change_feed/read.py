@@ -76,8 +76,11 @@ class ChangeReader:
                 raise InvalidArgumentError(f"{what} must be an integer >= 0, not {v!r}")
         self.storage = storage
         self.log = DeltaLog(storage)
-        self.listing = self.log.list()
         latest_snapshot = latest  # the caller's snapshot (a Table's): used when the range ends at its version
+        known = latest.listing if latest is not None else None
+        # A range that ends at a version the caller's listing has needs no new listing of the log.
+        fresh = known is None or end is None or not isinstance(end, int) or known.latest_version is None or end > known.latest_version
+        self.listing = self.log.list() if fresh else known
         latest = self.listing.latest_version
         if latest is None:
             raise VersionNotFoundError(f"no table at {storage.uri!r}")
@@ -121,7 +124,7 @@ class ChangeReader:
         out_schema = self.schema_of(columns)
         # Versions are read a few at a time on a small pool (their files are independent), yielded in order:
         # at most READ_AHEAD versions' rows are held at once.
-        pool = ThreadPoolExecutor(max_workers=READ_AHEAD)
+        pool: ThreadPoolExecutor | None = None  # (started only when a version has files left to read)
         pending: deque = deque()
 
         def emit(v: int, stamp: int, changes: list[pa.Table]) -> Iterator[pa.RecordBatch]:
@@ -144,13 +147,15 @@ class ChangeReader:
                     for v in group:
                         actions = commits[v]
                         metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
-                        if all(type(a) is not AddFile and type(a) is not RemoveFile and (type(a) is not AddCDCFile or a.path in read) for a in actions):
+                        if self._all_read(actions, read):
                             future: Future = Future()  # (nothing left to read: no thread needed)
                             try:
                                 future.set_result(self._changes(v, actions, metadata, read))
                             except BaseException as e:  # raised in order, when its turn comes
                                 future.set_exception(e)
                         else:
+                            if pool is None:
+                                pool = ThreadPoolExecutor(max_workers=READ_AHEAD)
                             future = pool.submit(self._changes, v, actions, metadata, read)
                         pending.append((v, stamps[v], future))
                         if len(pending) >= READ_AHEAD:
@@ -163,7 +168,17 @@ class ChangeReader:
         finally:
             for _, _, future in pending:
                 future.cancel()
-            pool.shutdown(wait=True)
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+    @staticmethod
+    def _all_read(actions: list, read: dict[str, pa.Table]) -> bool:
+        """Whether a version's changes need no more reading: its change data files (which alone say its
+        changes when it has any) were all read by the scan, or it has no file actions at all."""
+        cdcs = [a for a in actions if type(a) is AddCDCFile]
+        if cdcs:
+            return all(c.path in read for c in cdcs)
+        return all(type(a) is not AddFile and type(a) is not RemoveFile for a in actions)
 
     def _metadata_before_start(self) -> Metadata | None:
         """The metadata in effect just before ``start`` (None at version 0). When no commit after

@@ -246,9 +246,19 @@ def _write_classic(snapshot: TableState) -> dict:
     buf = io.BytesIO()
     rows = 0
     with pq.ParquetWriter(buf, _classic_schema(snapshot), compression="snappy") as writer:
+        # Small tables (the non-file actions, a few removes) share a row group: readers pay per row group.
+        held: list[pa.Table] = []
+        held_rows = 0
         for table in _classic_tables(snapshot, now_ms(), CLASSIC_ROW_GROUP_ROWS):
-            writer.write_table(table, row_group_size=CLASSIC_ROW_GROUP_ROWS)
+            if held and held_rows + table.num_rows > CLASSIC_ROW_GROUP_ROWS:
+                writer.write_table(pa.concat_tables(held), row_group_size=CLASSIC_ROW_GROUP_ROWS)
+                held, held_rows = [], 0
+            held.append(table)
+            held_rows += table.num_rows
             rows += table.num_rows
+        if held:
+            writer.write_table(pa.concat_tables(held), row_group_size=CLASSIC_ROW_GROUP_ROWS)
+        del held
     data = buf.getvalue()
     del buf
     path = storage.log_file(checkpoint_name(snapshot.version))
