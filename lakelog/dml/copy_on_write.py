@@ -73,7 +73,7 @@ class CopyOnWrite:
             mask = np.ones(content.num_rows, dtype=bool)
             at = np.searchsorted(index, rows)
             mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
-            kept = content.take(pa.array(np.flatnonzero(mask)))
+            kept = content.filter(pa.array(mask))  # (a boolean filter copies faster than a take of indexes)
         parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
         if not parts:
             return [], 0

@@ -10,9 +10,10 @@ deletion vector.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -53,7 +54,7 @@ from ..features import is_supported
 
 GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
 REWRITE_BYTES = 16 * 1024 * 1024  # data-file bytes read whole at once for rewriting
-READ_THREADS = 4
+READ_THREADS = 4  # files read at once from an object store (locally: at most one per core)
 
 
 # ---------------------------------------------------------------- the seam: delete rows of a file
@@ -340,7 +341,10 @@ class RowLevelOperation:
                   known: list[pa.Table] | None = None) -> list[pa.Table]:
         """``read_file`` of several files in parallel, each with its FILE index (``indexes``) as a column;
         ``known``: per file, the columns already read (whole files are then read as ``complete`` does)."""
-        with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(adds)))) as pool:
+        # Local reads are CPU-bound decoding: threads beyond the cores only add contention and hold
+        # more decoded files at once (measured on 2 cores: 4 threads took 20% longer and 15% more memory).
+        threads = min(READ_THREADS, os.cpu_count() or 1) if self.storage.is_local else READ_THREADS
+        with ThreadPoolExecutor(max_workers=max(1, min(threads, len(adds)))) as pool:
             if known is not None:
                 tables = list(pool.map(self.complete, adds, known))
             else:
