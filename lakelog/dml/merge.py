@@ -388,13 +388,14 @@ class _Merge:
             return
         by_file = split_by_file(todo.rename_columns([FILE, ROW, "s", "k"]))
         for chunk in self.op.chunks(files, sorted(by_file)):
-            self._rewrite(files, {f: by_file[f] for f in chunk}, len(matched))
+            self._rewrite(files, {f: by_file[f] for f in chunk}, len(matched), group)
 
-    def _rewrite(self, files: list, by_file: dict[int, pa.Table], n_matched: int) -> None:
-        """Apply the chosen clauses (FILE -> rows of ROW, s, k) to a bounded run of files."""
+    def _rewrite(self, files: list, by_file: dict[int, pa.Table], n_matched: int, group: Group) -> None:
+        """Apply the chosen clauses (FILE -> rows of ROW, s, k) to a bounded run of files of ``group``
+        (whose columns, read for the join, are not read again)."""
         eng, t, s = self.engine, self.t_alias, self.s_alias
         hit = sorted(by_file)
-        contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit)))
+        contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit, known=[group.rows_of(f) for f in hit])))
         todo = pa.concat_tables([by_file[f] for f in hit])
         ks_all = todo.column("k").to_numpy()
         is_update_all = np.array([self.numbered[k].action == "update" for k in ks_all], dtype=bool)
@@ -405,8 +406,14 @@ class _Merge:
             cols = ", ".join(f"{self._value(name, update_ks)} AS {quote_ident(name)}" for name in self.out_schema.names)
             if self.op.row_tracking is not None:  # an updated row keeps its stable row id
                 cols += f", {t}.{ROW_ID} AS {ROW_ID}"
+            # Only the target rows being updated go to the join, not the files' every row.
+            chosen = []
+            for f, rows in split_by_file(upd.select([FILE, ROW])).items():
+                content = contents[f]
+                at = np.searchsorted(content.column(ROW).to_numpy(), np.unique(rows.column(ROW).to_numpy()))
+                chosen.append(content.take(pa.array(at)))
             a = eng.register(upd)
-            c = eng.register(pa.concat_tables(list(contents.values())))
+            c = eng.register(pa.concat_tables(chosen))
             try:
                 new_rows = split_by_file(eng.query(
                     f"SELECT {cols}, __a.{FILE} AS {FILE} FROM {a} AS __a JOIN {c} AS {t} ON {t}.{FILE} = __a.{FILE} AND {t}.{ROW} = __a.{ROW} "
