@@ -3,8 +3,7 @@ replacement rows, e.g. updated ones), on a small thread pool."""
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,8 +29,8 @@ class CopyOnWrite:
     """Deletes rows of a data file by rewriting the file without them (the table's other files stay).
 
     Each rewrite (read the file unless the caller has it, drop the rows, write the rest) is a task on
-    a small thread pool with its own writer, so files are rewritten in parallel; at most
-    ``2 * workers`` rewrites are in flight, which bounds memory.
+    the operation's pool (``op.pool``, which also reads files) with its own writer, so files are
+    rewritten in parallel; at most ``2 * workers`` rewrites are in flight, which bounds memory.
     """
 
     readded = 0  # files re-added with a new deletion vector (merge-on-read only)
@@ -40,8 +39,7 @@ class CopyOnWrite:
     def __init__(self, op: "RowLevelOperation"):
         self.op = op
         self.copied_rows = 0
-        self.workers = max(1, min(4, os.cpu_count() or 1))
-        self._pool: ThreadPoolExecutor | None = None
+        self.workers = op.threads
         self._pending: list[Future] = []
         self._adds: list[AddFile] = []
 
@@ -56,11 +54,9 @@ class CopyOnWrite:
         self.op.remove(add)
         if num_rows is not None and len(rows) >= num_rows and replacement is None:
             return  # every row goes: nothing to copy
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers)
         while len(self._pending) >= 2 * self.workers:
             self._collect(self._pending.pop(0))
-        self._pending.append(self._pool.submit(self._rewrite, add, rows, content, num_rows, replacement, known))
+        self._pending.append(self.op.pool.submit(self._rewrite, add, rows, content, num_rows, replacement, known))
 
     def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
                  replacement: pa.Table | None, known: pa.Table | None = None) -> tuple[list[AddFile], int]:
@@ -99,13 +95,8 @@ class CopyOnWrite:
 
     def finish(self) -> list[AddFile]:
         """Wait for every rewrite; the new files."""
-        try:
-            while self._pending:
-                self._collect(self._pending.pop(0))
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
+        while self._pending:
+            self._collect(self._pending.pop(0))
         return list(self._adds)
 
     def abort(self) -> list[AddFile]:
@@ -118,9 +109,6 @@ class CopyOnWrite:
             except BaseException:
                 pass
         self._pending = []
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         return list(self._adds)
 
     def discard(self) -> None:
