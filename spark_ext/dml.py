@@ -42,8 +42,9 @@ from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
-from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError, UnsupportedFeatureError
+from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
 from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
+from lakelog.row_tracking import writer_schema
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
@@ -54,6 +55,10 @@ FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
 ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
 KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
+# Row tracking: where a row was read (file and position) and its materialized id and commit version as
+# stored, carried to the writing task, which gives written rows their stable ids (lakelog.row_tracking).
+RT_FILE, RT_ROW, RT_ID, RT_VERSION = "__lakelog_rt_file", "__lakelog_rt_row", "__lakelog_rt_id", "__lakelog_rt_version"
+TRACKING = (RT_FILE, RT_ROW, RT_ID, RT_VERSION)
 COPIED, UPDATED, INSERTED = 0, 1, 2
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
@@ -134,39 +139,78 @@ def _collected(rows) -> tuple[list[dict], list[int]]:
     return files, counts
 
 
+def _stable_ids(b: pa.RecordBatch, kinds: np.ndarray | None, tracking: tuple[str, str], bases: dict[str, tuple[int, int]]) -> tuple[pa.Array, pa.Array]:
+    """(row ids, row commit versions) to materialize for rows ``b`` (carrying TRACKING columns): a row read
+    from a file keeps its stored id, else its file's ``baseRowId`` + its position; a copied row also
+    keeps its commit version (stored, else the file's ``defaultRowCommitVersion``); new rows get nulls
+    (their fresh ids, assigned at commit, are their stable ones)."""
+    if RT_FILE not in b.schema.names:
+        raise LakelogError("rows written to a row-tracking table came without the columns that carry their row ids; nothing was committed")
+    files = b.column(RT_FILE)
+    coded = pc.dictionary_encode(files)
+    per_file = []
+    for p in coded.dictionary.to_pylist():
+        known = bases.get(_normal(p))
+        if known is None:
+            raise LakelogError(f"Spark read {p!r}, which is not a file this operation read; nothing was committed")
+        per_file.append(known)
+    base = np.array([k[0] for k in per_file] or [0], dtype=np.int64)
+    default = np.array([k[1] for k in per_file] or [0], dtype=np.int64)
+    index = pc.fill_null(coded.indices, 0).to_numpy(zero_copy_only=False)
+    read = np.asarray(files.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    rows = pc.fill_null(b.column(RT_ROW).cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    fresh = pa.array(base[index] + rows, mask=~read)
+    ids = pc.coalesce(b.column(RT_ID).cast(pa.int64()), fresh)
+    copied = read if kinds is None else read & (kinds == COPIED)
+    versions = pc.coalesce(b.column(RT_VERSION).cast(pa.int64()), pa.array(default[index], mask=~read))
+    versions = pc.if_else(pa.array(copied), versions, pa.nulls(b.num_rows, pa.int64()))
+    return ids, versions
+
+
 def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = ()) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = (),
+                 tracking: tuple[str, str] | None = None, bases: dict[str, tuple[int, int]] | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
     row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
-    (updated, inserted) meet the table's writer ``features``; copied rows are written as they are."""
+    (updated, inserted) meet the table's writer ``features``; copied rows are written as they are.
+    ``tracking``: the table's materialized row tracking columns, written from the rows' TRACKING
+    columns and ``bases`` (each read file's normalized Spark path -> baseRowId, defaultRowCommitVersion)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ctx, name = _task_context(prefix)
         feats = features
         if feats is not None and feats.identity:  # each task draws identity values from its own range
             feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
-        writer = DataWriter(Storage(path, storage_options), schema, partition_columns, max_indexed_cols, name, column_mapping=column_mapping,
-                            stats_columns=stats_columns)
+        writer = DataWriter(Storage(path, storage_options), writer_schema(schema, tracking), partition_columns, max_indexed_cols, name,
+                            column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or ())
         computed = feats.computed if feats is not None else ()
         counts = [0, 0, 0]
+
+        def write(rows: pa.RecordBatch, ids: tuple[pa.Array, pa.Array] | None, keep: np.ndarray | None = None) -> None:
+            if ids is not None:  # (the materialized columns, after the table's: the writer's extra columns)
+                got = ids if keep is None else tuple(a.filter(pa.array(keep)) for a in ids)
+                rows = pa.RecordBatch.from_arrays(list(rows.columns) + list(got), schema=writer_schema(rows.schema, tracking))
+            writer.write(rows)
+
         try:
             for b in batches:
                 if b.num_rows == 0:
                     continue
-                if KIND in b.schema.names:
-                    kinds = b.column(KIND).to_numpy(zero_copy_only=False)
+                kinds = b.column(KIND).to_numpy(zero_copy_only=False) if KIND in b.schema.names else None
+                ids = _stable_ids(b, kinds, tracking, bases or {}) if tracking is not None else None
+                if kinds is not None:
                     for k, n in enumerate(np.bincount(kinds, minlength=3)[:3]):
                         counts[k] += int(n)
                     if feats is not None:
                         new = kinds != COPIED
-                        writer.write(cast_batch(b.filter(pa.array(~new)).select(schema.names), schema))
+                        write(cast_batch(b.filter(pa.array(~new)).select(schema.names), schema), ids, ~new)
                         b = b.filter(pa.array(new))
                         if b.num_rows:
-                            writer.write(feats.apply(cast_batch(b.select(schema.names), schema, computed)))
+                            write(feats.apply(cast_batch(b.select(schema.names), schema, computed)), ids, new)
                         continue
                 else:
                     counts[COPIED] += b.num_rows
-                writer.write(cast_batch(b.select(schema.names), schema))
+                write(cast_batch(b.select(schema.names), schema), ids)
             adds = writer.finish()
         except BaseException:
             writer.abort()
@@ -207,13 +251,10 @@ class SparkOperation:
         app_id, app_version = txn_of(self.spark, txn)
         self.storage = Storage(self.path, self.storage_options)
         self.op = RowLevelOperation(self.storage, app_id=app_id, app_version=app_version, user_metadata=user_metadata)
-        if self.op.row_tracking is not None:
-            self.op.abort()
-            raise UnsupportedFeatureError(
-                "LakelogTable delete, update and merge do not keep row ids yet, and this table enables row tracking "
-                "(delta.enableRowTracking): run the operation through lakelog.Table (Python), which keeps them"
-            )
         self.snapshot = self.op.snapshot
+        # Row tracking: rows read carry TRACKING columns; the files read, their row id bases.
+        self.tracking = self.op.row_tracking
+        self._bases: dict[str, tuple[int, int]] = {}
         self.records_changes = self.op.records_changes
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
@@ -248,9 +289,32 @@ class SparkOperation:
         return self.op.candidates(prune)
 
     def frame(self, files: list[AddFile], file_column: bool = True, row_column: bool = False) -> DataFrame:
-        """The rows of ``files`` (table columns, FILE, and ROW if asked) as Spark reads them natively."""
+        """The rows of ``files`` (table columns, FILE, and ROW if asked) as Spark reads them natively;
+        on a row-tracking table also TRACKING (see ``carried``)."""
         rels = [a.relative_path for a in files]
-        return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None, ROW if row_column else None)
+        if self.tracking is None:
+            return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None, ROW if row_column else None)
+        for a in files:
+            if a.base_row_id is None or a.default_row_commit_version is None:
+                raise LakelogError(f"data file {a.path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
+            self._bases[_normal(spark_path(self.storage, a.relative_path))] = (a.base_row_id, a.default_row_commit_version)
+        stored = dict(zip(self.tracking, (RT_ID, RT_VERSION)))
+        df = snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else RT_FILE, ROW if row_column else RT_ROW, stored)
+        if file_column:
+            df = df.withColumn(RT_FILE, F.col(FILE))
+        if row_column:
+            df = df.withColumn(RT_ROW, F.col(ROW))
+        return df
+
+    def carried(self, df: DataFrame | None) -> list[Column]:
+        """The TRACKING columns of ``df`` (a ``frame``, maybe joined) to keep in a projection of rows that
+        are written: copied and updated rows keep their row ids. None: new rows (nulls). Nothing on a
+        table without row tracking."""
+        if self.tracking is None:
+            return []
+        if df is None:
+            return [F.lit(None).cast("string" if c == RT_FILE else "long").alias(c) for c in TRACKING]
+        return [df[c].alias(c) for c in TRACKING]
 
     def file_rows(self, df: DataFrame) -> list[tuple[AddFile, np.ndarray]]:
         """(file, its ascending file row indexes) of the rows of ``df`` (FILE and ROW columns, ROW NULL
@@ -291,7 +355,7 @@ class SparkOperation:
         snap = self.op.snapshot
         task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
                             snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
-                            self.op.stats_columns)
+                            self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None)
         self._writes += 1
         files, counts = _collected(df.mapInArrow(task, "add string, counts string").collect())
         self.op.add_files([AddFile.from_json(f) for f in files])
@@ -452,7 +516,7 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
         if marked:
             selected = run.mark_deleted(marked)
             df = run.frame([a for a, _ in marked], file_column=False).where(hit)
-            updated = run.write(df.select(*columns, F.lit(UPDATED).alias(KIND)))[UPDATED]
+            updated = run.write(df.select(*columns, F.lit(UPDATED).alias(KIND), *run.carried(df)))[UPDATED]
             if updated != selected:
                 raise LakelogError(
                     f"the update wrote {updated} rows but selected {selected}: the condition gave different answers in two "
@@ -464,7 +528,7 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
             for add, _ in hits:
                 op.remove(add)
             df = run.frame([a for a, _ in hits], file_column=False)
-            counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)))
+            counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND), *run.carried(df)))
             updated, copied = counts[UPDATED], counts[COPIED]
     op.finish()
     version = run.commit(

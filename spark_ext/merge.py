@@ -517,7 +517,7 @@ class _SparkMerge:
             default = tgt[_q(name)] if name in self.target_names else F.lit(None)
             cols.append(self._assigned(by_code, name, default, tgt))
         kind = F.when(F.col(ACTION) >= 0, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)
-        return joined.select(*cols, kind)
+        return joined.select(*cols, kind, *self.run.carried(tgt))
 
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
@@ -533,7 +533,7 @@ class _SparkMerge:
         chosen = unmatched.withColumn(ACTION, self._case(self.inserts, 0)).where(F.col(ACTION) >= 0)
         by_code = dict(enumerate(self.inserts))
         cols = [self._assigned(by_code, name, F.lit(None), None) for name in self.out_names]
-        return chosen.select(*cols, F.lit(INSERTED).alias(KIND))
+        return chosen.select(*cols, F.lit(INSERTED).alias(KIND), *self.run.carried(None))
 
     # ------------------------------------------------------------ outcome
     def commit(self) -> dict:

@@ -305,12 +305,14 @@ def spark_path(storage: Storage, rel: str) -> str:
 
 
 def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str] | None = None, file_column: str | None = None,
-                   row_column: str | None = None) -> DataFrame:
+                   row_column: str | None = None, stored: dict[str, str] | None = None) -> DataFrame:
     """``read``'s DataFrame over ``snapshot``, or only over its data files ``files`` (relative, decoded
     paths); ``file_column``: also a column of that name holding the path each row was read from, as
     Spark's ``_metadata.file_path`` gives it (see ``spark_path``); ``row_column``: also a column of
     that name holding each row's position in its data file (the protocol's file row index, counting
-    the rows a deletion vector deletes, which are not read)."""
+    the rows a deletion vector deletes, which are not read); ``stored``: also these long columns the
+    files store beside the table's (file column name -> output name; null where a file lacks one),
+    such as row tracking's materialized columns."""
     check_native_readable(snapshot)
     schema, part_cols = snapshot.schema, snapshot.partition_columns
     mapping = snapshot.column_mapping
@@ -367,7 +369,8 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         return _physical_field(f, delta_fields[name], mapping.mode) if mapping.active else f
 
     part_schema = jsession.parseDataType(orjson.dumps({"type": "struct", "fields": [physical_json(c) for c in part_cols]}).decode())
-    data_json = {"type": "struct", "fields": [physical_json(c) for c in schema.names if c not in part_cols]}
+    data_json = {"type": "struct", "fields": [physical_json(c) for c in schema.names if c not in part_cols]
+                 + [{"name": c, "type": "long", "nullable": True, "metadata": {}} for c in (stored or {})]}
     data_schema = jsession.parseDataType(orjson.dumps(data_json).decode()).asNullable()
     columns = []
     for c in schema.names:
@@ -387,6 +390,7 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
     if row_column is not None:
         extra.append(F.col("_metadata.row_index").alias(row_column))
+    extra += [F.col(_quoted(c)).alias(name) for c, name in (stored or {}).items()]
     frames = [relation(g).select(*columns, *extra) for g in plain]
     if deleted:
         gone = _deleted_rows(spark, storage, factory, root, with_dv)
