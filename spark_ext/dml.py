@@ -43,8 +43,8 @@ from lakelog.conform import cast_batch
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
-from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.row_tracking import writer_schema
+from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
