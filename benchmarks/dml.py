@@ -187,6 +187,11 @@ NAMES = {"merge": "merge {k}k into {m}M (1% match, spread)", "merge-clustered": 
 
 def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None = None, ops=OPS, upsert_rows: int | None = None) -> list[dict]:
     """The workloads, interleaved runs; returns suite result rows."""
+    import compileall
+
+    # The children import lakelog's modules as an installed package would: from compiled bytecode (pip
+    # compiles on install; a checkout run with PYTHONDONTWRITEBYTECODE recompiles every module it imports).
+    compileall.compile_dir(os.path.join(ROOT, "lakelog"), quiet=1)
     rows = rows or (1_000_000 if quick else 4_000_000)
     source_rows = 10_000 if quick else 100_000
     runs = runs or 3
