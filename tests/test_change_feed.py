@@ -178,3 +178,19 @@ def test_check_verifies_change_data_files(tmp_path):
     os.remove(changes[0])
     report = t.check()
     assert report.ok and any(w.kind == "missing_change_file" and w.version == 1 for w in report.warnings)
+
+
+def test_changes_from_a_table_opened_before_log_cleanup_name_the_missing_version(tmp_path):
+    """A Table's listing is reused for a range it covers; when log cleanup removed commits since it was
+    opened, the range is listed again and the missing version named, and a range still in the log reads."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [0], "v": ["a"]}), configuration={"delta.enableChangeDataFeed": "true"})
+    for i in range(1, 5):
+        lakelog.write_table(path, pa.table({"id": [i], "v": ["a"]}), mode="append")
+    t = lakelog.Table(path)
+    lakelog.Table(path).checkpoint()
+    for v in range(3):  # as log cleanup does: commits before the checkpoint go
+        os.remove(os.path.join(path, "_delta_log", f"{v:020d}.json"))
+    with pytest.raises(ChangeFeedUnavailableError, match="version 1 is no longer in the log"):
+        t.changes(1, 4)
+    assert sorted(t.changes(3, 4).column("id").to_pylist()) == [3, 4]

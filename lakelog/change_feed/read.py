@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..deletion_vectors import DeletionVectors
-from ..errors import ChangeFeedUnavailableError, DataFileError, InvalidArgumentError, VersionNotFoundError
+from ..errors import ChangeFeedUnavailableError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
 from ..properties import TableProperties
 from ..scan import partition_arrays, read_data_file
@@ -81,6 +81,7 @@ class ChangeReader:
         # A range that ends at a version the caller's listing has needs no new listing of the log.
         fresh = known is None or end is None or not isinstance(end, int) or known.latest_version is None or end > known.latest_version
         self.listing = self.log.list() if fresh else known
+        self._reused = not fresh
         latest = self.listing.latest_version
         if latest is None:
             raise VersionNotFoundError(f"no table at {storage.uri!r}")
@@ -112,12 +113,7 @@ class ChangeReader:
     def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """The changes, version by version, as record batches of ``columns`` (default: all) and the
         three change columns."""
-        missing = [v for v in range(self.start, self.end + 1) if v not in self.listing.commits]
-        if missing:
-            raise ChangeFeedUnavailableError(
-                f"the commit of version {missing[0]} is no longer in the log (log cleanup removed it), so its changes "
-                f"cannot be read; read from version {max(missing) + 1} on"
-            )
+        self._check_commits()
         metadata = self._metadata_before_start()
         times = commit_times(self.last, self.listing)
         wanted = list(self.schema.names) if columns is None else list(columns)
@@ -192,13 +188,29 @@ class ChangeReader:
                 return self.last.metadata  # (a metaData at ``start`` itself replaces it when read)
         return Snapshot.load(self.storage, version=self.start, listing=self.listing).metadata
 
+    def _check_commits(self) -> None:
+        missing = [v for v in range(self.start, self.end + 1) if v not in self.listing.commits]
+        if missing:
+            raise ChangeFeedUnavailableError(
+                f"the commit of version {missing[0]} is no longer in the log (log cleanup removed it), so its changes "
+                f"cannot be read; read from version {max(missing) + 1} on"
+            )
+
     def _read_commits(self, versions: list[int]) -> dict[int, list]:
         """Commits of the range, read once: a short range's are kept (the metadata check and the
         changes read the same ones)."""
         cache = self._commits
         missing = [v for v in versions if v not in cache]
         if missing:
-            got = self.log.read_commits(missing)
+            try:
+                got = self.log.read_commits(missing)
+            except CorruptLogError:
+                if not self._reused:
+                    raise
+                # The caller's listing was out of date (log cleanup since): list again, say which is gone.
+                self.listing, self._reused = self.log.list(), False
+                self._check_commits()
+                got = self.log.read_commits(missing)
             if self.end - self.start < 64:
                 cache.update(got)
             else:
