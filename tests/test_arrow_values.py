@@ -35,7 +35,7 @@ def values_of(t: pa.DataType):
 
 
 def _same(a, b) -> bool:
-    return a.type == b.type and (a.equals(b) or repr(a) == repr(b))  # NaN: equal by its text
+    return a.type == b.type and (a.equals(b) or str(a) == str(b))  # NaN: equal by its text (repr holds the object address)
 
 
 def _outcome(f):
