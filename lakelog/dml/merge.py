@@ -41,6 +41,7 @@ from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predica
 SRC = internal_name("src")  # a source row's position in the source
 CLAUSE = internal_name("clause")  # the number of the insert clause that applies to a source row
 KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
+MERGE_GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes of candidate files joined with the source at once
 
 
 @dataclass
@@ -309,7 +310,9 @@ class _Merge:
         _, candidate_prune = self._prunes()
         files = op.candidates(candidate_prune)
         if files and (matched or nmbs or inserts):
-            for group in op.scan(files, self._narrow_columns()):
+            # Larger groups than a delete's: each group is joined with the whole source (its hash table
+            # built again per group); at 6 MiB a 100k-row source made the merge 10-35% slower.
+            for group in op.scan(files, self._narrow_columns(), MERGE_GROUP_BYTES):
                 self._group(group, files, matched, nmbs)
         inserted = self._insert(inserts) if inserts else 0
         updated = self.counts["matched_update"] + self.counts["nmbs_update"]

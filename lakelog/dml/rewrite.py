@@ -52,7 +52,7 @@ from ..row_tracking import writer_schema
 RowDeleter = CopyOnWrite | MergeOnRead
 from ..features import is_supported
 
-GROUP_BYTES = 16 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read)
+GROUP_BYTES = 6 * 1024 * 1024  # data-file bytes scanned at once (only the columns predicates read; 16 MiB: 30% more peak memory, 4% faster)
 REWRITE_BYTES = 8 * 1024 * 1024  # data-file bytes read whole at once for rewriting (16 MiB: 20-30% more memory, no faster)
 # Files read or rewritten at once: from an object store 4; locally at most one per core, since decoding
 # is CPU-bound (on 2 cores 4 threads took 20% longer and held 15% more memory).
@@ -313,14 +313,15 @@ class RowLevelOperation:
                 out = out.filter(pa.array(mask))
         return out
 
-    def scan(self, files: list[AddFile], columns: set[str] | None = None) -> Iterator[Group]:
-        """The candidate files in groups of about GROUP_BYTES, read in parallel; ``columns`` limits the
-        columns read (None: all)."""
+    def scan(self, files: list[AddFile], columns: set[str] | None = None, group_bytes: int | None = None) -> Iterator[Group]:
+        """The candidate files in groups of about ``group_bytes`` (default GROUP_BYTES), read in parallel;
+        ``columns`` limits the columns read (None: all)."""
         names = None if columns is None else [c for c in self.snapshot.schema.names if c in columns]
+        limit = GROUP_BYTES if group_bytes is None else group_bytes
         start = 0
         while start < len(files):
             end, size = start, 0
-            while end < len(files) and (end == start or size + files[end].size <= GROUP_BYTES):
+            while end < len(files) and (end == start or size + files[end].size <= limit):
                 size += files[end].size
                 end += 1
             chunk = files[start:end]
