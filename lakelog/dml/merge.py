@@ -36,7 +36,7 @@ from ..sql import equality_column_pairs, parse_expression, prune_expression, quo
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID
-from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predicate_parameter, run, split_by_file
+from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predicate_parameter, rows_at, run, split_by_file
 
 SRC = internal_name("src")  # a source row's position in the source
 CLAUSE = internal_name("clause")  # the number of the insert clause that applies to a source row
@@ -410,11 +410,7 @@ class _Merge:
             if self.op.row_tracking is not None:  # an updated row keeps its stable row id
                 cols += f", {t}.{ROW_ID} AS {ROW_ID}"
             # Only the target rows being updated go to the join, not the files' every row.
-            chosen = []
-            for f, rows in split_by_file(upd.select([FILE, ROW])).items():
-                content = contents[f]
-                at = np.searchsorted(content.column(ROW).to_numpy(), np.unique(rows.column(ROW).to_numpy()))
-                chosen.append(content.take(pa.array(at)))
+            chosen = [rows_at(contents[f], np.unique(rows.column(ROW).to_numpy())) for f, rows in split_by_file(upd.select([FILE, ROW])).items()]
             a = eng.register(upd)
             c = eng.register(pa.concat_tables(chosen))
             try:

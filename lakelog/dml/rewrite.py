@@ -430,8 +430,7 @@ class RowLevelOperation:
         if rows is None:
             self.record_changes(content, kind)
         else:
-            at = np.searchsorted(content.column(ROW).to_numpy(), rows)
-            self.record_changes(content.take(pa.array(at)), kind)
+            self.record_changes(rows_at(content, rows), kind)
         return content
 
     def new_rows(self, table: pa.Table) -> pa.Table:
@@ -582,6 +581,12 @@ def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
             s[1] += c.num_values
             s[2] &= int(bool(c.has_dictionary_page))
     return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
+
+
+def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows of a file's ``content`` (as ``read_file`` gives it: ascending ``ROW``) at the file row
+    indexes ``rows`` (ascending, each present)."""
+    return content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows)))
 
 
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:

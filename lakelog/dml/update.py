@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import PredicateError
@@ -16,7 +15,7 @@ from ..schema import ColumnNames
 from ..sql import quote_ident, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
-from .rewrite import FILE, ROW, RowLevelOperation, compile_predicate, predicate_parameter, run, split_by_file
+from .rewrite import FILE, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
 
 
 def update(
@@ -53,9 +52,7 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     the scanned group they belong to (its columns are not read again)."""
     order = sorted(hits)
     contents = op.read_many([files[fi] for fi in order], order, known=[group.rows_of(fi) for fi in order] if group is not None else None)
-    chosen = pa.concat_tables(
-        [content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), hits[fi]))) for fi, content in zip(order, contents)]
-    )
+    chosen = pa.concat_tables([rows_at(content, hits[fi]) for fi, content in zip(order, contents)])
     name = op.engine.register(chosen)
     try:
         updated = op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context)
