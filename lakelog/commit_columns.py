@@ -54,17 +54,16 @@ def decode_path_list(logged: list[str]) -> list[str]:
 
 # The add fields most files lack: a column is None when no row of it has one.
 OPTIONAL_FIELDS = ("deletion_vector", "clustering_provider", "base_row_id", "default_row_commit_version")
-_OPTIONAL = OPTIONAL_FIELDS
 _OPTIONAL_KEYS = {"clustering_provider": ("clusteringProvider", _STRINGS), "base_row_id": ("baseRowId", {int, _NONE}),
                   "default_row_commit_version": ("defaultRowCommitVersion", {int, _NONE})}
 
 
 class AddColumns:
     """``add`` actions as one Python list per field (values as ``AddFile`` holds them, ``path`` as
-    logged). The rarely set fields (``_OPTIONAL``: deletion vector, clustering provider, row tracking's
+    logged). The rarely set fields (``OPTIONAL_FIELDS``: deletion vector, clustering provider, row tracking's
     base row id and default commit version) are None when no row has them."""
 
-    __slots__ = ("path", "partition_values", "size", "modification_time", "data_change", "stats", "tags") + _OPTIONAL
+    __slots__ = ("path", "partition_values", "size", "modification_time", "data_change", "stats", "tags") + OPTIONAL_FIELDS
 
     def __init__(self, path=None, partition_values=None, size=None, modification_time=None, data_change=None, stats=None, tags=None,
                  deletion_vector=None, clustering_provider=None, base_row_id=None, default_row_commit_version=None):
@@ -97,7 +96,7 @@ class AddColumns:
             [a.data_change for a in adds],
             [a.stats for a in adds],
             [a.tags for a in adds],
-            *map(optional, _OPTIONAL),
+            *map(optional, OPTIONAL_FIELDS),
         )
 
     @classmethod
@@ -127,7 +126,7 @@ class AddColumns:
         if dict in tag_types and not set(map(type, chain.from_iterable(t.values() for t in tags if t is not None))) <= _STRINGS:
             return None
         optional = []
-        for name in _OPTIONAL[1:]:
+        for name in OPTIONAL_FIELDS[1:]:
             key, types = _OPTIONAL_KEYS[name]
             values = column(key)
             found = set(map(type, values))
@@ -142,9 +141,9 @@ class AddColumns:
 
     def extend(self, other: "AddColumns") -> None:
         n = len(self)
-        for name in AddColumns.__slots__[: -len(_OPTIONAL)]:
+        for name in AddColumns.__slots__[: -len(OPTIONAL_FIELDS)]:
             getattr(self, name).extend(getattr(other, name))
-        for name in _OPTIONAL:
+        for name in OPTIONAL_FIELDS:
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None or mine is not None:
                 mine = mine if mine is not None else [None] * n
@@ -155,7 +154,7 @@ class AddColumns:
         """The rows ``rows``, in that order."""
         return AddColumns(
             *([col[i] for i in rows] for col in (self.path, self.partition_values, self.size, self.modification_time, self.data_change, self.stats, self.tags)),
-            *(None if (col := getattr(self, name)) is None else [col[i] for i in rows] for name in _OPTIONAL),
+            *(None if (col := getattr(self, name)) is None else [col[i] for i in rows] for name in OPTIONAL_FIELDS),
         )
 
     def add_file(self, i: int) -> AddFile:
