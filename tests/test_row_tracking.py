@@ -15,9 +15,9 @@ import lakelog
 from lakelog.errors import InvalidArgumentError
 
 from tests.concurrent_writers import append_from_processes
+from tests.row_tracking_tables import ON, shape_configuration, tracked
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
-ON = {"delta.enableRowTracking": "true"}
 
 
 def _log(path: str) -> list[tuple[int, dict]]:
@@ -27,14 +27,6 @@ def _log(path: str) -> list[tuple[int, dict]]:
         if name.endswith(".json") and name[:20].isdigit() and len(name) == 25:
             out.extend((int(name[:20]), json.loads(line)) for line in open(os.path.join(log, name)) if line.strip())
     return out
-
-
-def _tracked(path: str) -> dict:
-    """id -> (row id, row commit version) of the latest version."""
-    rows = lakelog.read_table(path, with_row_tracking=True).to_pylist()
-    ids = [r["_row_id"] for r in rows]
-    assert len(set(ids)) == len(ids), "a row id twice"
-    return {r["id"]: (r["_row_id"], r["_row_commit_version"]) for r in rows}
 
 
 def _mark(path: str) -> int:
@@ -70,7 +62,7 @@ def test_create_assigns_row_ids_and_the_high_water_mark(tmp_path):
     assert {"rowTracking", "domainMetadata"} <= set(protocol["writerFeatures"]) and protocol["minWriterVersion"] == 7
     conf = lakelog.Table(path).metadata.configuration
     assert conf["delta.rowTracking.materializedRowIdColumnName"] != conf["delta.rowTracking.materializedRowCommitVersionColumnName"]
-    assert _tracked(path) == {1: (0, 0), 2: (1, 0), 3: (2, 0), 4: (3, 1), 5: (4, 1)}
+    assert tracked(path) == {1: (0, 0), 2: (1, 0), 3: (2, 0), 4: (3, 1), 5: (4, 1)}
     assert _mark(path) == 4
     _check_log(path)
     _deltalake_matches(path)
@@ -79,36 +71,27 @@ def test_create_assigns_row_ids_and_the_high_water_mark(tmp_path):
 @pytest.mark.parametrize("shape", ["copy-on-write", "deletion vectors", "column mapping + feed", "partitioned + deletion vectors + feed"])
 def test_row_ids_survive_update_merge_delete_optimize_and_restore(tmp_path, shape):
     path = str(tmp_path / "t")
-    conf = dict(ON)
-    partition_by = None
-    if "deletion vectors" in shape:
-        conf["delta.enableDeletionVectors"] = "true"
-    if "column mapping" in shape:
-        conf["delta.columnMapping.mode"] = "name"
-    if "feed" in shape:
-        conf["delta.enableChangeDataFeed"] = "true"
-    if "partitioned" in shape:
-        partition_by = ["p"]
+    conf, partition_by = shape_configuration(shape)
     data = pa.table({"id": list(range(20)), "v": ["a"] * 20, "p": [i % 2 for i in range(20)]})
     lakelog.write_table(path, data.slice(0, 10), configuration=conf, partition_by=partition_by)
     lakelog.write_table(path, data.slice(10), mode="append")
     t = lakelog.Table(path)
-    before = _tracked(path)
+    before = tracked(path)
 
     v = t.update({"v": "'u'"}, "id % 3 = 0")["version"]
-    after = _tracked(path)
+    after = tracked(path)
     for i in before:  # updated rows keep their id and take the commit's version; the others keep both
         assert after[i] == ((before[i][0], v) if i % 3 == 0 else before[i])
 
     t.refresh()
     v = t.delete("id = 4")["version"]
-    before, after = after, _tracked(path)
+    before, after = after, tracked(path)
     assert 4 not in after and all(after[i] == before[i] for i in after)
 
     t.refresh()
     src = pa.table({"id": [1, 100], "v": ["m", "n"], "p": [1, 0]})
     v = t.merge(src, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()["version"]
-    before, after = after, _tracked(path)
+    before, after = after, tracked(path)
     assert after[1] == (before[1][0], v)
     assert after[100][1] == v and after[100][0] not in {r for r, _ in before.values()}
     assert all(after[i] == before[i] for i in before if i != 1)
@@ -117,7 +100,7 @@ def test_row_ids_survive_update_merge_delete_optimize_and_restore(tmp_path, shap
 
     t.refresh()
     assert t.optimize()["committed"]
-    assert _tracked(path) == after  # compaction copies rows: ids and commit versions kept
+    assert tracked(path) == after  # compaction copies rows: ids and commit versions kept
     _check_log(path)
 
     merged_version = v
@@ -125,7 +108,7 @@ def test_row_ids_survive_update_merge_delete_optimize_and_restore(tmp_path, shap
     t.delete("id < 5")
     t.refresh()
     t.restore(merged_version)
-    assert _tracked(path) == after  # restored rows get their ids back
+    assert tracked(path) == after  # restored rows get their ids back
     _check_log(path)
     _deltalake_matches(path)
 
@@ -137,9 +120,9 @@ def test_checkpoints_keep_row_tracking_fields(tmp_path):
         lakelog.write_table(path, pa.table({"id": [i]}), mode="append")
     assert any(n.endswith(".checkpoint.parquet") for n in os.listdir(os.path.join(path, "_delta_log")))
     expected = {0: (0, 0), 1: (1, 0), 2: (2, 1), 3: (3, 2), 4: (4, 3), 5: (5, 4)}
-    assert _tracked(path) == expected
+    assert tracked(path) == expected
     lakelog.write_table(path, pa.table({"id": [6]}), mode="append")  # the mark is read back from the checkpoint
-    assert _tracked(path)[6] == (6, 5)
+    assert tracked(path)[6] == (6, 5)
     _deltalake_matches(path)
 
 
@@ -151,8 +134,8 @@ def test_enabling_row_tracking_backfills_every_live_file(tmp_path):
         lakelog.read_table(path, with_row_tracking=True)
     version = lakelog.Table(path).set_properties({"delta.enableRowTracking": True})
     _check_log(path)
-    tracked = _tracked(path)
-    assert sorted(r for r, _ in tracked.values()) == [0, 1, 2] and {c for _, c in tracked.values()} == {version}
+    ids = tracked(path)
+    assert sorted(r for r, _ in ids.values()) == [0, 1, 2] and {c for _, c in ids.values()} == {version}
     adds = [a["add"] for v, a in _log(path) if v == version and "add" in a]
     assert len(adds) == 2 and not any(a["dataChange"] for a in adds)  # re-added, not changed
     assert lakelog.read_table(path).num_rows == 3
@@ -163,13 +146,13 @@ def test_spark_written_row_tracking_table_continues_above_its_high_water_mark(tm
     path = str(tmp_path / "t")
     shutil.copytree(os.path.join(DATA, "table_with_liquid_clustering"), path)
     # (Databricks 13.2: row tracking, deletion vectors and its 'liquid' preview of clustering)
-    assert _tracked(path) == {i: (i, 0) for i in range(10)}
+    assert tracked(path) == {i: (i, 0) for i in range(10)}
     lakelog.write_table(path, pa.table({"id": pa.array([10, 11], pa.int64())}), mode="append")
     t = lakelog.Table(path)
     v = t.update({"id": "id + 100"}, "id = 3")["version"]
-    tracked = _tracked(path)
-    assert tracked[103] == (3, v) and tracked[10][0] > 9 and tracked[11][0] > 9
-    assert all(tracked[i] == (i, 0) for i in range(10) if i != 3)
+    ids = tracked(path)
+    assert ids[103] == (3, v) and ids[10][0] > 9 and ids[11][0] > 9
+    assert all(ids[i] == (i, 0) for i in range(10) if i != 3)
     _check_log(path)
 
 
@@ -177,8 +160,8 @@ def test_concurrent_writer_processes_never_assign_a_row_id_twice(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": pa.array([], pa.int64())}), configuration=ON)
     append_from_processes(path, "{'id': [int(tag) * 100 + i * 3 + k for k in range(3)]}")
-    tracked = _tracked(path)  # (asserts the ids unique)
-    assert len(tracked) == 72 and _mark(path) == 71
+    ids = tracked(path)  # (asserts the ids unique)
+    assert len(ids) == 72 and _mark(path) == 71
     _check_log(path)
 
 

@@ -18,6 +18,7 @@ import lakelog
 from lakelog.errors import CommitConflictError, MultipleSourceMatchesError, PredicateError, TableNotFoundError
 
 from spark_ext import LakelogTable
+from tests.row_tracking_tables import shape_configuration, tracked
 
 COLS = ["id", "p", "x", "s"]
 
@@ -648,44 +649,31 @@ def test_spark_creates_a_clustered_table_and_its_files_carry_clustering_stats(sp
     assert t.to_pyarrow().num_rows == 2500
 
 
-def _row_ids(path):
-    """id -> (row id, row commit version) of the latest version, every row id distinct."""
-    rows = lakelog.read_table(path, with_row_tracking=True).to_pylist()
-    assert len({r["_row_id"] for r in rows}) == len(rows), "a row id twice"
-    return {r["id"]: (r["_row_id"], r["_row_commit_version"]) for r in rows}
-
-
 @pytest.mark.parametrize("shape", ["copy-on-write", "deletion vectors + column mapping", "partitioned + feed"])
 def test_row_level_changes_on_spark_keep_row_ids(spark, tmp_path, shape):
     """LakelogTable delete, update and merge on a row-tracking table keep every surviving row's id, give
     updated rows the commit's version and new rows fresh ids, as the Python path does; Spark appends
     get ids at commit."""
     path = str(tmp_path / "t")
-    conf = {"delta.enableRowTracking": "true"}
-    if "deletion vectors" in shape:
-        conf["delta.enableDeletionVectors"] = "true"
-    if "column mapping" in shape:
-        conf["delta.columnMapping.mode"] = "name"
-    if "feed" in shape:
-        conf["delta.enableChangeDataFeed"] = "true"
+    conf, partition_by = shape_configuration(shape)
     data = pa.table({"id": pa.array(range(20), pa.int64()), "v": ["a"] * 20, "p": pa.array([i % 2 for i in range(20)], pa.int64())})
-    lakelog.write_table(path, data.slice(0, 10), configuration=conf, partition_by=["p"] if "partitioned" in shape else None)
+    lakelog.write_table(path, data.slice(0, 10), configuration=conf, partition_by=partition_by)
     spark.createDataFrame(data.slice(10).to_pandas()).write.format("lakelog").mode("append").save(path)
     t = LakelogTable.forPath(spark, path)
-    before = _row_ids(path)
+    before = tracked(path)
     assert sorted(r for r, _ in before.values()) == list(range(20))
 
     v = t.update("id % 3 = 0", {"v": "'u'"})["version"]
-    after = _row_ids(path)
+    after = tracked(path)
     assert after == {i: ((before[i][0], v) if i % 3 == 0 else before[i]) for i in before}
 
     t.delete("id = 4")
-    before, after = after, _row_ids(path)
+    before, after = after, tracked(path)
     assert after == {i: before[i] for i in before if i != 4}
 
     src = spark.createDataFrame([(1, "m", 1), (100, "n", 0)], "id long, v string, p long")
     v = t.alias("target").merge(src.alias("source"), "target.id = source.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()["version"]
-    before, after = after, _row_ids(path)
+    before, after = after, tracked(path)
     assert after[1] == (before[1][0], v)
     assert after[100][1] == v and after[100][0] > max(r for r, _ in before.values())
     assert {i: after[i] for i in before if i != 1} == {i: before[i] for i in before if i != 1}
@@ -694,7 +682,7 @@ def test_row_level_changes_on_spark_keep_row_ids(spark, tmp_path, shape):
     src = spark.createDataFrame([(2, "x", 0), (3, "y", 1)], "id long, v string, p long")
     v = (t.alias("target").merge(src.alias("source"), "target.id = source.id")
          .whenMatchedUpdate("source.v = 'x'", {"v": "source.v"}).whenNotMatchedBySourceUpdate("target.id = 5", {"v": "'s'"}).execute()["version"])
-    before, after = after, _row_ids(path)
+    before, after = after, tracked(path)
     assert after == {i: ((before[i][0], v) if i in (2, 5) else before[i]) for i in before}
     for a in lakelog.Table(path).snapshot.files.values():  # every file written has its ids
         assert a.base_row_id is not None and a.default_row_commit_version is not None
