@@ -52,6 +52,9 @@ def test_every_row_level_path_records_its_changes(tmp_path, shape):
     lakelog.write_table(path, pa.table({"id": [9], "p": ["a"], "v": [90]}), mode="overwrite", partition_overwrite="dynamic")  # 6
     time.sleep(0.05)
     before_7 = dt.datetime.now(dt.timezone.utc)
+    # a commit's timestamp is its file's mtime, in whole milliseconds, from the kernel's coarse clock that lags
+    # time.time() by up to one tick (10 ms at HZ=100): version 7 must land clearly after before_7
+    time.sleep(0.05)
     lakelog.write_table(path, pa.table({"id": [10], "p": ["d"], "v": [100]}))  # 7: a plain append
     expected = sorted([
         (1, "a", 10, "insert", 0), (2, "a", 20, "insert", 0), (3, "b", 30, "insert", 0), (4, "b", 40, "insert", 0),
