@@ -312,7 +312,7 @@ class _Merge:
         if files and (matched or nmbs or inserts):
             # Larger groups than a delete's: each group is joined with the whole source (its hash table
             # built again per group); at 6 MiB a 100k-row source made the merge 10-35% slower.
-            for group in op.scan(files, self._narrow_columns(), MERGE_GROUP_BYTES):
+            for group in op.scan(files, self._narrow_columns(), MERGE_GROUP_BYTES, prefetch=False):  # (two 16 MiB groups: 15% more memory, 3% faster)
                 self._group(group, files, matched, nmbs)
         inserted = self._insert(inserts) if inserts else 0
         updated = self.counts["matched_update"] + self.counts["nmbs_update"]

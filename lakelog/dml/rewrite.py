@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -41,7 +41,7 @@ from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
-from .copy_on_write import CopyOnWrite, table_rows
+from .copy_on_write import CopyOnWrite, NewValues, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .merge_on_read import MergeOnRead
@@ -313,21 +313,41 @@ class RowLevelOperation:
                 out = out.filter(pa.array(mask))
         return out
 
-    def scan(self, files: list[AddFile], columns: set[str] | None = None, group_bytes: int | None = None) -> Iterator[Group]:
+    def scan(self, files: list[AddFile], columns: set[str] | None = None, group_bytes: int | None = None,
+             prefetch: bool = True) -> Iterator[Group]:
         """The candidate files in groups of about ``group_bytes`` (default GROUP_BYTES), read in parallel;
-        ``columns`` limits the columns read (None: all)."""
+        ``columns`` limits the columns read (None: all). ``prefetch``: the next group's reads are queued
+        before a group is yielded, ahead of the rewrites the caller then queues, so that the pool need
+        not wait for the caller (at the cost of holding two groups)."""
         names = None if columns is None else [c for c in self.snapshot.schema.names if c in columns]
         limit = GROUP_BYTES if group_bytes is None else group_bytes
+        bounds = []
         start = 0
         while start < len(files):
             end, size = start, 0
             while end < len(files) and (end == start or size + files[end].size <= limit):
                 size += files[end].size
                 end += 1
-            chunk = files[start:end]
-            tables = self.read_many(chunk, list(range(start, end)), names)
-            yield Group(chunk, start, pa.concat_tables(tables), [t.num_rows for t in tables])
+            bounds.append((start, end))
             start = end
+        queued: dict[int, list[Future]] = {}
+
+        def queue(k: int) -> None:
+            if k < len(bounds) and k not in queued:
+                queued[k] = [self.pool.submit(self.read_file, a, names) for a in files[slice(*bounds[k])]]
+
+        for k, (start, end) in enumerate(bounds):
+            queue(k)
+            if prefetch:
+                queue(k + 1)
+            try:
+                tables = [f.result() for f in queued.pop(k)]
+            except BaseException:
+                for f in queued.pop(k + 1, []):
+                    f.cancel()
+                raise
+            tables = [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(range(start, end), tables)]
+            yield Group(files[start:end], start, pa.concat_tables(tables), [t.num_rows for t in tables])
 
     @staticmethod
     def chunks(files: list[AddFile], indexes: list[int]) -> Iterator[list[int]]:
@@ -581,12 +601,6 @@ def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
             s[1] += c.num_values
             s[2] &= int(bool(c.has_dictionary_page))
     return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
-
-
-def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:
-    """The rows of a file's ``content`` (as ``read_file`` gives it: ascending ``ROW``) at the file row
-    indexes ``rows`` (ascending, each present)."""
-    return content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows)))
 
 
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
