@@ -4,6 +4,7 @@ replacement rows, e.g. updated ones), on a small thread pool."""
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +16,28 @@ from .internal_columns import ROW
 
 if TYPE_CHECKING:
     from ..writer_features import WriterFeatures
+
+
+def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows of a file's ``content`` (as ``read_file`` gives it: ascending ``ROW``) at the file row
+    indexes ``rows`` (ascending, each present)."""
+    return content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows)))
+
+
+@dataclass
+class NewValues:
+    """Updated rows given by their new values: the file's rows being deleted, with ``columns`` (one row
+    per deleted row, in the same ascending order) in place of theirs. A rewrite builds them from the
+    file it reads anyway, so an update need not read the file first."""
+
+    columns: pa.Table
+
+    def rows(self, content: pa.Table, rows: np.ndarray) -> pa.Table:
+        """The updated rows, from the file's ``content`` and the deleted file row indexes ``rows``."""
+        out = rows_at(content, rows)
+        for name in self.columns.column_names:
+            out = out.set_column(out.schema.get_field_index(name), self.columns.field(name), self.columns.column(name))  # (cast on writing)
+        return out
 
 
 def table_rows(batch: pa.RecordBatch, schema: pa.Schema, features: WriterFeatures | None = None) -> pa.RecordBatch:
@@ -44,11 +67,12 @@ class CopyOnWrite:
         self._adds: list[AddFile] = []
 
     def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
-                    replacement: pa.Table | None = None, known: pa.Table | None = None) -> None:
+                    replacement: pa.Table | NewValues | None = None, known: pa.Table | None = None) -> None:
         """Mark the rows at file row indexes ``rows`` of ``add`` deleted. ``content``: the file's rows as
         read (table columns and ``ROW``), when the caller has them; ``num_rows``: the file's row count;
         ``replacement``: new rows (e.g. the updated versions of these rows) to write with the file's
-        remaining rows (a deletion-vector implementation writes them to new files instead)."""
+        remaining rows (a deletion-vector implementation writes them to new files instead), or their
+        ``NewValues``."""
         if len(rows) == 0:
             return
         self.op.remove(add)
@@ -59,7 +83,11 @@ class CopyOnWrite:
         self._pending.append(self.op.pool.submit(self._rewrite, add, rows, content, num_rows, replacement, known))
 
     def _rewrite(self, add: AddFile, rows: np.ndarray, content: pa.Table | None, num_rows: int | None,
-                 replacement: pa.Table | None, known: pa.Table | None = None) -> tuple[list[AddFile], int]:
+                 replacement: pa.Table | NewValues | None, known: pa.Table | None = None) -> tuple[list[AddFile], int]:
+        if isinstance(replacement, NewValues):
+            if content is None:
+                content = self.op.complete(add, known)
+            replacement = replacement.rows(content, rows)
         if num_rows is not None and len(rows) >= num_rows:
             kept = None
         else:

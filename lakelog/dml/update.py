@@ -1,21 +1,26 @@
 """UPDATE: set columns of the rows a predicate selects to SQL expressions.
 
 Updated rows are written as new rows (through the table's writer, so a changed partition value moves
-the row to its new partition) and deleted from their files through the row-deletion seam.
+the row to its new partition) and deleted from their files through the row-deletion seam. Copy-on-write
+without the change feed computes the new values from the scanned columns (the predicate's and those the
+expressions read) and each file's rewrite builds its updated rows from the file it reads anyway, so every
+file is read once, as by a delete.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import PredicateError
 from ..schema import ColumnNames
-from ..sql import quote_ident, value_expressions
+from ..sql import parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
-from .rewrite import FILE, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
+from .copy_on_write import CopyOnWrite, NewValues
+from .rewrite import FILE, ROW, Group, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
 
 
 def update(
@@ -69,6 +74,34 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     return sum(len(r) for r in hits.values())
 
 
+def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assignments: str, context: str) -> int:
+    """Rewrite the files of a scanned ``group`` that have rows ``pred`` selects, with those rows updated
+    from the new values computed over the group's columns; returns how many rows."""
+    hits = list(group.selected(op.engine, pred))
+    if not hits:
+        return 0
+    starts = np.cumsum([0, *group.counts])
+    file_rows = group.table.column(ROW).to_numpy()
+    positions = np.concatenate([
+        starts[fi - group.first] + np.searchsorted(file_rows[starts[fi - group.first]: starts[fi - group.first + 1]], rows)
+        for fi, rows in hits
+    ])
+    name = op.engine.register(group.table.take(pa.array(positions)))
+    try:
+        # (DuckDB keeps a projection's rows in their input order: row k holds the k-th selected row's values)
+        values = op.engine.query(f"SELECT {assignments} FROM {name}", context)
+    finally:
+        op.engine.unregister(name)
+    if values.num_rows != len(positions):
+        raise RuntimeError("the update's new values do not have one row per selected row")
+    at = 0
+    for fi, rows in hits:
+        k = fi - group.first
+        op.delete_rows(files[fi], rows, None, group.counts[k], replacement=NewValues(values.slice(at, len(rows))), known=group.rows_of(fi))
+        at += len(rows)
+    return at
+
+
 def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, Any]:
     metrics = {"num_updated_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
     if op.duplicate:
@@ -83,10 +116,17 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     context = f"cannot evaluate the update {updates!r}"
     files = op.candidates(pred.prune)
     updated = 0
-    for group in op.scan(files, pred.columns):
-        hits = dict(group.selected(op.engine, pred))
-        for chunk in op.chunks(files, sorted(hits)):
-            updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context, group)
+    if isinstance(op.deleter, CopyOnWrite) and not op.records_changes:
+        # The new values need only the columns the expressions read: computed per scanned group, they go
+        # with each file's rewrite, which reads the file anyway (one read per file, as a delete).
+        reads = set().union(*(table_columns(parse_expression(e), op.schema.names) for e in updates.values()))
+        for group in op.scan(files, None if pred.columns is None else pred.columns | reads):
+            updated += _update_group(op, files, group, pred, assignments, context)
+    else:  # (the old rows are recorded, or written elsewhere: files are read before the update)
+        for group in op.scan(files, pred.columns):
+            hits = dict(group.selected(op.engine, pred))
+            for chunk in op.chunks(files, sorted(hits)):
+                updated += _update_files(op, files, {fi: hits[fi] for fi in chunk}, assignments, context, group)
     op.finish()
     version = op.commit(
         "UPDATE",
