@@ -3,10 +3,12 @@
 The driver opens one ``lakelog.dml`` row-level operation on the latest version (its snapshot, read
 set and commit) and prunes candidate files with partition values and stats. Spark then reads the
 candidates natively (``spark_ext.native``), each row with the file it came from
-(``_metadata.file_path``), and evaluates the condition in Spark SQL: a first job finds the files
-holding selected rows and how many, a second one reads only those files and writes their new rows
-(updated, or without the deleted ones) from the executors through lakelog's ``DataWriter``; each task
-returns its add actions. Files every row of which goes are removed without being read again. The
+(``_metadata.file_path``), and evaluates the condition in Spark SQL. UPDATE: a first job finds the
+files holding selected rows and how many, a second one reads only those files and writes their new
+rows from the executors through lakelog's ``DataWriter``; each task returns its add actions. DELETE
+(copy-on-write): one job groups the selected rows' file row indexes by file and its tasks rewrite
+those files without them with lakelog's own copy-on-write (``lakelog.dml.file_rewrites``), so copied
+rows never pass through Spark. Files every row of which goes are removed without being written. The
 driver commits once: ``remove`` for the rewritten files, ``add`` for the new ones, with the files and
 predicate it read for conflict checks, and the same operation, parameters and metrics as
 ``lakelog.Table.delete``/``update``. Files of a failed or conflicting operation are deleted when the
@@ -40,6 +42,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
 from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
+from lakelog.dml.file_rewrites import TableState, rewrite_without
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
@@ -60,6 +63,9 @@ KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
 RT_FILE, RT_ROW, RT_ID, RT_VERSION = "__lakelog_rt_file", "__lakelog_rt_row", "__lakelog_rt_id", "__lakelog_rt_version"
 TRACKING = (RT_FILE, RT_ROW, RT_ID, RT_VERSION)
 COPIED, UPDATED, INSERTED = 0, 1, 2
+# Threads each rewriting task reads and writes files on (Spark runs one task per core; a second thread
+# overlaps reading and writing: 5-10% faster on local[2]).
+REWRITE_THREADS = 2
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 
@@ -242,6 +248,34 @@ def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, par
     return task
 
 
+def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go)
+    without those rows, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): the rows never
+    leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its
+    Spark path, rows deleted) and one with the rows copied."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        deletions, read = [], []
+        for b in batches:
+            lists = b.column(ROWS)
+            offsets, values = lists.offsets.to_numpy(), lists.values.to_numpy(zero_copy_only=False).astype(np.int64)
+            for i, spark_file in enumerate(b.column(FILE).to_pylist()):
+                add = files.get(_normal(spark_file))
+                if add is None:
+                    raise LakelogError(f"Spark read {spark_file!r}, which is not a file this operation read; nothing was committed")
+                deletions.append((add, np.sort(values[offsets[i]:offsets[i + 1]])))
+                read.append(spark_file)
+        done = rewrite_without(state, deletions, threads)
+        n = len(done.adds)
+        yield pa.record_batch([
+            pa.array([orjson.dumps(a.to_json()["add"]).decode() for a in done.adds] + [None] * (len(read) + 1), pa.string()),
+            pa.array([None] * n + read + [None], pa.string()),
+            pa.array([0] * n + [len(rows) for _, rows in deletions] + [done.copied_rows], pa.int64()),
+        ], names=["add", "file", "n"])
+
+    return task
+
+
 class SparkOperation:
     """One row-level operation run on Spark against the table's latest version."""
 
@@ -371,6 +405,32 @@ class SparkOperation:
         self.op.add_change_files([AddCDCFile.from_json(f) for f in files])
         return counts[0] if counts else 0
 
+    def delete_rows(self, cond: Column | None, files: list[AddFile]) -> tuple[int, int]:
+        """Copy-on-write: rewrite the ``files`` holding rows where ``cond`` is TRUE without them, in one
+        Spark job: Spark evaluates the condition and groups the selected rows' file row indexes by file;
+        its tasks rewrite those files with lakelog (``_rewrite_task``). The files are removed and the
+        new ones added in this operation's commit. Returns (rows deleted, rows copied)."""
+        if not files:
+            return 0, 0
+        hits = self.frame(files, row_column=True).where(hit_column(cond)).groupBy(FILE).agg(F.collect_list(ROW).alias(ROWS))
+        # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
+        # grouped rows into one task, and hashing a few files' paths can put them all in one)
+        hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
+        by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
+        task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS)
+        deleted = copied = 0
+        adds = []
+        for r in hits.mapInArrow(task, "add string, file string, n long").collect():
+            if r["add"] is not None:
+                adds.append(AddFile.from_json(orjson.loads(r["add"])))
+            elif r["file"] is not None:
+                self.op.remove(self.file_of(r["file"]))
+                deleted += r["n"]
+            else:
+                copied += r["n"]
+        self.op.add_files(adds)
+        return deleted, copied
+
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
         version = self.op.commit(operation, parameters, metrics)
@@ -447,15 +507,13 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
     elif run.merge_on_read:
         deleted = run.mark_deleted(hit_rows(run, cond, files))
         files = []
-    rewrite = []
-    for add, n in touched_files(run, cond, files):
-        deleted += n
-        op.remove(add)
-        total = add.num_logical_records()  # live rows: a DV's rows are already gone
-        if total is None or n < total:
-            rewrite.append(add)
-    if rewrite:
-        copied = run.write(run.frame(rewrite, file_column=False).where(~hit_column(cond)))[COPIED]
+    if cond is None:  # every row goes: the files just go, unread
+        for add in files:
+            deleted += op.num_rows(add)
+            op.remove(add)
+    else:
+        gone, copied = run.delete_rows(cond, files)
+        deleted += gone
     op.finish()
     version = run.commit(
         "DELETE",

@@ -127,7 +127,10 @@ class RowLevelOperation:
     """One delete/update/merge/overwrite on the latest version: reads candidate files, writes new ones
     through the table's ``DataWriter`` and commits once, with the files it read as its read set."""
 
-    def __init__(self, storage: Storage, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None, snapshot: Snapshot | None = None):
+    def __init__(self, storage: Storage, *, app_id: str | None = None, app_version: int | None = None, user_metadata: str | None = None,
+                 snapshot: Snapshot | None = None, worker: bool = False):
+        """``worker``: a worker of a distributed operation, which writes files but never commits (its
+        driver does): the store's commit safety is the driver's concern."""
         if (app_id is None) != (app_version is None):
             raise InvalidArgumentError("pass app_id and app_version together")
         if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0):
@@ -135,7 +138,8 @@ class RowLevelOperation:
         check_user_metadata(user_metadata)
         self.started = time.perf_counter()
         self.storage = storage
-        storage.check_atomic_commits()
+        if not worker:
+            storage.check_atomic_commits()
         self.snapshot = snapshot if snapshot is not None else Snapshot.load(storage)
         self.snapshot.check_writable()
         self.app_id, self.app_version, self.user_metadata = app_id, app_version, user_metadata
@@ -560,6 +564,11 @@ class RowLevelOperation:
             if self._changes is not None:
                 self._changes.abort()
             self._discard_changes()
+        self.engine.close()
+
+    def close(self) -> None:
+        """Release the threads and the SQL engine (after ``commit``, or a worker's last write)."""
+        self._close_pool()
         self.engine.close()
 
     def _discard(self, adds: list[AddFile]) -> None:

@@ -1,0 +1,71 @@
+"""Copy-on-write rewrites run by the workers of a distributed row-level operation whose driver commits.
+
+The driver (e.g. Spark's, which evaluates the condition) knows which rows of which files go; each worker
+rewrites its share of those files without them, exactly as ``lakelog.Table.delete`` does (column
+mapping, deletion vectors, row ids and dictionary encodings kept), and returns the new files. Nothing
+is committed here: the driver removes the old files and adds the new ones in its one commit, and
+deletes the new files if it does not commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..actions import AddFile, DomainMetadata, Metadata, Protocol
+from ..file_set import FileSet
+from ..log import DeltaLog
+from ..snapshot import Snapshot
+from ..storage import Storage
+from .copy_on_write import CopyOnWrite
+from .rewrite import RowLevelOperation
+
+
+@dataclass
+class TableState:
+    """What a worker needs of the driver's snapshot to read and write its files (not the file list)."""
+
+    path: str
+    storage_options: dict[str, Any] | None
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    domains: dict[str, DomainMetadata]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, path: str, storage_options: dict[str, Any] | None) -> "TableState":
+        return cls(path, storage_options, snapshot.version, snapshot.protocol, snapshot.metadata, dict(snapshot.domains))
+
+    def snapshot(self) -> Snapshot:
+        storage = Storage(self.path, self.storage_options)
+        return Snapshot(storage, DeltaLog(storage), self.version, self.protocol, self.metadata, FileSet(), domains=dict(self.domains))
+
+
+@dataclass
+class Rewritten:
+    """A worker's outcome: the new files, and rows copied into them."""
+
+    adds: list[AddFile]
+    copied_rows: int
+
+
+def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray]], threads: int = 1) -> Rewritten:
+    """Rewrite each file without the rows at its (ascending) file row indexes, on ``threads`` threads; a
+    file losing every row is written as nothing. On an error the files written so far are deleted."""
+    snapshot = state.snapshot()
+    op = RowLevelOperation(snapshot.storage, snapshot=snapshot, worker=True)
+    op.threads = max(1, threads)
+    deleter = op.deleter
+    if not isinstance(deleter, CopyOnWrite):
+        raise RuntimeError("rewrite_without is for copy-on-write tables (deletion vectors mark rows instead)")
+    try:
+        for add, rows in deletions:
+            deleter.delete_rows(add, np.asarray(rows, dtype=np.int64), None, op.num_rows(add))
+        adds = deleter.finish()
+    except BaseException:
+        op.abort()
+        raise
+    op.close()
+    return Rewritten(adds, deleter.copied_rows)
