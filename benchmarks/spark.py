@@ -3,7 +3,7 @@ session, as ratios. Both read paths are measured: format("lakelog") (Python Data
 spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-level changes on Spark
 (``spark_ext.LakelogTable``) against the Python row-level path (``lakelog.Table``) on the same table:
 ``rows`` rows in 100 files (benchmarks/dml.py's table), delete of the 1% of rows with ``x < 0.01``
-(every file holds some), and an upsert of ``rows // 100`` source rows (1% of them matching keys
+(every file holds some), an update of the same rows (``s = 'updated'``), and an upsert of ``rows // 100`` source rows (1% of them matching keys
 spread over the table, the rest inserted), on a table without deletion vectors (copy-on-write: touched
 files are rewritten) and on the same rows in a table created with ``delta.enableDeletionVectors=true``
 (merge-on-read: touched files get a deletion vector, only updated and inserted rows are written).
@@ -76,6 +76,9 @@ def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = Fals
     on = ", deletion vectors" if deletion_vectors else ""
     d_spark, d_py = median_times([lambda: LakelogTable.forPath(spark, work).delete("x < 0.01"), lambda: lakelog.Table(work).delete("x < 0.01")], runs, setup=fresh)
     out.append({"name": f"delete 1% of {rows:,} rows{on}: LakelogTable on Spark", "lakelog_s": d_spark, "peer": "lakelog.Table (Python)", "peer_s": d_py})
+    u_spark, u_py = median_times([lambda: LakelogTable.forPath(spark, work).update("x < 0.01", {"s": "'updated'"}),
+                                  lambda: lakelog.Table(work).update({"s": "'updated'"}, "x < 0.01")], runs, setup=fresh)
+    out.append({"name": f"update 1% of {rows:,} rows{on}: LakelogTable on Spark", "lakelog_s": u_spark, "peer": "lakelog.Table (Python)", "peer_s": u_py})
     m_spark, m_py = median_times([spark_merge, python_merge], runs, setup=fresh)
     out.append({"name": f"merge {rows // 100:,} source rows into {rows:,}{on}: LakelogTable on Spark", "lakelog_s": m_spark,
                 "peer": "lakelog.Table (Python)", "peer_s": m_py})

@@ -3,12 +3,11 @@
 The driver opens one ``lakelog.dml`` row-level operation on the latest version (its snapshot, read
 set and commit) and prunes candidate files with partition values and stats. Spark then reads the
 candidates natively (``spark_ext.native``), each row with the file it came from
-(``_metadata.file_path``), and evaluates the condition in Spark SQL. UPDATE: a first job finds the
-files holding selected rows and how many, a second one reads only those files and writes their new
-rows from the executors through lakelog's ``DataWriter``; each task returns its add actions. DELETE
-(copy-on-write): one job groups the selected rows' file row indexes by file and its tasks rewrite
-those files without them with lakelog's own copy-on-write (``lakelog.dml.file_rewrites``), so copied
-rows never pass through Spark. Files every row of which goes are removed without being written. The
+(``_metadata.file_path``), and evaluates the condition (and an update's new values) in Spark SQL.
+On copy-on-write tables one job groups the selected rows' file row indexes (and new values) by file
+and its tasks rewrite those files without them (or with them updated) with lakelog's own
+copy-on-write (``lakelog.dml.file_rewrites``), so copied rows never pass through Spark; each task
+returns its add actions. Files every row of which goes are removed without being written. The
 driver commits once: ``remove`` for the rewritten files, ``add`` for the new ones, with the files and
 predicate it read for conflict checks, and the same operation, parameters and metrics as
 ``lakelog.Table.delete``/``update``. Files of a failed or conflicting operation are deleted when the
@@ -248,29 +247,40 @@ def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, par
     return task
 
 
-def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go)
-    without those rows, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): the rows never
-    leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its
-    Spark path, rows deleted) and one with the rows copied."""
+def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, columns: list[str] | None,
+                  features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go,
+    or with ``columns``: structs of a row index and those columns' new values) without those rows, or
+    with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
+    leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its Spark
+    path, rows deleted or updated) and one with the rows copied."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        deletions, read = [], []
+        changes, read = [], []
         for b in batches:
             lists = b.column(ROWS)
-            offsets, values = lists.offsets.to_numpy(), lists.values.to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets = lists.offsets.to_numpy()
+            entries = lists.values
+            positions = (entries if columns is None else entries.field(ROW)).to_numpy(zero_copy_only=False).astype(np.int64)
             for i, spark_file in enumerate(b.column(FILE).to_pylist()):
                 add = files.get(_normal(spark_file))
                 if add is None:
                     raise LakelogError(f"Spark read {spark_file!r}, which is not a file this operation read; nothing was committed")
-                deletions.append((add, np.sort(values[offsets[i]:offsets[i + 1]])))
+                at = positions[offsets[i]:offsets[i + 1]]
+                order = np.argsort(at, kind="stable")  # (collect_list keeps no order)
+                values = None
+                if columns is not None:
+                    part = entries.slice(offsets[i], offsets[i + 1] - offsets[i])
+                    take = pa.array(order)
+                    values = pa.table([part.field(c).take(take) for c in columns], names=columns)
+                changes.append((add, at[order], values))
                 read.append(spark_file)
-        done = rewrite_without(state, deletions, threads)
+        done = rewrite_without(state, changes, threads, features)
         n = len(done.adds)
         yield pa.record_batch([
             pa.array([orjson.dumps(a.to_json()["add"]).decode() for a in done.adds] + [None] * (len(read) + 1), pa.string()),
             pa.array([None] * n + read + [None], pa.string()),
-            pa.array([0] * n + [len(rows) for _, rows in deletions] + [done.copied_rows], pa.int64()),
+            pa.array([0] * n + [len(rows) for _, rows, _ in changes] + [done.copied_rows], pa.int64()),
         ], names=["add", "file", "n"])
 
     return task
@@ -405,31 +415,35 @@ class SparkOperation:
         self.op.add_change_files([AddCDCFile.from_json(f) for f in files])
         return counts[0] if counts else 0
 
-    def delete_rows(self, cond: Column | None, files: list[AddFile]) -> tuple[int, int]:
-        """Copy-on-write: rewrite the ``files`` holding rows where ``cond`` is TRUE without them, in one
-        Spark job: Spark evaluates the condition and groups the selected rows' file row indexes by file;
-        its tasks rewrite those files with lakelog (``_rewrite_task``). The files are removed and the
-        new ones added in this operation's commit. Returns (rows deleted, rows copied)."""
+    def rewrite_rows(self, cond: Column | None, files: list[AddFile], values: dict[str, Column] | None = None) -> tuple[int, int]:
+        """Copy-on-write: rewrite the ``files`` holding rows where ``cond`` is TRUE without them, or with
+        ``values`` (column -> new value) set on them, in one Spark job: Spark evaluates the condition (and
+        the values) and groups the selected rows' file row indexes (and values) by file; its tasks
+        rewrite those files with lakelog (``_rewrite_task``). The files are removed and the new ones
+        added in this operation's commit. Returns (rows deleted or updated, rows copied)."""
         if not files:
             return 0, 0
-        hits = self.frame(files, row_column=True).where(hit_column(cond)).groupBy(FILE).agg(F.collect_list(ROW).alias(ROWS))
+        df = self.frame(files, row_column=True)
+        entry = F.col(ROW) if values is None else F.struct(F.col(ROW).alias(ROW), *[v.alias(c) for c, v in values.items()])
+        hits = df.where(hit_column(cond)).groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
-        task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS)
-        deleted = copied = 0
+        task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
+                             None if values is None else list(values), self.op.features if values is not None else None)
+        changed = copied = 0
         adds = []
         for r in hits.mapInArrow(task, "add string, file string, n long").collect():
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))
             elif r["file"] is not None:
                 self.op.remove(self.file_of(r["file"]))
-                deleted += r["n"]
+                changed += r["n"]
             else:
                 copied += r["n"]
         self.op.add_files(adds)
-        return deleted, copied
+        return changed, copied
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
@@ -512,7 +526,7 @@ def _delete(run: SparkOperation, condition: str | Column | None) -> dict:
             deleted += op.num_rows(add)
             op.remove(add)
     else:
-        gone, copied = run.delete_rows(cond, files)
+        gone, copied = run.rewrite_rows(cond, files)
         deleted += gone
     op.finish()
     version = run.commit(
@@ -580,14 +594,8 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
                     f"the update wrote {updated} rows but selected {selected}: the condition gave different answers in two "
                     "reads (a non-deterministic condition?); nothing was committed"
                 )
-    else:
-        hits = touched_files(run, cond, files)
-        if hits:
-            for add, _ in hits:
-                op.remove(add)
-            df = run.frame([a for a, _ in hits], file_column=False)
-            counts = run.write(df.select(*columns, F.when(hit, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND), *run.carried(df)))
-            updated, copied = counts[UPDATED], counts[COPIED]
+    else:  # copy-on-write: the new values go to tasks that rewrite the files with lakelog
+        updated, copied = run.rewrite_rows(cond, files, {n: sets[n].cast(types[n]) for n in sets})
     op.finish()
     version = run.commit(
         "UPDATE",

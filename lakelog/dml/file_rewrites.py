@@ -1,8 +1,9 @@
 """Copy-on-write rewrites run by the workers of a distributed row-level operation whose driver commits.
 
-The driver (e.g. Spark's, which evaluates the condition) knows which rows of which files go; each worker
-rewrites its share of those files without them, exactly as ``lakelog.Table.delete`` does (column
-mapping, deletion vectors, row ids and dictionary encodings kept), and returns the new files. Nothing
+The driver (e.g. Spark's, which evaluates the condition and the new values) knows which rows of which
+files go or change; each worker rewrites its share of those files, exactly as ``lakelog.Table.delete``
+and ``update`` do (column mapping, deletion vectors, row ids and dictionary encodings kept), and
+returns the new files. Nothing
 is committed here: the driver removes the old files and adds the new ones in its one commit, and
 deletes the new files if it does not commit.
 """
@@ -13,13 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..actions import AddFile, DomainMetadata, Metadata, Protocol
 from ..file_set import FileSet
 from ..log import DeltaLog
 from ..snapshot import Snapshot
 from ..storage import Storage
-from .copy_on_write import CopyOnWrite
+from ..writer_features import WriterFeatures
+from .copy_on_write import CopyOnWrite, NewValues
 from .rewrite import RowLevelOperation
 
 
@@ -51,18 +54,26 @@ class Rewritten:
     copied_rows: int
 
 
-def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray]], threads: int = 1) -> Rewritten:
+def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray, pa.Table | None]], threads: int = 1,
+                    features: WriterFeatures | None = None) -> Rewritten:
     """Rewrite each file without the rows at its (ascending) file row indexes, on ``threads`` threads; a
-    file losing every row is written as nothing. On an error the files written so far are deleted."""
+    file losing every row is written as nothing. Where a third item is given (new values of some
+    columns, one row per deleted row in the same order) those rows are written updated instead
+    (``NewValues``: the rest of each row as the file has it), meeting ``features`` (the table's writer
+    features for the assigned columns; None: the table's own). On an error the files written so far
+    are deleted."""
     snapshot = state.snapshot()
     op = RowLevelOperation(snapshot.storage, snapshot=snapshot, worker=True)
     op.threads = max(1, threads)
+    if features is not None:
+        op.features = features
     deleter = op.deleter
     if not isinstance(deleter, CopyOnWrite):
         raise RuntimeError("rewrite_without is for copy-on-write tables (deletion vectors mark rows instead)")
     try:
-        for add, rows in deletions:
-            deleter.delete_rows(add, np.asarray(rows, dtype=np.int64), None, op.num_rows(add))
+        for add, rows, values in deletions:
+            deleter.delete_rows(add, np.asarray(rows, dtype=np.int64), None, op.num_rows(add),
+                                replacement=NewValues(values) if values is not None else None)
         adds = deleter.finish()
     except BaseException:
         op.abort()
