@@ -41,6 +41,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
 from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
+from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
@@ -56,6 +57,7 @@ from .native import snapshot_frame, spark_path
 FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
 ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
+UPDATE_FLAG = "__lakelog_updated"  # (a merge's changed rows) whether a row is updated, not deleted
 KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
 # Row tracking: where a row was read (file and position) and its materialized id and commit version as
 # stored, carried to the writing task, which gives written rows their stable ids (lakelog.row_tracking).
@@ -270,9 +272,13 @@ def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, co
                 order = np.argsort(at, kind="stable")  # (collect_list keeps no order)
                 values = None
                 if columns is not None:
-                    part = entries.slice(offsets[i], offsets[i + 1] - offsets[i])
-                    take = pa.array(order)
-                    values = pa.table([part.field(c).take(take) for c in columns], names=columns)
+                    part = entries.slice(offsets[i], offsets[i + 1] - offsets[i]).take(pa.array(order))
+                    values = pa.table([part.field(c) for c in columns], names=columns)
+                    if UPDATE_FLAG in part.type.names:  # (a merge: rows deleted and rows updated)
+                        flag = np.asarray(part.field(UPDATE_FLAG).to_numpy(zero_copy_only=False), dtype=bool)
+                        values = NewValues(values.filter(pa.array(flag)), at[order][flag])
+                    else:
+                        values = NewValues(values)
                 changes.append((add, at[order], values))
                 read.append(spark_file)
         done = rewrite_without(state, changes, threads, features)
@@ -423,15 +429,20 @@ class SparkOperation:
         added in this operation's commit. Returns (rows deleted or updated, rows copied)."""
         if not files:
             return 0, 0
-        df = self.frame(files, row_column=True)
         entry = F.col(ROW) if values is None else F.struct(F.col(ROW).alias(ROW), *[v.alias(c) for c, v in values.items()])
-        hits = df.where(hit_column(cond)).groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
+        return self.rewrite_files(self.frame(files, row_column=True).where(hit_column(cond)), files, entry, None if values is None else list(values))
+
+    def rewrite_files(self, changed: DataFrame, files: list[AddFile], entry: Column, columns: list[str] | None) -> tuple[int, int]:
+        """Rewrite the files of ``changed`` (rows with FILE; ``entry`` per row: its ROW, or a struct of ROW,
+        the new values of ``columns`` and, for a merge, UPDATE_FLAG) with lakelog's copy-on-write in
+        Spark's tasks; see ``rewrite_rows``. ``files``: the files ``changed`` reads."""
+        hits = changed.groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
         task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
-                             None if values is None else list(values), self.op.features if values is not None else None)
+                             columns, self.op.features if columns is not None else None)
         changed = copied = 0
         adds = []
         for r in hits.mapInArrow(task, "add string, file string, n long").collect():

@@ -15,6 +15,9 @@ that no target row is matched twice and counts, per file, the rows each clause c
 rewrites only the files with changed rows (left join with the source, clauses applied) and, in the
 same job, inserts the source rows no target row matches (anti join with the candidates); executors
 write the files, and the driver commits one ``MERGE`` with the metrics of ``lakelog.Table.merge``.
+When every matched clause is unconditional and the schema does not evolve, the second job instead
+sends only the changed rows' positions and new values, grouped by file, to tasks that rewrite the
+files with lakelog's copy-on-write (``SparkOperation.rewrite_files``), and a third writes the inserts.
 The source is persisted for the operation, so every job of it sees the same rows.
 
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
@@ -43,7 +46,7 @@ from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .dml import COPIED, FILE, INSERTED, KIND, ROW, ROWS, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
+from .dml import COPIED, FILE, INSERTED, KIND, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -350,11 +353,20 @@ class _SparkMerge:
         if files and (self.matched or self.nmbs):
             touched = self._find_touched(files, cond, counts)
         written = [0, 0, 0]
+        rewritten_copies = 0
+        in_tasks = bool(touched) and self._rewrites_in_tasks()
         parts = []
         if touched and self.run.merge_on_read:
             self.run.mark_deleted(touched)  # the changed rows; updated ones are written anew
             if any(c.action == "update" for c in self.numbered):
                 parts.append(self._rewritten([add for add, _ in touched], cond))
+        elif in_tasks:
+            changed, rewritten_copies = self._rewrite_in_tasks([add for add, _ in touched], cond)
+            if changed != sum(counts.values()):
+                raise LakelogError(
+                    f"the merge changed {changed} target rows but its first pass found {sum(counts.values())}: the source changed "
+                    "between its reads (a non-deterministic source?); nothing was committed. Materialize the source first (e.g. localCheckpoint())"
+                )
         elif touched:
             for add, _ in touched:
                 op.remove(add)
@@ -370,8 +382,8 @@ class _SparkMerge:
             written = self.run.write(df)
         updated = counts["matched_update"] + counts["nmbs_update"]
         deleted = counts["matched_delete"] + counts["nmbs_delete"]
-        inserted, copied = written[INSERTED], written[COPIED]
-        if written[UPDATED] != updated:
+        inserted, copied = written[INSERTED], written[COPIED] + rewritten_copies
+        if written[UPDATED] != updated and not in_tasks:
             raise LakelogError(
                 f"the merge wrote {written[UPDATED]} updated rows but its first pass found {updated}: the source changed between "
                 "its reads (a non-deterministic source?); nothing was committed. Materialize the source first (e.g. localCheckpoint())"
@@ -454,6 +466,27 @@ class _SparkMerge:
             v = self._value(c.assignments[name], tgt).cast(self.types[name])
             value = F.when(F.col(ACTION) == k, v) if value is None else value.when(F.col(ACTION) == k, v)
         return (default if value is None else value.otherwise(default)).cast(self.types[name]).alias(name)
+
+    def _rewrites_in_tasks(self) -> bool:
+        """Whether the touched files are rewritten by lakelog in Spark's tasks (``SparkOperation.rewrite_files``):
+        copy-on-write, no schema evolution, and at most one source row per target row (checked), each
+        applying a clause (matched clauses without conditions)."""
+        return (not self.run.merge_on_read and self.check_cardinality and all(c.condition is None for c in self.matched)
+                and self.out_names == self.target_names)
+
+    def _rewrite_in_tasks(self, files, cond: Column) -> tuple[int, int]:
+        """The touched files rewritten by Spark's tasks with lakelog's copy-on-write: per file, the rows a
+        clause deletes or updates (with their new values); copied rows never leave the tasks. Returns
+        (rows changed, rows copied)."""
+        tgt = self.run.frame(files, row_column=True).withColumn(T_MARK, F.lit(True))
+        tgt = tgt.alias(self.t_alias) if self.t_alias else tgt
+        joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner").withColumn(ACTION, self._target_action())
+        updates = [k for k, c in enumerate(self.numbered) if c.action == "update"]
+        by_code = dict(enumerate(self.numbered))
+        values = [self._assigned(by_code, n, tgt[_q(n)], tgt) for n in self.target_names]
+        entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values)
+        changed = joined.where(F.col(ACTION) >= 0).select(tgt[FILE].alias(FILE), entry.alias("__lakelog_entry"))
+        return self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names))
 
     def _rewritten(self, files, cond: Column) -> DataFrame:
         """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows

@@ -327,6 +327,30 @@ def test_merge_every_clause_type_against_a_model(spark, tmp_path):
     _check_versions(path)
 
 
+def test_merge_with_unconditional_matched_clauses_rewritten_by_lakelog_tasks_as_the_python_api(spark, tmp_path):
+    """Unconditional matched clauses (at most one source row per target row, each applying one): Spark's
+    tasks rewrite the touched files with lakelog, given the changed rows' positions and new values."""
+    base = str(tmp_path / "base")
+    _make(base, files=3)
+    src = pd.DataFrame([{"id": i, "p": "a" if i % 2 else "b", "x": float(i) / 3, "s": f"src{i}"} for i in range(0, 90, 4)], columns=COLS)
+    for matched in ("update", "delete"):  # (an unconditional matched delete alone: Spark's rewrite, for comparison)
+        path, twin = str(tmp_path / f"t-{matched}"), str(tmp_path / f"twin-{matched}")
+        shutil.copytree(base, path)
+        shutil.copytree(base, twin)
+        t = LakelogTable.forPath(spark, path).alias("t")
+        b = t.merge(spark.createDataFrame(src).alias("s"), "t.id = s.id")
+        b = b.whenMatchedUpdate(set={"x": "s.x + t.x", "s": "concat(coalesce(t.s, ''), s.s)"}) if matched == "update" else b.whenMatchedDelete()
+        m = b.whenNotMatchedInsertAll().whenNotMatchedBySourceDelete("t.x > 40").whenNotMatchedBySourceUpdate(set={"s": "'nmbs'"}).execute()
+        pb = lakelog.Table(twin).merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+        pb = pb.when_matched_update({"x": "s.x + t.x", "s": "concat(coalesce(t.s, ''), s.s)"}) if matched == "update" else pb.when_matched_delete()
+        py = pb.when_not_matched_insert_all().when_not_matched_by_source_delete("t.x > 40").when_not_matched_by_source_update({"s": "'nmbs'"}).execute()
+        assert _table_rows(path) == _table_rows(twin)
+        for k in ("num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_deleted", "num_target_rows_copied",
+                  "num_output_rows", "num_target_files_removed"):
+            assert m[k] == py[k], (matched, k)
+        _check_versions(path)
+
+
 def test_merge_upsert_all_schema_evolution_and_unaliased_source(spark, tmp_path):
     path = str(tmp_path / "t")
     df = _make(path)

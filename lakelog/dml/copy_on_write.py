@@ -26,15 +26,17 @@ def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:
 
 @dataclass
 class NewValues:
-    """Updated rows given by their new values: the file's rows being deleted, with ``columns`` (one row
-    per deleted row, in the same ascending order) in place of theirs. A rewrite builds them from the
-    file it reads anyway, so an update need not read the file first."""
+    """Updated rows given by their new values: the file's rows being deleted (or those of them at the
+    file row indexes ``at``, ascending; the others are only deleted), with ``columns`` (one row per
+    updated row, in the same ascending order) in place of theirs. A rewrite builds them from the file
+    it reads anyway, so an update need not read the file first."""
 
     columns: pa.Table
+    at: np.ndarray | None = None
 
     def rows(self, content: pa.Table, rows: np.ndarray) -> pa.Table:
         """The updated rows, from the file's ``content`` and the deleted file row indexes ``rows``."""
-        out = rows_at(content, rows)
+        out = rows_at(content, rows if self.at is None else self.at)
         for name in self.columns.column_names:
             out = out.set_column(out.schema.get_field_index(name), self.columns.field(name), self.columns.column(name))  # (cast on writing)
         return out

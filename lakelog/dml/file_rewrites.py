@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from ..actions import AddFile, DomainMetadata, Metadata, Protocol
 from ..file_set import FileSet
@@ -54,12 +53,11 @@ class Rewritten:
     copied_rows: int
 
 
-def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray, pa.Table | None]], threads: int = 1,
+def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray, NewValues | None]], threads: int = 1,
                     features: WriterFeatures | None = None) -> Rewritten:
     """Rewrite each file without the rows at its (ascending) file row indexes, on ``threads`` threads; a
-    file losing every row is written as nothing. Where a third item is given (new values of some
-    columns, one row per deleted row in the same order) those rows are written updated instead
-    (``NewValues``: the rest of each row as the file has it), meeting ``features`` (the table's writer
+    file losing every row is written as nothing. Where ``NewValues`` are given, those rows are written
+    updated instead (the rest of each row as the file has it), meeting ``features`` (the table's writer
     features for the assigned columns; None: the table's own). On an error the files written so far
     are deleted."""
     snapshot = state.snapshot()
@@ -73,7 +71,7 @@ def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray
     try:
         for add, rows, values in deletions:
             deleter.delete_rows(add, np.asarray(rows, dtype=np.int64), None, op.num_rows(add),
-                                replacement=NewValues(values) if values is not None else None)
+                                replacement=values)
         adds = deleter.finish()
     except BaseException:
         op.abort()
