@@ -11,7 +11,7 @@ Each run starts from a fresh copy of the table. Then
 ``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
 table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-dv-only | --dv-only]. Prints a table; returns the rows for the suite.
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-dv-only | --dv-only] [--master local[1]]. Prints a table; returns the rows for the suite.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ import tempfile
 from benchmarks.timing import median_times
 
 
-def _session():
+def _session(master: str = "local[2]"):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import spark_ext
 
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(master)
         .appName("lakelog-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -112,8 +112,9 @@ def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
     return out
 
 
-def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False, dml_dv_only: bool = False) -> list[dict]:
-    spark = _session()
+def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False, dml_dv_only: bool = False,
+        master: str = "local[2]") -> list[dict]:
+    spark = _session(master)
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
     if dml_only or dv_only or dml_dv_only:
         if dml_dv_only:
@@ -182,8 +183,9 @@ def main(argv=None) -> None:
     ap.add_argument("--dml-only", action="store_true", help="only delete and merge on Spark vs the Python path")
     ap.add_argument("--dml-dv-only", action="store_true", help="only delete and merge on a deletion-vector table, Spark vs the Python path")
     ap.add_argument("--dv-only", action="store_true", help="only spark_ext.read with deletion vectors vs without")
+    ap.add_argument("--master", default="local[2]", help="Spark master: local[1] against local[2] shows how the distributed path scales")
     args = ap.parse_args(argv)
-    for r in run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only):
+    for r in run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only, args.master):
         print(f"{r['name']:<58} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
 
 
