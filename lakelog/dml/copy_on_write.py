@@ -97,8 +97,11 @@ class CopyOnWrite:
                 content = self.op.complete(add, known)
             index = content.column(ROW).to_numpy()  # ascending file row indexes
             mask = np.ones(content.num_rows, dtype=bool)
-            at = np.searchsorted(index, rows)
-            mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
+            if len(index) and index[0] == 0 and index[-1] == len(index) - 1:
+                mask[rows] = False  # every row of the file is here (no deletion vector): indexes are positions
+            else:
+                at = np.searchsorted(index, rows)
+                mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
             kept = content.filter(pa.array(mask))  # (a boolean filter copies faster than a take of indexes)
         parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
         if not parts:
