@@ -3,9 +3,8 @@
 The driver (e.g. Spark's, which evaluates the condition and the new values) knows which rows of which
 files go or change; each worker rewrites its share of those files, exactly as ``lakelog.Table.delete``
 and ``update`` do (column mapping, deletion vectors, row ids and dictionary encodings kept), and
-returns the new files. Nothing
-is committed here: the driver removes the old files and adds the new ones in its one commit, and
-deletes the new files if it does not commit.
+returns the new files. Nothing is committed here: the driver removes the old files and adds the new
+ones in its one commit, and deletes the new files if it does not commit.
 """
 
 from __future__ import annotations

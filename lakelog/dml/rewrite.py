@@ -41,7 +41,7 @@ from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
 from ..write import DataWriter
-from .copy_on_write import CopyOnWrite, NewValues, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
+from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .merge_on_read import MergeOnRead
