@@ -64,9 +64,13 @@ class CopyOnWrite:
     def __init__(self, op: "RowLevelOperation"):
         self.op = op
         self.copied_rows = 0
-        self.workers = op.threads
         self._pending: list[Future] = []
         self._adds: list[AddFile] = []
+
+    @property
+    def workers(self) -> int:
+        """The operation's pool size (a worker of a distributed operation may set its own)."""
+        return self.op.threads
 
     def delete_rows(self, add: AddFile, rows: np.ndarray, content: pa.Table | None = None, num_rows: int | None = None,
                     replacement: pa.Table | NewValues | None = None, known: pa.Table | None = None) -> None:

@@ -350,7 +350,7 @@ class RowLevelOperation:
                 for f in queued.pop(k + 1, []):
                     f.cancel()
                 raise
-            tables = [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(range(start, end), tables)]
+            tables = _with_file_index(tables, range(start, end))
             yield Group(files[start:end], start, pa.concat_tables(tables), [t.num_rows for t in tables])
 
     @staticmethod
@@ -388,7 +388,7 @@ class RowLevelOperation:
             tables = list(self.pool.map(self.complete, adds, known))
         else:
             tables = list(self.pool.map(lambda a: self.read_file(a, columns), adds))
-        return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
+        return _with_file_index(tables, indexes)
 
     def num_rows(self, add: AddFile) -> int:
         """Live row count of a file (its deletion vector's rows excluded): from its stats, else from its
@@ -610,6 +610,11 @@ def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
             s[1] += c.num_values
             s[2] &= int(bool(c.has_dictionary_page))
     return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
+
+
+def _with_file_index(tables: list[pa.Table], indexes) -> list[pa.Table]:
+    """Each of ``tables`` (one file's rows) with its FILE index (from ``indexes``) as a column."""
+    return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
 
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:

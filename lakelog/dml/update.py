@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import PredicateError
@@ -20,7 +19,7 @@ from ..sql import parse_expression, quote_ident, table_columns, value_expression
 from ..storage import Storage
 from .internal_columns import ROW_ID
 from .copy_on_write import CopyOnWrite, NewValues
-from .rewrite import FILE, ROW, Group, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
+from .rewrite import FILE, Group, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
 
 
 def update(
@@ -80,19 +79,14 @@ def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assign
     hits = list(group.selected(op.engine, pred))
     if not hits:
         return 0
-    starts = np.cumsum([0, *group.counts])
-    file_rows = group.table.column(ROW).to_numpy()
-    positions = np.concatenate([
-        starts[fi - group.first] + np.searchsorted(file_rows[starts[fi - group.first]: starts[fi - group.first + 1]], rows)
-        for fi, rows in hits
-    ])
-    name = op.engine.register(group.table.take(pa.array(positions)))
+    chosen = pa.concat_tables([rows_at(group.rows_of(fi), rows) for fi, rows in hits])
+    name = op.engine.register(chosen)
     try:
         # (DuckDB keeps a projection's rows in their input order: row k holds the k-th selected row's values)
         values = op.engine.query(f"SELECT {assignments} FROM {name}", context)
     finally:
         op.engine.unregister(name)
-    if values.num_rows != len(positions):
+    if values.num_rows != chosen.num_rows:
         raise RuntimeError("the update's new values do not have one row per selected row")
     at = 0
     for fi, rows in hits:
