@@ -443,18 +443,18 @@ class SparkOperation:
         by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
         task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
                              columns, self.op.features if columns is not None else None)
-        changed = copied = 0
+        n_changed = n_copied = 0
         adds = []
         for r in hits.mapInArrow(task, "add string, file string, n long").collect():
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))
             elif r["file"] is not None:
-                self.op.remove(self.file_of(r["file"]))
-                changed += r["n"]
+                self.op.remove(by_path[_normal(r["file"])])  # (the task found it there)
+                n_changed += r["n"]
             else:
-                copied += r["n"]
+                n_copied += r["n"]
         self.op.add_files(adds)
-        return changed, copied
+        return n_changed, n_copied
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:
