@@ -16,7 +16,7 @@ pushdown and row-group skipping, partition pruning from the partition values, fi
 
 Reader features stay inside that plan: under column mapping the relation uses the physical names and
 a projection renames them (filters on logical names still prune); files with deletion vectors are
-scanned with ``_metadata.row_index`` and anti-joined with a broadcast table of their deleted rows;
+scanned by a Parquet format that marks each row live or deleted by its position (``deletion_vectors``), and filtered;
 widened types are declared and Spark's Parquet reader widens older files' values (specs/spark.md).
 
 The few objects Spark needs per file (statuses, partition paths) are built on the JVM by a small
@@ -35,7 +35,6 @@ import re
 import threading
 from typing import Any
 
-import numpy as np
 import orjson
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -43,15 +42,16 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 import lakelog
 from lakelog.column_mapping import FIELD_ID, physical_name
-from lakelog.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema import parse_partition_value
 from lakelog.snapshot import Snapshot
 from lakelog.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
+from .deletion_vectors import LIVE, deletion_vector_format
+
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
-# mapping (physical names read, then renamed), deletion vectors (an anti join on the rows' positions) and
+# mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and
 # type widening (Spark's Parquet reader widens; the few changes it cannot read are refused by column).
 # Whatever comes next is refused by name.
 NATIVE_READER_FEATURES = {
@@ -148,31 +148,6 @@ public class LakelogFileIndexFactory {
         : PartitionSpec.apply(partitionSchema, scala.jdk.javaapi.CollectionConverters.asScala(parts).toList());
     return new InMemoryFileIndex(session, scala.collection.immutable.ArraySeq.unsafeWrapArray(roots), options,
         scala.Option.empty(), new SnapshotFiles(byDirectory), scala.Option.apply(spec), scala.Option.empty());
-  }
-
-  /**
-   * The deleted rows of files with deletion vectors as a DataFrame of ONE row: an array of (file, its
-   * deleted row indexes as an array). paths is JSON [[path, number of deleted rows], ...]; rows the
-   * row indexes of all of them in that order, as little-endian 64-bit integers. Each path is given in
-   * the form Spark's _metadata.file_path gives it (Path.toUri). One row, not one per deleted row: a
-   * local relation's per-row cost is paid again by every query that plans it (exploding the arrays
-   * in the query is far cheaper).
-   */
-  public org.apache.spark.sql.Dataset deletedRows(org.apache.spark.sql.SparkSession session, String paths, byte[] rows,
-                                                  StructType schema) throws Exception {
-    List files = (List) new ObjectMapper().readValue(paths, List.class);
-    java.nio.LongBuffer positions = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
-    Object[] entries = new Object[files.size()];
-    for (int i = 0; i < files.size(); i++) {
-      List f = (List) files.get(i);
-      String uri = new Path((String) f.get(0)).toUri().toString();
-      long[] gone = new long[((Number) f.get(1)).intValue()];
-      positions.get(gone);
-      entries[i] = org.apache.spark.sql.RowFactory.create(new Object[] {uri, gone});
-    }
-    ArrayList out = new ArrayList(1);
-    out.add(org.apache.spark.sql.RowFactory.create(new Object[] {entries}));
-    return session.createDataFrame(out, schema);
   }
 
   private static InternalRow[] partitionRows(List partitions, StructType schema) throws Exception {
@@ -382,9 +357,10 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap({})
     factory = _factory(spark)
 
-    def relation(files: list[list]) -> DataFrame:
+    def relation(files: list[list], file_format=None) -> DataFrame:
         index = factory.create(jsession, orjson.dumps(files).decode(), partitions, part_schema, options)
-        rel = sources.HadoopFsRelation(index, part_schema, data_schema, jvm.scala.Option.empty(), sources.parquet.ParquetFileFormat(), options, jsession)
+        fmt, schema = (sources.parquet.ParquetFileFormat(), data_schema) if file_format is None else (file_format, dv_schema)
+        rel = sources.HadoopFsRelation(index, part_schema, schema, jvm.scala.Option.empty(), fmt, options, jsession)
         return DataFrame(jsession.baseRelationToDataFrame(rel), spark)
 
     extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
@@ -393,52 +369,17 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     extra += [F.col(_quoted(c)).alias(name) for c, name in (stored or {}).items()]
     frames = [relation(g).select(*columns, *extra) for g in plain]
     if deleted:
-        gone = _deleted_rows(spark, storage, factory, root, with_dv)
-        gone = F.broadcast(gone.select(
-            (F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW))).alias(_DV_KEY), F.hash(_DV_PATH).cast("long").alias(_DV_HASH), F.col(_DV_ROW).alias(_DV_GONE),
-        ))
+        # Files with deletion vectors: one scan whose format marks each row live or deleted (by its position).
+        dv_format = deletion_vector_format(spark, storage, root, with_dv)
+        dv_schema = data_schema.add(LIVE, jvm.org.apache.spark.sql.types.DataTypes.BooleanType, False)
         for g in deleted:
-            scan = relation(g).select(*columns, *extra, F.col("_metadata.file_path").alias(_DV_PATH), F.col("_metadata.row_index").alias(_DV_ROW))
-            scan = scan.withColumn(_DV_KEY, F.xxhash64(_DV_PATH).bitwiseXOR(F.col(_DV_ROW)))
-            # One long join key (Spark's fast long-keyed hash relation); the rest of the match is checked
-            # only for rows whose key matches, written as differences so that Spark keeps them out of the key.
-            same = (scan[_DV_KEY] == gone[_DV_KEY]) & ((F.hash(scan[_DV_PATH]).cast("long") - gone[_DV_HASH]) == 0) & ((scan[_DV_ROW] - gone[_DV_GONE]) == 0)
-            frames.append(scan.join(gone, same, "left_anti").drop(_DV_PATH, _DV_ROW, _DV_KEY))
+            frames.append(relation(g, dv_format).where(F.col(LIVE)).select(*columns, *extra))
     if not frames:
         frames = [relation([]).select(*columns, *extra)]
     df = frames[0]
     for other in frames[1:]:
         df = df.union(other)
     return df
-
-
-# Columns of the deletion vector join. A scanned row and a deleted one match when their file paths agree
-# in 96 hash bits (xxhash64 in the key, murmur3 in the condition; two files of one read colliding in both
-# is beyond any realistic chance) and their row indexes are equal. The deleted rows' table holds three
-# numbers a row, not a path string: broadcasting and probing it stay cheap (paths made it ~10 MB for 100k rows).
-_DV_PATH, _DV_ROW, _DV_KEY, _DV_HASH, _DV_GONE = "__lakelog_dv_file", "__lakelog_dv_row", "__lakelog_dv_key", "__lakelog_dv_hash", "__lakelog_dv_gone"
-_DV_FILES = "__lakelog_dv_files"
-
-
-def _deleted_rows(spark, storage: Storage, factory, root: str, files: list[tuple[str, Any]]) -> DataFrame:
-    """(file path as ``_metadata.file_path`` gives it, row index) of every deleted row of ``files``.
-    Each deletion vector is read and checked by lakelog (a missing or damaged one is a typed error
-    naming it); the rows go to the JVM as one byte array, where Hadoop's ``Path.toUri`` gives each path
-    Spark's form (escapes included)."""
-    dvs = DeletionVectors(storage)
-    rows = [dvs.rows(a) for _, a in files]
-    paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
-    data = np.concatenate(rows).astype("<i8").tobytes()
-    entry = {"type": "struct", "fields": [
-        {"name": _DV_PATH, "type": "string", "nullable": False, "metadata": {}},
-        {"name": _DV_ROW, "type": {"type": "array", "elementType": "long", "containsNull": False}, "nullable": False, "metadata": {}},
-    ]}
-    schema = spark._jsparkSession.parseDataType(orjson.dumps({"type": "struct", "fields": [
-        {"name": _DV_FILES, "type": {"type": "array", "elementType": entry, "containsNull": False}, "nullable": False, "metadata": {}},
-    ]}).decode())
-    packed = DataFrame(factory.deletedRows(spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), schema), spark)
-    per_file = packed.select(F.explode(_DV_FILES).alias(_DV_FILES))
-    return per_file.select(F.col(f"{_DV_FILES}.{_DV_PATH}").alias(_DV_PATH), F.explode(f"{_DV_FILES}.{_DV_ROW}").alias(_DV_ROW))
 
 
 def _physical_field(f: dict, delta: dict, mode: str) -> dict:

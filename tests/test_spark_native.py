@@ -236,10 +236,49 @@ def _add_deletion_vectors(path: str, deleted: dict[str, list[int]]) -> None:
         f.write(b"\n".join(orjson.dumps(a) for a in actions) + b"\n")
 
 
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_deletion_vectors_hold_across_splits_skipped_row_groups_and_row_reading(spark, tmp_path, monkeypatch, vectorized):
+    """A file with a deletion vector, in several row groups, read in several splits, with row groups
+    skipped by a filter, with and without Spark's vectorised reader, beside _metadata.row_index: every
+    row is marked by its position in its file, so exactly the deleted rows go, and row indexes stay the
+    file's."""
+    import lakelog.write.files
+
+    monkeypatch.setattr(lakelog.write.files, "ROW_GROUP_ROWS", 1000)
+    path = str(tmp_path / "t")
+    n = 12_000
+    for lo in range(0, n, 6000):  # two files (one per commit) of six row groups each
+        ids = pa.array(range(lo, lo + 6000), pa.int64())
+        lakelog.write_table(path, pa.table({"id": ids, "p": pa.array(["a"] * 6000), "s": [f"v{i}" for i in range(lo, lo + 6000)]}),
+                            partition_by=["p"], mode="append")
+    files = sorted(lakelog.Table(path).files())
+    first = {rel: pq.read_table(os.path.join(path, rel), columns=["id"]).column("id")[0].as_py() for rel in files}
+    deleted = {rel: sorted({0, 999, 1000, 2500, 5999} | set(range(3000 + k, 4000, 7))) for k, rel in enumerate(files)}
+    _add_deletion_vectors(path, deleted)
+    gone = {first[rel] + r for rel, rows in deleted.items() for r in rows}
+    live = [i for i in range(n) if i not in gone]
+    conf = {"spark.sql.files.maxPartitionBytes": "20000", "spark.sql.files.openCostInBytes": "0",
+            "spark.sql.parquet.enableVectorizedReader": str(vectorized).lower()}
+    before = {k: spark.conf.get(k, None) for k in conf}
+    try:
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        df = spark_ext.read(spark, path)
+        assert df.rdd.getNumPartitions() > 2  # (each file is split)
+        assert sorted(r.id for r in df.select("id").collect()) == live
+        assert sorted(r.id for r in df.where("id >= 2000 and id < 4500").select("id").collect()) == [i for i in live if 2000 <= i < 4500]
+        got = df.where("id >= 6500").select("id", "s", "p", "_metadata.row_index").collect()
+        assert sorted((r.id, r.s, r.p, r.row_index) for r in got) == [(i, f"v{i}", "a", i - 6000) for i in live if i >= 6500]
+        assert df.count() == len(live)
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
 def test_deletion_vectors_drop_exactly_the_deleted_rows(spark, tmp_path):
-    """Files with a deletion vector are read with their row positions and anti-joined with the deleted
-    ones (Spark's _metadata.file_path form of each path, escapes included); files without one are read
-    as they are."""
+    """Files with a deletion vector are scanned by a format that marks each row live or deleted by its
+    position (each file found by Spark's form of its path, escapes included), then filtered, with no
+    join; files without one are read as they are."""
     path = str(tmp_path / "t")
     n = 3000
     for lo in range(0, n, 500):  # 6 commits x 3 partitions
@@ -262,7 +301,7 @@ def test_deletion_vectors_drop_exactly_the_deleted_rows(spark, tmp_path):
     assert df.count() == len(live)
     assert sorted(r.id for r in spark_ext.read(spark, path, version=5).collect()) == list(range(n))
     plan = df._jdf.queryExecution().executedPlan().toString()
-    assert "BroadcastHashJoin" in plan and "LeftAnti" in plan
+    assert "Parquet with deletion vectors" in plan and "Join" not in plan, plan
     # the row-level path's file column still names each row's file
     got = snapshot_frame(spark, Storage(path), lakelog.Table(path).snapshot, file_column="f").select("id", "f").collect()
     assert sorted(r.id for r in got) == live and len({r.f for r in got}) == len(files)
