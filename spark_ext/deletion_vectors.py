@@ -60,15 +60,24 @@ public class CLASSNAME extends ParquetFileFormat {
 
   public CLASSNAME(HashMap deleted) { this.deleted = deleted; }
 
-  /** Builds the map from JSON [[path, count], ...] and the row indexes of all files in that order (little-endian longs). */
-  public static CLASSNAME create(String paths, byte[] rows) throws Exception {
+  /**
+   * Builds the map from JSON [[path, count], ...] and the row indexes of all files in that order, as
+   * little-endian 32-bit integers (wide false) or 64-bit ones (wide true: a file past 2^31 rows).
+   */
+  public static CLASSNAME create(String paths, byte[] rows, boolean wide) throws Exception {
     java.util.List files = (java.util.List) new com.fasterxml.jackson.databind.ObjectMapper().readValue(paths, java.util.List.class);
-    java.nio.LongBuffer positions = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+    java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    java.nio.LongBuffer longs = bytes.asLongBuffer();
+    java.nio.IntBuffer ints = bytes.asIntBuffer();
     HashMap map = new HashMap();
     for (int i = 0; i < files.size(); i++) {
       java.util.List f = (java.util.List) files.get(i);
       long[] gone = new long[((Number) f.get(1)).intValue()];
-      positions.get(gone);
+      if (wide) {
+        longs.get(gone);
+      } else {
+        for (int j = 0; j < gone.length; j++) gone[j] = ints.get();
+      }
       map.put(new org.apache.hadoop.fs.Path((String) f.get(0)).toUri().toString(), gone);
     }
     return new CLASSNAME(map);
@@ -258,8 +267,9 @@ def _create(spark):
                 for name, code in dict(compiler.getBytecodes()).items():
                     z.writestr(name.replace(".", "/") + ".class", bytes(code))
             sc._jsc.sc().addJar(jar)  # (executors load the class from it when they deserialize a task)
-            types = gateway.new_array(jvm.java.lang.Class, 2)
+            types = gateway.new_array(jvm.java.lang.Class, 3)
             types[0], types[1] = jvm.java.lang.Class.forName("java.lang.String"), jvm.java.lang.Class.forName("[B")
+            types[2] = jvm.java.lang.Boolean.TYPE
             create = compiler.getClassLoader().loadClass(_CLASS).getMethod("create", types)
             entry = _classes[id(gateway)] = (gateway, create)
         return entry[1]
@@ -275,8 +285,10 @@ def deletion_vector_format(spark, storage: Storage, root: str, files: list[tuple
     dvs = DeletionVectors(storage)
     rows = [dvs.rows(a) for _, a in files]  # (sorted, as the format's cursor needs)
     paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
-    data = np.concatenate(rows).astype("<i8").tobytes() if rows else b""
+    wide = max((int(r[-1]) for r in rows if len(r)), default=0) >= 2**31  # (each is sorted)
+    # (32-bit where they fit: half the bytes through py4j)
+    data = np.concatenate(rows).astype("<i8" if wide else "<i4").tobytes() if rows else b""
     gateway, jvm = spark.sparkContext._gateway, spark._jvm
-    args = gateway.new_array(jvm.java.lang.Object, 2)
-    args[0], args[1] = orjson.dumps(paths).decode(), bytearray(data)
+    args = gateway.new_array(jvm.java.lang.Object, 3)
+    args[0], args[1], args[2] = orjson.dumps(paths).decode(), bytearray(data), wide
     return _create(spark).invoke(None, args)

@@ -275,6 +275,15 @@ def test_deletion_vectors_hold_across_splits_skipped_row_groups_and_row_reading(
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
+def test_deletion_vectors_with_row_indexes_past_32_bits(spark, tmp_path):
+    """Deleted row indexes that need 64 bits reach the JVM as 64-bit integers (the others as 32-bit)."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array(range(100), pa.int64())}))
+    (rel,) = lakelog.Table(path).files()
+    _add_deletion_vectors(path, {rel: [2**32 + 5]})  # (read as 32-bit integers it would be row 5)
+    assert sorted(r.id for r in spark_ext.read(spark, path).collect()) == list(range(100))
+
+
 def test_deletion_vectors_drop_exactly_the_deleted_rows(spark, tmp_path):
     """Files with a deletion vector are scanned by a format that marks each row live or deleted by its
     position (each file found by Spark's form of its path, escapes included), then filtered, with no
