@@ -10,8 +10,8 @@ Spark compiles, on a column computed per batch. (An anti join with a broadcast t
 the deleted rows, which hashes every scanned row's path and position, took 2-3x as long.)
 
 The class is compiled on the driver with Janino (bundled with Spark) from the source below. Its
-instances travel inside Spark's tasks (the reader function holds the deleted rows of the files it
-reads), so executors need the class too: its bytecode goes into a small jar that ``SparkContext.addJar``
+reader function runs in Spark's tasks (the deleted rows go to executors as a broadcast variable,
+fetched once per executor), so executors need the class too: its bytecode goes into a small jar that ``SparkContext.addJar``
 hands to every executor, as for any user jar. The class name carries a hash of the source, so two
 versions never meet in one JVM.
 """
@@ -36,6 +36,8 @@ _SOURCE = r"""
 import java.util.Arrays;
 import java.util.HashMap;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
@@ -55,16 +57,19 @@ public class CLASSNAME extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
   private static final String LIVE_COLUMN = "LIVENAME";
 
-  /** Hadoop path string (as Spark's PartitionedFile gives it) -> that file's deleted row indexes, ascending. */
-  private final HashMap deleted;
+  /**
+   * Broadcast (each executor fetches and deserializes it once, not each task): a map from the Hadoop
+   * path string (as Spark's PartitionedFile gives it) to that file's deleted row indexes, ascending.
+   */
+  private final Broadcast deleted;
 
-  public CLASSNAME(HashMap deleted) { this.deleted = deleted; }
+  public CLASSNAME(Broadcast deleted) { this.deleted = deleted; }
 
   /**
    * Builds the map from JSON [[path, count], ...] and the row indexes of all files in that order, as
    * little-endian 32-bit integers (wide false) or 64-bit ones (wide true: a file past 2^31 rows).
    */
-  public static CLASSNAME create(String paths, byte[] rows, boolean wide) throws Exception {
+  public static CLASSNAME create(org.apache.spark.sql.SparkSession session, String paths, byte[] rows, boolean wide) throws Exception {
     java.util.List files = (java.util.List) new com.fasterxml.jackson.databind.ObjectMapper().readValue(paths, java.util.List.class);
     java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(rows).order(java.nio.ByteOrder.LITTLE_ENDIAN);
     java.nio.LongBuffer longs = bytes.asLongBuffer();
@@ -80,7 +85,7 @@ public class CLASSNAME extends ParquetFileFormat {
       }
       map.put(new org.apache.hadoop.fs.Path((String) f.get(0)).toUri().toString(), gone);
     }
-    return new CLASSNAME(map);
+    return new CLASSNAME(JavaSparkContext.fromSparkContext(session.sparkContext()).broadcast(map));
   }
 
   // Two relations over different deletion vectors must never be taken for the same scan.
@@ -157,12 +162,12 @@ public class CLASSNAME extends ParquetFileFormat {
   public static class Reader extends scala.runtime.AbstractFunction1 implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
     private final scala.Function1 inner;
-    private final HashMap deleted;
+    private final Broadcast deleted;
     final int live, rowIndex, required;
     final boolean added;
     final DataType[] types;  // of the output columns: the required ones, then the partition columns
 
-    public Reader(scala.Function1 inner, HashMap deleted, int live, int rowIndex, boolean added, int required, DataType[] types) {
+    public Reader(scala.Function1 inner, Broadcast deleted, int live, int rowIndex, boolean added, int required, DataType[] types) {
       this.inner = inner; this.deleted = deleted; this.live = live; this.rowIndex = rowIndex; this.added = added;
       this.required = required; this.types = types;
     }
@@ -170,7 +175,7 @@ public class CLASSNAME extends ParquetFileFormat {
     public Object apply(Object file) {
       PartitionedFile pf = (PartitionedFile) file;
       String key = pf.toPath().toUri().toString();
-      long[] gone = (long[]) deleted.get(key);
+      long[] gone = (long[]) ((HashMap) deleted.value()).get(key);
       if (gone == null) {
         throw new IllegalStateException("lakelog has no deletion vector for " + key + ", a file it scans as having one");
       }
@@ -267,9 +272,9 @@ def _create(spark):
                 for name, code in dict(compiler.getBytecodes()).items():
                     z.writestr(name.replace(".", "/") + ".class", bytes(code))
             sc._jsc.sc().addJar(jar)  # (executors load the class from it when they deserialize a task)
-            types = gateway.new_array(jvm.java.lang.Class, 3)
-            types[0], types[1] = jvm.java.lang.Class.forName("java.lang.String"), jvm.java.lang.Class.forName("[B")
-            types[2] = jvm.java.lang.Boolean.TYPE
+            types = gateway.new_array(jvm.java.lang.Class, 4)
+            types[0], types[1] = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession"), jvm.java.lang.Class.forName("java.lang.String")
+            types[2], types[3] = jvm.java.lang.Class.forName("[B"), jvm.java.lang.Boolean.TYPE
             create = compiler.getClassLoader().loadClass(_CLASS).getMethod("create", types)
             entry = _classes[id(gateway)] = (gateway, create)
         return entry[1]
@@ -289,6 +294,6 @@ def deletion_vector_format(spark, storage: Storage, root: str, files: list[tuple
     # (32-bit where they fit: half the bytes through py4j)
     data = np.concatenate(rows).astype("<i8" if wide else "<i4").tobytes() if rows else b""
     gateway, jvm = spark.sparkContext._gateway, spark._jvm
-    args = gateway.new_array(jvm.java.lang.Object, 3)
-    args[0], args[1], args[2] = orjson.dumps(paths).decode(), bytearray(data), wide
+    args = gateway.new_array(jvm.java.lang.Object, 4)
+    args[0], args[1], args[2], args[3] = spark._jsparkSession, orjson.dumps(paths).decode(), bytearray(data), wide
     return _create(spark).invoke(None, args)
