@@ -26,8 +26,11 @@ import zipfile
 from typing import Any
 
 import numpy as np
+import orjson
+from py4j.protocol import Py4JError
 
 from lakelog.deletion_vectors import DeletionVectors
+from lakelog.errors import UnsupportedFeatureError
 from lakelog.storage import Storage
 
 LIVE = "__lakelog_row_live"  # the format's boolean column: true where the row is not deleted
@@ -271,7 +274,13 @@ def _create(spark):
             with zipfile.ZipFile(jar, "w") as z:
                 for name, code in dict(compiler.getBytecodes()).items():
                     z.writestr(name.replace(".", "/") + ".class", bytes(code))
-            sc._jsc.sc().addJar(jar)  # (executors load the class from it when they deserialize a task)
+            try:
+                sc._jsc.sc().addJar(jar)  # (executors load the class from it when they deserialize a task)
+            except Py4JError as e:
+                raise UnsupportedFeatureError(
+                    f"this Spark session refused the jar that lets its executors read deletion vectors ({e}); "
+                    'read the table with spark.read.format("lakelog") instead'
+                ) from None
             types = gateway.new_array(jvm.java.lang.Class, 4)
             types[0], types[1] = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession"), jvm.java.lang.Class.forName("java.lang.String")
             types[2], types[3] = jvm.java.lang.Class.forName("[B"), jvm.java.lang.Boolean.TYPE
@@ -285,8 +294,6 @@ def deletion_vector_format(spark, storage: Storage, root: str, files: list[tuple
     with a deletion vector) live or deleted in column ``LIVE``; ``root``: the table root as Spark reads
     it. Each deletion vector is read and checked by lakelog (a missing or damaged one is a typed error
     naming it)."""
-    import orjson
-
     dvs = DeletionVectors(storage)
     rows = [dvs.rows(a) for _, a in files]  # (sorted, as the format's cursor needs)
     paths = [[f"{root}/{rel}", len(r)] for (rel, _), r in zip(files, rows)]
