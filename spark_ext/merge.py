@@ -300,13 +300,14 @@ class _SparkMerge:
             pairs.append((t_col, s_col, tt))
         if not pairs:
             return []
-        aggs = []
+        aggs = [F.count(F.lit(1)).alias("n")]  # (the source's row count in the same job)
         for i, (t_col, s_col, _) in enumerate(pairs):
             c = self.source[_q(s_col)]
             aggs += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
             if t_col in self.op.partition_columns:
                 aggs.append(F.slice(F.collect_set(c), 1, KEY_SET_LIMIT + 1).alias(f"set{i}"))
         row = self.persisted.agg(*aggs).collect()[0]
+        self.source_rows = row["n"]
         out = []
         for i, (t_col, s_col, tt) in enumerate(pairs):
             lo, hi = row[f"lo{i}"], row[f"hi{i}"]
@@ -346,8 +347,9 @@ class _SparkMerge:
         self.source = self.persisted
         self._frames()
         cond = as_column(self.condition, "merge condition")
+        self.source_rows = None
         files = self.run.candidates(self._prune())
-        n_src = self.source.count()
+        n_src = self.source.count() if self.source_rows is None else self.source_rows
         counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
         touched = []
         if files and (self.matched or self.nmbs):
