@@ -45,7 +45,7 @@ from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
-from lakelog.errors import InvalidArgumentError, LakelogError, PredicateError
+from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.row_tracking import writer_schema
 from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.storage import Storage
@@ -67,6 +67,10 @@ COPIED, UPDATED, INSERTED = 0, 1, 2
 # Threads each rewriting task reads and writes files on (Spark runs one task per core; a second thread
 # overlaps reading and writing: 5-10% faster on local[2]).
 REWRITE_THREADS = 2
+ONE_MATCH_MESSAGE = (
+    "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
+    "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
+)
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 
@@ -250,15 +254,16 @@ def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, par
 
 
 def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, columns: list[str] | None,
-                  features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                  features, one_match: bool = False, prefix: str = "part") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go,
     or with ``columns``: structs of a row index and those columns' new values) without those rows, or
     with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
     leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its Spark
-    path, rows deleted or updated) and one with the rows copied."""
+    path, rows deleted or updated, of which updated) and one with the rows copied. ``one_match``: a row
+    index listed twice (a merge matched the row with two source rows) fails the task before it writes."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        changes, read = [], []
+        changes, read, n_updated = [], [], []
         for b in batches:
             lists = b.column(ROWS)
             offsets = lists.offsets.to_numpy()
@@ -270,24 +275,30 @@ def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, co
                     raise LakelogError(f"Spark read {spark_file!r}, which is not a file this operation read; nothing was committed")
                 at = positions[offsets[i]:offsets[i + 1]]
                 order = np.argsort(at, kind="stable")  # (collect_list keeps no order)
+                if one_match and len(at) > 1 and not np.all(np.diff(at[order])):
+                    raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE)
                 values = None
+                updated = len(at) if columns is not None else 0
                 if columns is not None:
                     part = entries.slice(offsets[i], offsets[i + 1] - offsets[i]).take(pa.array(order))
                     values = pa.table([part.field(c) for c in columns], names=columns)
                     if UPDATE_FLAG in part.type.names:  # (a merge: rows deleted and rows updated)
                         flag = np.asarray(part.field(UPDATE_FLAG).to_numpy(zero_copy_only=False), dtype=bool)
                         values = NewValues(values.filter(pa.array(flag)), at[order][flag])
+                        updated = int(flag.sum())
                     else:
                         values = NewValues(values)
                 changes.append((add, at[order], values))
                 read.append(spark_file)
-        done = rewrite_without(state, changes, threads, features)
+                n_updated.append(updated)
+        done = rewrite_without(state, changes, threads, features, _task_context(prefix)[1])
         n = len(done.adds)
         yield pa.record_batch([
             pa.array([orjson.dumps(a.to_json()["add"]).decode() for a in done.adds] + [None] * (len(read) + 1), pa.string()),
             pa.array([None] * n + read + [None], pa.string()),
             pa.array([0] * n + [len(rows) for _, rows, _ in changes] + [done.copied_rows], pa.int64()),
-        ], names=["add", "file", "n"])
+            pa.array([0] * n + n_updated + [0], pa.int64()),
+        ], names=["add", "file", "n", "updated"])
 
     return task
 
@@ -430,31 +441,51 @@ class SparkOperation:
         if not files:
             return 0, 0
         entry = F.col(ROW) if values is None else F.struct(F.col(ROW).alias(ROW), *[v.alias(c) for c, v in values.items()])
-        return self.rewrite_files(self.frame(files, row_column=True).where(hit_column(cond)), files, entry, None if values is None else list(values))
+        changed, copied, _ = self.rewrite_files(self.frame(files, row_column=True).where(hit_column(cond)), files, entry,
+                                                None if values is None else list(values))
+        return changed, copied
 
-    def rewrite_files(self, changed: DataFrame, files: list[AddFile], entry: Column, columns: list[str] | None) -> tuple[int, int]:
+    def rewrite_files(self, changed: DataFrame, files: list[AddFile], entry: Column, columns: list[str] | None,
+                      one_match: bool = False) -> tuple[int, int, int]:
         """Rewrite the files of ``changed`` (rows with FILE; ``entry`` per row: its ROW, or a struct of ROW,
         the new values of ``columns`` and, for a merge, UPDATE_FLAG) with lakelog's copy-on-write in
-        Spark's tasks; see ``rewrite_rows``. ``files``: the files ``changed`` reads."""
+        Spark's tasks; see ``rewrite_rows``. ``files``: the files ``changed`` reads. ``one_match``: a row
+        listed twice is MultipleSourceMatchesError (nothing is committed; files the job's other tasks
+        wrote stay unreferenced). Returns (rows changed, rows copied, rows updated)."""
         hits = changed.groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
+        prefix = f"{self.prefix}-rw{self._writes}"
+        self._writes += 1
         task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
-                             columns, self.op.features if columns is not None else None)
-        n_changed = n_copied = 0
+                             columns, self.op.features if columns is not None else None, one_match, prefix)
+        n_changed = n_copied = n_updated = 0
         adds = []
-        for r in hits.mapInArrow(task, "add string, file string, n long").collect():
+        try:
+            reported = hits.mapInArrow(task, "add string, file string, n long, updated long").collect()
+        except BaseException as e:
+            # The job's tasks that finished wrote files no commit will name: they go, found by this job's
+            # own name prefix in the directories of the files it rewrote.
+            for d in sorted({a.relative_path.rsplit("/", 1)[0] if "/" in a.relative_path else "" for a in files}):
+                for f in self.storage.list_dir(self.storage.join(d)):
+                    if f.name.startswith(prefix + "-"):
+                        self.storage.delete(f.path)
+            if one_match and ONE_MATCH_MESSAGE in str(e):
+                raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE) from None
+            raise
+        for r in reported:
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))
             elif r["file"] is not None:
                 self.op.remove(by_path[_normal(r["file"])])  # (the task found it there)
                 n_changed += r["n"]
+                n_updated += r["updated"]
             else:
                 n_copied += r["n"]
         self.op.add_files(adds)
-        return n_changed, n_copied
+        return n_changed, n_copied, n_updated
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:

@@ -18,6 +18,11 @@ write the files, and the driver commits one ``MERGE`` with the metrics of ``lake
 When every matched clause is unconditional and the schema does not evolve, the second job instead
 sends only the changed rows' positions and new values, grouped by file, to tasks that rewrite the
 files with lakelog's copy-on-write (``SparkOperation.rewrite_files``), and a third writes the inserts.
+If moreover there are only matched clauses (and not-matched ones) and no change data feed, there is
+no first job: the rewriting job's tasks check the one-match rule on each file's list of changed rows
+before writing it (a row listed twice fails the job with ``MultipleSourceMatchesError``; files its
+other tasks wrote are never committed) and report the rows they updated and deleted; the source's
+row count comes from the job that computes its key ranges.
 The source is persisted for the operation, so every job of it sees the same rows.
 
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
@@ -46,7 +51,8 @@ from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .dml import COPIED, FILE, INSERTED, KIND, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation, as_column, condition_text, hit_column, _q
+from .dml import (COPIED, FILE, INSERTED, KIND, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation, as_column,
+                  condition_text, hit_column, _q)
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -352,18 +358,26 @@ class _SparkMerge:
         n_src = self.source.count() if self.source_rows is None else self.source_rows
         counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
         touched = []
-        if files and (self.matched or self.nmbs):
-            touched = self._find_touched(files, cond, counts)
         written = [0, 0, 0]
         rewritten_copies = 0
+        # Only matched clauses, none with a condition, and no change data to record: the rewriting job
+        # finds the touched files itself and checks the one-match rule as its tasks read their lists of
+        # changed rows, before they write: one pass over the candidates, not a counting pass first.
+        one_pass = bool(files) and bool(self.matched) and not self.nmbs and not self.run.records_changes and self._rewrites_in_tasks()
+        if files and (self.matched or self.nmbs) and not one_pass:
+            touched = self._find_touched(files, cond, counts)
         in_tasks = bool(touched) and self._rewrites_in_tasks()
         parts = []
-        if touched and self.run.merge_on_read:
+        if one_pass:
+            changed, rewritten_copies, n_updated = self._rewrite_in_tasks(files, cond, one_match=True)
+            counts["matched_update"], counts["matched_delete"] = n_updated, changed - n_updated
+            in_tasks = True
+        elif touched and self.run.merge_on_read:
             self.run.mark_deleted(touched)  # the changed rows; updated ones are written anew
             if any(c.action == "update" for c in self.numbered):
                 parts.append(self._rewritten([add for add, _ in touched], cond))
         elif in_tasks:
-            changed, rewritten_copies = self._rewrite_in_tasks([add for add, _ in touched], cond)
+            changed, rewritten_copies, _ = self._rewrite_in_tasks([add for add, _ in touched], cond)
             if changed != sum(counts.values()):
                 raise LakelogError(
                     f"the merge changed {changed} target rows but its first pass found {sum(counts.values())}: the source changed "
@@ -442,10 +456,7 @@ class _SparkMerge:
             lists = table.column(ROWS).combine_chunks()
             offsets, values = lists.offsets.to_numpy(), lists.values.to_numpy(zero_copy_only=False).astype(np.int64)
         if self.check_cardinality and any((r["max_m"] or 0) > 1 for r in per_file):
-            raise MultipleSourceMatchesError(
-                "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
-                "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
-            )
+            raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE)
         touched = []
         n_matched = len(self.matched)
         for i, r in enumerate(per_file):
@@ -476,10 +487,11 @@ class _SparkMerge:
         return (not self.run.merge_on_read and self.check_cardinality and all(c.condition is None for c in self.matched)
                 and self.out_names == self.target_names)
 
-    def _rewrite_in_tasks(self, files, cond: Column) -> tuple[int, int]:
-        """The touched files rewritten by Spark's tasks with lakelog's copy-on-write: per file, the rows a
-        clause deletes or updates (with their new values); copied rows never leave the tasks. Returns
-        (rows changed, rows copied)."""
+    def _rewrite_in_tasks(self, files, cond: Column, one_match: bool = False) -> tuple[int, int, int]:
+        """The touched files (of ``files``) rewritten by Spark's tasks with lakelog's copy-on-write: per
+        file, the rows a clause deletes or updates (with their new values); copied rows never leave the
+        tasks. ``one_match``: the tasks check the one-match rule. Returns (rows changed, rows copied, rows
+        updated)."""
         tgt = self.run.frame(files, row_column=True).withColumn(T_MARK, F.lit(True))
         tgt = tgt.alias(self.t_alias) if self.t_alias else tgt
         joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner").withColumn(ACTION, self._target_action())
@@ -488,7 +500,7 @@ class _SparkMerge:
         values = [self._assigned(by_code, n, tgt[_q(n)], tgt) for n in self.target_names]
         entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values)
         changed = joined.where(F.col(ACTION) >= 0).select(tgt[FILE].alias(FILE), entry.alias("__lakelog_entry"))
-        return self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names))
+        return self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names), one_match)
 
     def _rewritten(self, files, cond: Column) -> DataFrame:
         """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows

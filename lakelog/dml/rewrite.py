@@ -149,6 +149,7 @@ class RowLevelOperation:
         # One pool reads and rewrites files: Arrow's allocator keeps memory per thread, so every thread
         # that decodes or encodes files holds its own (~18 MiB each, measured): few threads, few holds.
         self.threads = min(READ_THREADS, os.cpu_count() or 1) if storage.is_local else READ_THREADS
+        self.file_prefix = "part"  # of the data files it writes (a distributed operation's own, to find them again)
         self._pool: ThreadPoolExecutor | None = None
         self.deleter: RowDeleter = MergeOnRead(self) if uses_deletion_vectors(self.snapshot) else CopyOnWrite(self)
         self.removes: dict[str, RemoveFile] = {}
@@ -204,8 +205,8 @@ class RowLevelOperation:
         """A writer of new files; ``like``: a file read whole, whose columns' dictionary encoding the new
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
         w = DataWriter(self.storage, writer_schema(self.schema, self.row_tracking), self.partition_columns, self.snapshot.properties.num_indexed_cols,
-                       column_mapping=self.column_mapping, features=self.features if like is None else None, stats_columns=self.stats_columns,
-                       extra_columns=self.row_tracking or ())
+                       file_prefix=self.file_prefix, column_mapping=self.column_mapping, features=self.features if like is None else None,
+                       stats_columns=self.stats_columns, extra_columns=self.row_tracking or ())
         if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default
