@@ -450,8 +450,9 @@ class SparkOperation:
         """Rewrite the files of ``changed`` (rows with FILE; ``entry`` per row: its ROW, or a struct of ROW,
         the new values of ``columns`` and, for a merge, UPDATE_FLAG) with lakelog's copy-on-write in
         Spark's tasks; see ``rewrite_rows``. ``files``: the files ``changed`` reads. ``one_match``: a row
-        listed twice is MultipleSourceMatchesError (nothing is committed; files the job's other tasks
-        wrote stay unreferenced). Returns (rows changed, rows copied, rows updated)."""
+        listed twice is MultipleSourceMatchesError. If the job fails, the files its finished tasks wrote
+        are deleted (found by the job's own file name prefix). Returns (rows changed, rows copied, rows
+        updated)."""
         hits = changed.groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
