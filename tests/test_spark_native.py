@@ -275,6 +275,26 @@ def test_deletion_vectors_hold_across_splits_skipped_row_groups_and_row_reading(
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
+def test_deletion_vectors_in_a_table_too_wide_for_columnar_reading(spark, tmp_path):
+    """With more columns than Spark's whole-stage code generation takes (100), Spark reads row by row
+    and converts rows itself: the live column is filled there too, with nested and partition columns."""
+    path = str(tmp_path / "t")
+    n = 300
+    cols = {"id": pa.array(range(n), pa.int64()), "p": pa.array(["x" if i % 2 else "y" for i in range(n)]),
+            "nested": pa.array([{"a": i, "b": [i, i + 1]} for i in range(n)])}
+    cols.update({f"c{k}": pa.array([i * k for i in range(n)], pa.int32()) for k in range(110)})
+    lakelog.write_table(path, pa.table(cols), partition_by=["p"])
+    deleted = {}
+    for rel in lakelog.Table(path).files():
+        ids = pq.read_table(os.path.join(path, rel), columns=["id"]).column("id").to_pylist()
+        deleted[rel] = [r for r, i in enumerate(ids) if i % 7 == 0]
+    _add_deletion_vectors(path, deleted)
+    df = spark_ext.read(spark, path)
+    assert "Batched: false" in df._jdf.queryExecution().executedPlan().toString()
+    got = sorted((r.id, r.p, r.nested.b[1], r.c109) for r in df.collect())
+    assert got == [(i, "x" if i % 2 else "y", i + 1, i * 109) for i in range(n) if i % 7]
+
+
 def test_deletion_vectors_with_row_indexes_past_32_bits(spark, tmp_path):
     """Deleted row indexes that need 64 bits reach the JVM as 64-bit integers (the others as 32-bit)."""
     path = str(tmp_path / "t")
