@@ -67,6 +67,8 @@ COPIED, UPDATED, INSERTED = 0, 1, 2
 # Threads each rewriting task reads and writes files on (Spark runs one task per core; a second thread
 # overlaps reading and writing: 5-10% faster on local[2]).
 REWRITE_THREADS = 2
+MATCHED_KEYS = "__lakelog_matched_key"  # (a merge's changed rows) the source key that matched, as text
+MATCHED_KEYS_LIMIT = 10_000  # distinct matched source keys a merge brings to the driver for its inserts
 ONE_MATCH_MESSAGE = (
     "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
     "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
@@ -259,11 +261,14 @@ def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, co
     or with ``columns``: structs of a row index and those columns' new values) without those rows, or
     with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
     leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its Spark
-    path, rows deleted or updated, of which updated) and one with the rows copied. ``one_match``: a row
-    index listed twice (a merge matched the row with two source rows) fails the task before it writes."""
+    path, rows deleted or updated, of which updated) and one with the rows copied and, where the entries
+    carry MATCHED_KEYS, the distinct ones as a JSON list (null past MATCHED_KEYS_LIMIT). ``one_match``:
+    a row index listed twice (a merge matched the row with two source rows) fails the task before it
+    writes."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         changes, read, n_updated = [], [], []
+        keys: set | None = set()
         for b in batches:
             lists = b.column(ROWS)
             offsets = lists.offsets.to_numpy()
@@ -282,6 +287,10 @@ def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, co
                 if columns is not None:
                     part = entries.slice(offsets[i], offsets[i + 1] - offsets[i]).take(pa.array(order))
                     values = pa.table([part.field(c) for c in columns], names=columns)
+                    if keys is not None and MATCHED_KEYS in part.type.names:
+                        keys.update(k for k in part.field(MATCHED_KEYS).unique().to_pylist() if k is not None)
+                        if len(keys) > MATCHED_KEYS_LIMIT:
+                            keys = None
                     if UPDATE_FLAG in part.type.names:  # (a merge: rows deleted and rows updated)
                         flag = np.asarray(part.field(UPDATE_FLAG).to_numpy(zero_copy_only=False), dtype=bool)
                         values = NewValues(values.filter(pa.array(flag)), at[order][flag])
@@ -298,7 +307,8 @@ def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, co
             pa.array([None] * n + read + [None], pa.string()),
             pa.array([0] * n + [len(rows) for _, rows, _ in changes] + [done.copied_rows], pa.int64()),
             pa.array([0] * n + n_updated + [0], pa.int64()),
-        ], names=["add", "file", "n", "updated"])
+            pa.array([None] * (n + len(read)) + [None if keys is None else orjson.dumps(sorted(keys)).decode()], pa.string()),
+        ], names=["add", "file", "n", "updated", "keys"])
 
     return task
 
@@ -441,18 +451,18 @@ class SparkOperation:
         if not files:
             return 0, 0
         entry = F.col(ROW) if values is None else F.struct(F.col(ROW).alias(ROW), *[v.alias(c) for c, v in values.items()])
-        changed, copied, _ = self.rewrite_files(self.frame(files, row_column=True).where(hit_column(cond)), files, entry,
+        changed, copied, _, _ = self.rewrite_files(self.frame(files, row_column=True).where(hit_column(cond)), files, entry,
                                                 None if values is None else list(values))
         return changed, copied
 
     def rewrite_files(self, changed: DataFrame, files: list[AddFile], entry: Column, columns: list[str] | None,
-                      one_match: bool = False) -> tuple[int, int, int]:
+                      one_match: bool = False) -> tuple[int, int, int, set | None]:
         """Rewrite the files of ``changed`` (rows with FILE; ``entry`` per row: its ROW, or a struct of ROW,
         the new values of ``columns`` and, for a merge, UPDATE_FLAG) with lakelog's copy-on-write in
         Spark's tasks; see ``rewrite_rows``. ``files``: the files ``changed`` reads. ``one_match``: a row
         listed twice is MultipleSourceMatchesError. If the job fails, the files its finished tasks wrote
         are deleted (found by the job's own file name prefix). Returns (rows changed, rows copied, rows
-        updated)."""
+        updated, the distinct MATCHED_KEYS of the entries: None past MATCHED_KEYS_LIMIT)."""
         hits = changed.groupBy(FILE).agg(F.collect_list(entry).alias(ROWS))
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
@@ -464,8 +474,9 @@ class SparkOperation:
                              columns, self.op.features if columns is not None else None, one_match, prefix)
         n_changed = n_copied = n_updated = 0
         adds = []
+        keys: set | None = set()
         try:
-            reported = hits.mapInArrow(task, "add string, file string, n long, updated long").collect()
+            reported = hits.mapInArrow(task, "add string, file string, n long, updated long, keys string").collect()
         except BaseException as e:
             # The job's tasks that finished wrote files no commit will name: they go, found by this job's
             # own name prefix in the directories of the files it rewrote.
@@ -485,8 +496,10 @@ class SparkOperation:
                 n_updated += r["updated"]
             else:
                 n_copied += r["n"]
+                if keys is not None:
+                    keys = None if r["keys"] is None else keys | set(orjson.loads(r["keys"]))
         self.op.add_files(adds)
-        return n_changed, n_copied, n_updated
+        return n_changed, n_copied, n_updated, (keys if keys is not None and len(keys) <= MATCHED_KEYS_LIMIT else None)
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:

@@ -48,11 +48,11 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError, UnsupportedFeatureError
 from lakelog.schema import canonical_schema, check_column_names
-from lakelog.sql import equality_column_pairs, parse_expression
+from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .dml import (COPIED, FILE, INSERTED, KIND, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation, as_column,
-                  condition_text, hit_column, _q)
+from .dml import (COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation,
+                  as_column, condition_text, hit_column, _q)
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -288,6 +288,23 @@ class _SparkMerge:
             return ref[0]
         return None
 
+    def _match_key(self) -> str | None:
+        """The source column ``s`` when the whole condition is one ``target.t = source.s`` of integers,
+        strings or dates: a source row is then matched exactly when its ``s`` equals that of a source
+        row that matched (so the inserts can be found from the matched keys, without the target)."""
+        if self.text is None or not isinstance(self.condition, str):
+            return None
+        try:
+            tree = parse_expression(self.text)
+        except Exception:
+            return None
+        pairs = equality_column_pairs(tree, self._resolve_target, self._resolve_source)
+        if len(and_terms(tree)) != 1 or len(pairs) != 1:
+            return None
+        s_col = pairs[0][1]
+        t = self.source.schema[s_col].dataType.typeName()
+        return s_col if t in ("byte", "short", "integer", "long", "string", "date") else None
+
     def _key_ranges(self) -> list[pc.Expression]:
         """For each ``target.k = source.k2`` term of the condition: the source's keys as a bound on ``k``
         (one Spark aggregation over the source)."""
@@ -354,6 +371,7 @@ class _SparkMerge:
         self._frames()
         cond = as_column(self.condition, "merge condition")
         self.source_rows = None
+        self.matched_keys: set | None = None
         files = self.run.candidates(self._prune())
         n_src = self.source.count() if self.source_rows is None else self.source_rows
         counts = {"matched_update": 0, "matched_delete": 0, "nmbs_update": 0, "nmbs_delete": 0}
@@ -369,7 +387,7 @@ class _SparkMerge:
         in_tasks = bool(touched) and self._rewrites_in_tasks()
         parts = []
         if one_pass:
-            changed, rewritten_copies, n_updated = self._rewrite_in_tasks(files, cond, one_match=True)
+            changed, rewritten_copies, n_updated, self.matched_keys = self._rewrite_in_tasks(files, cond, one_match=True)
             counts["matched_update"], counts["matched_delete"] = n_updated, changed - n_updated
             in_tasks = True
         elif touched and self.run.merge_on_read:
@@ -377,7 +395,7 @@ class _SparkMerge:
             if any(c.action == "update" for c in self.numbered):
                 parts.append(self._rewritten([add for add, _ in touched], cond))
         elif in_tasks:
-            changed, rewritten_copies, _ = self._rewrite_in_tasks([add for add, _ in touched], cond)
+            changed, rewritten_copies, _, _ = self._rewrite_in_tasks([add for add, _ in touched], cond)
             if changed != sum(counts.values()):
                 raise LakelogError(
                     f"the merge changed {changed} target rows but its first pass found {sum(counts.values())}: the source changed "
@@ -487,18 +505,21 @@ class _SparkMerge:
         return (not self.run.merge_on_read and self.check_cardinality and all(c.condition is None for c in self.matched)
                 and self.out_names == self.target_names)
 
-    def _rewrite_in_tasks(self, files, cond: Column, one_match: bool = False) -> tuple[int, int, int]:
+    def _rewrite_in_tasks(self, files, cond: Column, one_match: bool = False) -> tuple[int, int, int, set | None]:
         """The touched files (of ``files``) rewritten by Spark's tasks with lakelog's copy-on-write: per
         file, the rows a clause deletes or updates (with their new values); copied rows never leave the
-        tasks. ``one_match``: the tasks check the one-match rule. Returns (rows changed, rows copied, rows
-        updated)."""
+        tasks. ``one_match``: the tasks check the one-match rule, and bring back the matched source keys
+        where ``_match_key`` allows. Returns (rows changed, rows copied, rows updated, those keys as text
+        or None)."""
         tgt = self.run.frame(files, row_column=True).withColumn(T_MARK, F.lit(True))
         tgt = tgt.alias(self.t_alias) if self.t_alias else tgt
         joined = tgt.join(self.src, cond, "left" if self.nmbs else "inner").withColumn(ACTION, self._target_action())
         updates = [k for k, c in enumerate(self.numbered) if c.action == "update"]
         by_code = dict(enumerate(self.numbered))
         values = [self._assigned(by_code, n, tgt[_q(n)], tgt) for n in self.target_names]
-        entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values)
+        key = self._match_key() if one_match else None
+        keys = [self.src[_q(key)].cast("string").alias(MATCHED_KEYS)] if key is not None else []
+        entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values, *keys)
         changed = joined.where(F.col(ACTION) >= 0).select(tgt[FILE].alias(FILE), entry.alias("__lakelog_entry"))
         return self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names), one_match)
 
@@ -568,7 +589,15 @@ class _SparkMerge:
 
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
-        if files:
+        key = self._match_key() if self.matched_keys is not None else None
+        if files and key is not None:
+            # The rewriting job brought back the keys of the source rows that matched: the others are
+            # the unmatched ones (a NULL key never matches), with no second read of the target.
+            src_type = self.source.schema[key].dataType
+            matched = self.run.spark.createDataFrame([(k,) for k in sorted(self.matched_keys)], "k string").select(
+                F.col("k").cast(src_type).alias(MATCHED_KEYS))
+            unmatched = self.src.join(F.broadcast(matched), self.src[_q(key)] == matched[MATCHED_KEYS], "left_anti")
+        elif files:
             # Against the target rows that match some source row (a semi join that broadcasts the
             # source), not all candidate rows: the same result, and Spark can broadcast that subset
             # when it is small instead of shuffling every candidate row for the anti join.

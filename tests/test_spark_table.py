@@ -327,6 +327,35 @@ def test_merge_every_clause_type_against_a_model(spark, tmp_path):
     _check_versions(path)
 
 
+@pytest.mark.parametrize("limit", [None, 2])
+def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, monkeypatch, limit):
+    """A merge on one key equality with only matched and not-matched clauses: its rewriting job brings
+    back the matched source keys and the inserts are the source rows whose key is not among them (NULL
+    keys and repeated unmatched keys included); past the key limit (here 2) the inserts come from the
+    target again. Both give the Python API's rows and metrics."""
+    import spark_ext.dml
+
+    if limit is not None:
+        monkeypatch.setattr(spark_ext.dml, "MATCHED_KEYS_LIMIT", limit)
+    base = str(tmp_path / "base")
+    _make(base, files=3)
+    rows = [{"id": i, "p": "a", "x": float(i), "s": f"src{i}"} for i in (1, 4, 7, 1000, 1000, 1001)]
+    rows += [{"id": None, "p": "b", "x": 0.5, "s": "null key"}, {"id": None, "p": "b", "x": 0.25, "s": "null key 2"}]
+    src = pd.DataFrame(rows, columns=COLS).astype({"id": "Int64"})
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin")
+    shutil.copytree(base, path)
+    shutil.copytree(base, twin)
+    spark_src = spark.createDataFrame(src.astype(object).where(src.notna(), None), "id long, p string, x double, s string")
+    m = (LakelogTable.forPath(spark, path).alias("t").merge(spark_src.alias("s"), "t.id = s.id")
+         .whenMatchedUpdate(set={"x": "s.x + t.x"}).whenNotMatchedInsert("s.s <> 'src1001'", values={"id": "s.id", "p": "s.p", "s": "s.s"}).execute())
+    py = (lakelog.Table(twin).merge(pa.Table.from_pandas(src, preserve_index=False), "t.id = s.id", source_alias="s", target_alias="t")
+          .when_matched_update({"x": "s.x + t.x"}).when_not_matched_insert({"id": "s.id", "p": "s.p", "s": "s.s"}, "s.s <> 'src1001'").execute())
+    assert _table_rows(path) == _table_rows(twin)
+    assert m["num_target_rows_inserted"] == 4 and m["num_target_rows_updated"] == 3
+    for k in ("num_source_rows", "num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_copied", "num_output_rows"):
+        assert m[k] == py[k], k
+
+
 def test_merge_with_unconditional_matched_clauses_rewritten_by_lakelog_tasks_as_the_python_api(spark, tmp_path):
     """Unconditional matched clauses (at most one source row per target row, each applying one): Spark's
     tasks rewrite the touched files with lakelog, given the changed rows' positions and new values."""
