@@ -23,6 +23,10 @@ no first job: the rewriting job's tasks check the one-match rule on each file's 
 before writing it (a row listed twice fails the job with ``MultipleSourceMatchesError``; files its
 other tasks wrote are never committed) and report the rows they updated and deleted; the source's
 row count comes from the job that computes its key ranges.
+When the whole condition is one ``target.t = source.s`` of integers, strings or dates and there are
+inserts, the job that finds the matches (the counting job, or the rewriting job without one) also
+brings back the distinct source keys that matched, up to 10,000: the inserts are then the source rows
+whose key is not among them (an anti join with that small table), with no second read of the target.
 The source is persisted for the operation, so every job of it sees the same rows.
 
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
@@ -51,6 +55,7 @@ from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
+from . import dml
 from .dml import (COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG, UPDATED, SparkOperation,
                   as_column, condition_text, hit_column, _q)
 
@@ -458,17 +463,34 @@ class _SparkMerge:
         action = self._target_action()
         # The one-match rule counts only source rows a matched clause applies to (as Delta, and the
         # Python merge): others matching the same target row are not ambiguous.
+        # With inserts and one key equality, also the matched source keys (see _match_key), up to the limit.
+        key = self._match_key() if self.inserts else None
+        keys = [F.when(F.col(S_MARK).isNotNull(), self.src[_q(key)].cast("string")).alias(MATCHED_KEYS)] if key is not None else []
         rows = joined.select(
-            tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), (F.col(S_MARK).isNotNull() & (action >= 0)).cast("int").alias("m"), action.alias(ACTION)
+            tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), (F.col(S_MARK).isNotNull() & (action >= 0)).cast("int").alias("m"), action.alias(ACTION),
+            *keys,
         )
-        per_row = rows.groupBy(FILE, ROW_ID).agg(F.sum("m").alias("m"), F.max(ACTION).alias(ACTION))
+        limit = dml.MATCHED_KEYS_LIMIT
+        per_row = rows.groupBy(FILE, ROW_ID).agg(F.sum("m").alias("m"), F.max(ACTION).alias(ACTION),
+                                                 *([F.collect_set(MATCHED_KEYS).alias(MATCHED_KEYS)] if key is not None else []))
         aggs = [F.max("m").alias("max_m")]
+        if key is not None:
+            aggs.append(F.slice(F.array_distinct(F.flatten(F.collect_list(MATCHED_KEYS))), 1, limit + 1).alias(MATCHED_KEYS))
         for k in range(len(self.numbered)):
             aggs.append(F.sum((F.col(ACTION) == k).cast("long")).alias(f"k{k}"))
         mor = self.run.merge_on_read
         if mor:
             aggs.append(F.collect_list(F.when(F.col(ACTION) >= 0, F.col(ROW_ID))).alias(ROWS))
         table = per_row.groupBy(FILE).agg(*aggs).toArrow()
+        if key is not None:
+            found: set | None = set()
+            for listed in table.column(MATCHED_KEYS).to_pylist():
+                found.update(listed or ())
+                if len(found) > limit:
+                    found = None
+                    break
+            self.matched_keys = found
+            table = table.drop_columns([MATCHED_KEYS])
         per_file = table.drop_columns([ROWS] if mor else []).to_pylist()
         if mor:
             lists = table.column(ROWS).combine_chunks()

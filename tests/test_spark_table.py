@@ -328,11 +328,13 @@ def test_merge_every_clause_type_against_a_model(spark, tmp_path):
 
 
 @pytest.mark.parametrize("limit", [None, 2])
-def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, monkeypatch, limit):
-    """A merge on one key equality with only matched and not-matched clauses: its rewriting job brings
-    back the matched source keys and the inserts are the source rows whose key is not among them (NULL
-    keys and repeated unmatched keys included); past the key limit (here 2) the inserts come from the
-    target again. Both give the Python API's rows and metrics."""
+@pytest.mark.parametrize("conditional", [False, True])
+def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, monkeypatch, limit, conditional):
+    """A merge on one key equality: the job that finds the matches (the rewriting job itself, or with a
+    conditional matched clause the counting job) brings back the matched source keys and the inserts
+    are the source rows whose key is not among them (NULL keys and repeated unmatched keys included);
+    past the key limit (here 2) the inserts come from the target again. All give the Python API's rows
+    and metrics."""
     import spark_ext.dml
 
     if limit is not None:
@@ -347,11 +349,13 @@ def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, 
     shutil.copytree(base, twin)
     spark_src = spark.createDataFrame(src.astype(object).where(src.notna(), None), "id long, p string, x double, s string")
     m = (LakelogTable.forPath(spark, path).alias("t").merge(spark_src.alias("s"), "t.id = s.id")
-         .whenMatchedUpdate(set={"x": "s.x + t.x"}).whenNotMatchedInsert("s.s <> 'src1001'", values={"id": "s.id", "p": "s.p", "s": "s.s"}).execute())
+         .whenMatchedUpdate("s.x <> 4" if conditional else None, set={"x": "s.x + t.x"})
+         .whenNotMatchedInsert("s.s <> 'src1001'", values={"id": "s.id", "p": "s.p", "s": "s.s"}).execute())
     py = (lakelog.Table(twin).merge(pa.Table.from_pandas(src, preserve_index=False), "t.id = s.id", source_alias="s", target_alias="t")
-          .when_matched_update({"x": "s.x + t.x"}).when_not_matched_insert({"id": "s.id", "p": "s.p", "s": "s.s"}, "s.s <> 'src1001'").execute())
+          .when_matched_update({"x": "s.x + t.x"}, "s.x <> 4" if conditional else None)
+          .when_not_matched_insert({"id": "s.id", "p": "s.p", "s": "s.s"}, "s.s <> 'src1001'").execute())
     assert _table_rows(path) == _table_rows(twin)
-    assert m["num_target_rows_inserted"] == 4 and m["num_target_rows_updated"] == 3
+    assert m["num_target_rows_inserted"] == 4 and m["num_target_rows_updated"] == (2 if conditional else 3)
     for k in ("num_source_rows", "num_target_rows_inserted", "num_target_rows_updated", "num_target_rows_copied", "num_output_rows"):
         assert m[k] == py[k], k
 
