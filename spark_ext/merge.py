@@ -23,7 +23,7 @@ no first job: the rewriting job's tasks check the one-match rule on each file's 
 before writing it (a row listed twice fails the job with ``MultipleSourceMatchesError``; files its
 other tasks wrote are never committed) and report the rows they updated and deleted; the source's
 row count comes from the job that computes its key ranges.
-When the whole condition is one ``target.t = source.s`` of integers, strings or dates and there are
+When the whole condition is one ``target.t = source.s`` (source keys integers or strings) and there are
 inserts, the job that finds the matches (the counting job, or the rewriting job without one) also
 brings back the distinct source keys that matched, up to 10,000: the inserts are then the source rows
 whose key is not among them (an anti join with that small table), with no second read of the target.
@@ -294,9 +294,10 @@ class _SparkMerge:
         return None
 
     def _match_key(self) -> str | None:
-        """The source column ``s`` when the whole condition is one ``target.t = source.s`` of integers,
-        strings or dates: a source row is then matched exactly when its ``s`` equals that of a source
-        row that matched (so the inserts can be found from the matched keys, without the target)."""
+        """The source column ``s`` when the whole condition is one ``target.t = source.s`` and ``s`` holds
+        integers or strings (whose text form round-trips exactly): a source row is then matched exactly
+        when its ``s`` equals that of a source row that matched (so the inserts can be found from the
+        matched keys, without the target)."""
         if self.text is None or not isinstance(self.condition, str):
             return None
         try:
@@ -308,7 +309,7 @@ class _SparkMerge:
             return None
         s_col = pairs[0][1]
         t = self.source.schema[s_col].dataType.typeName()
-        return s_col if t in ("byte", "short", "integer", "long", "string", "date") else None
+        return s_col if t in ("byte", "short", "integer", "long", "string") else None
 
     def _key_ranges(self) -> list[pc.Expression]:
         """For each ``target.k = source.k2`` term of the condition: the source's keys as a bound on ``k``
