@@ -254,13 +254,13 @@ public class CLASSNAME extends ParquetFileFormat {
 """
 
 _CLASS = "LakelogDeletionVectorFormat_" + hashlib.sha256(_SOURCE.encode()).hexdigest()[:12]
-_classes: dict[int, tuple[Any, Any]] = {}  # id(gateway) -> (gateway, the compiled class's create method on the driver)
+_classes: dict[int, tuple[Any, Any, str, set]] = {}  # id(gateway) -> (gateway, create method, jar, applications it went to)
 _lock = threading.Lock()
 
 
 def _create(spark):
-    """The format class's static ``create`` method in this session's driver (the class compiled, and
-    its jar added, on first use)."""
+    """The format class's static ``create`` method in this session's driver (the class compiled on first
+    use in this JVM; its jar added to each SparkContext, as a restarted session has a new one)."""
     sc = spark.sparkContext
     gateway = sc._gateway
     with _lock:
@@ -274,18 +274,21 @@ def _create(spark):
             with zipfile.ZipFile(jar, "w") as z:
                 for name, code in dict(compiler.getBytecodes()).items():
                     z.writestr(name.replace(".", "/") + ".class", bytes(code))
+            types = gateway.new_array(jvm.java.lang.Class, 4)
+            types[0], types[1] = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession"), jvm.java.lang.Class.forName("java.lang.String")
+            types[2], types[3] = jvm.java.lang.Class.forName("[B"), jvm.java.lang.Boolean.TYPE
+            create = compiler.getClassLoader().loadClass(_CLASS).getMethod("create", types)
+            entry = _classes[id(gateway)] = (gateway, create, jar, set())
+        app = sc.applicationId
+        if app not in entry[3]:
             try:
-                sc._jsc.sc().addJar(jar)  # (executors load the class from it when they deserialize a task)
+                sc._jsc.sc().addJar(entry[2])  # (executors load the class from it when they deserialize a task)
             except Py4JError as e:
                 raise UnsupportedFeatureError(
                     f"this Spark session refused the jar that lets its executors read deletion vectors ({e}); "
                     'read the table with spark.read.format("lakelog") instead'
                 ) from None
-            types = gateway.new_array(jvm.java.lang.Class, 4)
-            types[0], types[1] = jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession"), jvm.java.lang.Class.forName("java.lang.String")
-            types[2], types[3] = jvm.java.lang.Class.forName("[B"), jvm.java.lang.Boolean.TYPE
-            create = compiler.getClassLoader().loadClass(_CLASS).getMethod("create", types)
-            entry = _classes[id(gateway)] = (gateway, create)
+            entry[3].add(app)
         return entry[1]
 
 

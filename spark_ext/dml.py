@@ -478,12 +478,10 @@ class SparkOperation:
         try:
             reported = hits.mapInArrow(task, "add string, file string, n long, updated long, keys string").collect()
         except BaseException as e:
-            # The job's tasks that finished wrote files no commit will name: they go, found by this job's
-            # own name prefix in the directories of the files it rewrote.
-            for d in sorted({a.relative_path.rsplit("/", 1)[0] if "/" in a.relative_path else "" for a in files}):
-                for f in self.storage.list_dir(self.storage.join(d)):
-                    if f.name.startswith(prefix + "-"):
-                        self.storage.delete(f.path)
+            try:
+                self._delete_written(prefix, files, columns)
+            except Exception:  # noqa: BLE001 - (the job's own error is the one to report)
+                pass
             if one_match and ONE_MATCH_MESSAGE in str(e):
                 raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE) from None
             raise
@@ -500,6 +498,19 @@ class SparkOperation:
                     keys = None if r["keys"] is None else keys | set(orjson.loads(r["keys"]))
         self.op.add_files(adds)
         return n_changed, n_copied, n_updated, (keys if keys is not None and len(keys) <= MATCHED_KEYS_LIMIT else None)
+
+    def _delete_written(self, prefix: str, files: list[AddFile], columns: list[str] | None) -> None:
+        """Delete the files a failed rewriting job's finished tasks wrote (no commit names them), found by
+        the job's own name prefix: in the directories of the files it rewrote or, where it sets partition
+        columns (rows may then move to other partitions' directories), anywhere in the table."""
+        if columns is not None and set(columns) & set(self.snapshot.partition_columns):
+            found = [f for f in self.storage.list_files(self.storage.root) if not f.name.startswith("_delta_log/")]
+        else:
+            dirs = sorted({a.relative_path.rsplit("/", 1)[0] if "/" in a.relative_path else "" for a in files})
+            found = [f for d in dirs for f in self.storage.list_dir(self.storage.join(d))]
+        for f in found:
+            if f.name.rsplit("/", 1)[-1].startswith(prefix + "-"):
+                self.storage.delete(f.path)
 
     # ------------------------------------------------------------ outcome
     def commit(self, operation: str, parameters: dict[str, Any], metrics: dict[str, Any]) -> int:

@@ -25,7 +25,8 @@ other tasks wrote are never committed) and report the rows they updated and dele
 row count comes from the job that computes its key ranges.
 When the whole condition is one ``target.t = source.s`` (source keys integers or strings) and there are
 inserts, the job that finds the matches (the counting job, or the rewriting job without one) also
-brings back the distinct source keys that matched, up to 10,000: the inserts are then the source rows
+brings back the distinct source keys that matched (when the source has at most 5,000 distinct keys,
+counted approximately with its key ranges, so that no list of them grows large): the inserts are then the source rows
 whose key is not among them (an anti join with that small table), with no second read of the target.
 The source is persisted for the operation, so every job of it sees the same rows.
 
@@ -308,8 +309,18 @@ class _SparkMerge:
         if len(and_terms(tree)) != 1 or len(pairs) != 1:
             return None
         s_col = pairs[0][1]
-        t = self.source.schema[s_col].dataType.typeName()
-        return s_col if t in ("byte", "short", "integer", "long", "string") else None
+        t = self.source.schema[s_col].dataType
+        if t.typeName() == "string" and getattr(t, "collation", "UTF8_BINARY") != "UTF8_BINARY":
+            return None  # (equal under a collation is not equal as text)
+        return s_col if t.typeName() in ("byte", "short", "integer", "long", "string") else None
+
+    def _keys_key(self) -> str | None:
+        """``_match_key`` where the inserts are to come from the matched keys: the merge inserts and the
+        source has few enough distinct keys (counted with its key ranges) that no job's list of them
+        can grow past the limit."""
+        if not self.inserts or self.source_keys is None or self.source_keys > dml.MATCHED_KEYS_LIMIT // 2:
+            return None
+        return self._match_key()
 
     def _key_ranges(self) -> list[pc.Expression]:
         """For each ``target.k = source.k2`` term of the condition: the source's keys as a bound on ``k``
@@ -330,6 +341,9 @@ class _SparkMerge:
         if not pairs:
             return []
         aggs = [F.count(F.lit(1)).alias("n")]  # (the source's row count in the same job)
+        key = self._match_key() if self.inserts else None
+        if key is not None:  # (approximate, within a few percent: it only bounds the lists of matched keys)
+            aggs.append(F.approx_count_distinct(self.source[_q(key)]).alias("distinct"))
         for i, (t_col, s_col, _) in enumerate(pairs):
             c = self.source[_q(s_col)]
             aggs += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
@@ -337,6 +351,7 @@ class _SparkMerge:
                 aggs.append(F.slice(F.collect_set(c), 1, KEY_SET_LIMIT + 1).alias(f"set{i}"))
         row = self.persisted.agg(*aggs).collect()[0]
         self.source_rows = row["n"]
+        self.source_keys = row["distinct"] if key is not None else None
         out = []
         for i, (t_col, s_col, tt) in enumerate(pairs):
             lo, hi = row[f"lo{i}"], row[f"hi{i}"]
@@ -376,7 +391,7 @@ class _SparkMerge:
         self.source = self.persisted
         self._frames()
         cond = as_column(self.condition, "merge condition")
-        self.source_rows = None
+        self.source_rows = self.source_keys = None
         self.matched_keys: set | None = None
         files = self.run.candidates(self._prune())
         n_src = self.source.count() if self.source_rows is None else self.source_rows
@@ -465,7 +480,7 @@ class _SparkMerge:
         # The one-match rule counts only source rows a matched clause applies to (as Delta, and the
         # Python merge): others matching the same target row are not ambiguous.
         # With inserts and one key equality, also the matched source keys (see _match_key), up to the limit.
-        key = self._match_key() if self.inserts else None
+        key = self._keys_key()
         keys = [F.when(F.col(S_MARK).isNotNull(), self.src[_q(key)].cast("string")).alias(MATCHED_KEYS)] if key is not None else []
         rows = joined.select(
             tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), (F.col(S_MARK).isNotNull() & (action >= 0)).cast("int").alias("m"), action.alias(ACTION),
@@ -476,7 +491,7 @@ class _SparkMerge:
                                                  *([F.collect_set(MATCHED_KEYS).alias(MATCHED_KEYS)] if key is not None else []))
         aggs = [F.max("m").alias("max_m")]
         if key is not None:
-            aggs.append(F.slice(F.array_distinct(F.flatten(F.collect_list(MATCHED_KEYS))), 1, limit + 1).alias(MATCHED_KEYS))
+            aggs.append(F.slice(F.array_distinct(F.flatten(F.collect_set(MATCHED_KEYS))), 1, limit + 1).alias(MATCHED_KEYS))
         for k in range(len(self.numbered)):
             aggs.append(F.sum((F.col(ACTION) == k).cast("long")).alias(f"k{k}"))
         mor = self.run.merge_on_read
@@ -540,7 +555,7 @@ class _SparkMerge:
         updates = [k for k, c in enumerate(self.numbered) if c.action == "update"]
         by_code = dict(enumerate(self.numbered))
         values = [self._assigned(by_code, n, tgt[_q(n)], tgt) for n in self.target_names]
-        key = self._match_key() if one_match else None
+        key = self._keys_key() if one_match else None
         keys = [self.src[_q(key)].cast("string").alias(MATCHED_KEYS)] if key is not None else []
         entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values, *keys)
         changed = joined.where(F.col(ACTION) >= 0).select(tgt[FILE].alias(FILE), entry.alias("__lakelog_entry"))
@@ -612,7 +627,7 @@ class _SparkMerge:
 
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
-        key = self._match_key() if self.matched_keys is not None else None
+        key = self._keys_key() if self.matched_keys is not None else None
         if files and key is not None:
             # The rewriting job brought back the keys of the source rows that matched: the others are
             # the unmatched ones (a NULL key never matches), with no second read of the target.

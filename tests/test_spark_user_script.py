@@ -29,3 +29,5 @@ def test_register_makes_workers_run_the_scripts_interpreter(tmp_path):
     expected = {i: (str(i % 2), i * 2) for i in range(10)} | {i: (str(i % 2), i * 3) for i in range(5, 15)}
     del expected[0]
     assert out["rows"] == sorted([i, p, v] for i, (p, v) in expected.items())
+    live = [i for i in range(100) if i % 3]
+    assert out["dv_rows"] == live and out["dv_rows_after_restart"] == live

@@ -36,5 +36,16 @@ import lakelog  # noqa: E402
 
 out["partition_columns"] = lakelog.Table(path).partition_columns
 out["worker_python"] = spark.sparkContext.pythonExec
+# A table with deletion vectors through Spark's own Parquet scan, then again after a session restart
+# (a new SparkContext in the same JVM needs the deletion-vector format's jar again).
+import pyarrow as pa  # noqa: E402
+
+dv = os.path.join(sys.argv[1], "dv")
+lakelog.write_table(dv, pa.table({"id": list(range(100))}), configuration={"delta.enableDeletionVectors": "true"})
+lakelog.Table(dv).delete("id % 3 = 0")
+out["dv_rows"] = sorted(r.id for r in spark_ext.read(spark, dv).collect())
+spark.stop()
+spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+out["dv_rows_after_restart"] = sorted(r.id for r in spark_ext.read(spark, dv).collect())
 spark.stop()
 print(json.dumps(out))

@@ -57,8 +57,8 @@ def rewrite_without(state: TableState, deletions: list[tuple[AddFile, np.ndarray
     """Rewrite each file without the rows at its (ascending) file row indexes, on ``threads`` threads; a
     file losing every row is written as nothing. Where ``NewValues`` are given, those rows are written
     updated instead (the rest of each row as the file has it), meeting ``features`` (the table's writer
-    features for the assigned columns; None: the table's own). New files are named ``file_prefix``-...
-    in the directory of the file they replace. On an error the files written so far are deleted."""
+    features for the assigned columns; None: the table's own). New files' names start with
+    ``file_prefix``-. On an error the files written so far are deleted."""
     snapshot = state.snapshot()
     op = RowLevelOperation(snapshot.storage, snapshot=snapshot, worker=True)
     op.threads = max(1, threads)
