@@ -25,8 +25,9 @@ other tasks wrote are never committed) and report the rows they updated and dele
 row count comes from the job that computes its key ranges.
 When the whole condition is one ``target.t = source.s`` (source keys integers or strings) and there are
 inserts, the job that finds the matches (the counting job, or the rewriting job without one) also
-brings back the distinct source keys that matched (when the source has at most 5,000 distinct keys,
-counted approximately with its key ranges, so that no list of them grows large): the inserts are then the source rows
+brings back the distinct source keys that matched (up to 10,000; the counting job only when the
+source has at most 5,000 distinct keys, counted approximately with its key ranges, so that none of
+its aggregation buffers grows large): the inserts are then the source rows
 whose key is not among them (an anti join with that small table), with no second read of the target.
 The source is persisted for the operation, so every job of it sees the same rows.
 
@@ -314,11 +315,14 @@ class _SparkMerge:
             return None  # (equal under a collation is not equal as text)
         return s_col if t.typeName() in ("byte", "short", "integer", "long", "string") else None
 
-    def _keys_key(self) -> str | None:
-        """``_match_key`` where the inserts are to come from the matched keys: the merge inserts and the
-        source has few enough distinct keys (counted with its key ranges) that no job's list of them
-        can grow past the limit."""
-        if not self.inserts or self.source_keys is None or self.source_keys > dml.MATCHED_KEYS_LIMIT // 2:
+    def _keys_key(self, counting: bool) -> str | None:
+        """``_match_key`` where the job that finds the matches is to bring back the matched keys: the
+        merge inserts, and for the counting job (whose per-file lists of keys are Spark aggregation
+        buffers) the source has few enough distinct keys (counted with its key ranges) that none can
+        grow past the limit; the rewriting tasks stop collecting past it themselves."""
+        if not self.inserts:
+            return None
+        if counting and (self.source_keys is None or self.source_keys > dml.MATCHED_KEYS_LIMIT // 2):
             return None
         return self._match_key()
 
@@ -480,7 +484,7 @@ class _SparkMerge:
         # The one-match rule counts only source rows a matched clause applies to (as Delta, and the
         # Python merge): others matching the same target row are not ambiguous.
         # With inserts and one key equality, also the matched source keys (see _match_key), up to the limit.
-        key = self._keys_key()
+        key = self._keys_key(counting=True)
         keys = [F.when(F.col(S_MARK).isNotNull(), self.src[_q(key)].cast("string")).alias(MATCHED_KEYS)] if key is not None else []
         rows = joined.select(
             tgt[FILE].alias(FILE), tgt[ROW_ID].alias(ROW_ID), (F.col(S_MARK).isNotNull() & (action >= 0)).cast("int").alias("m"), action.alias(ACTION),
@@ -555,11 +559,12 @@ class _SparkMerge:
         updates = [k for k, c in enumerate(self.numbered) if c.action == "update"]
         by_code = dict(enumerate(self.numbered))
         values = [self._assigned(by_code, n, tgt[_q(n)], tgt) for n in self.target_names]
-        key = self._keys_key() if one_match else None
+        key = self._keys_key(counting=False) if one_match else None
         keys = [self.src[_q(key)].cast("string").alias(MATCHED_KEYS)] if key is not None else []
         entry = F.struct(tgt[ROW].alias(ROW), (F.col(ACTION).isin(updates) if updates else F.lit(False)).alias(UPDATE_FLAG), *values, *keys)
         changed = joined.where(F.col(ACTION) >= 0).select(tgt[FILE].alias(FILE), entry.alias("__lakelog_entry"))
-        return self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names), one_match)
+        n_changed, n_copied, n_updated, found = self.run.rewrite_files(changed, files, F.col("__lakelog_entry"), list(self.target_names), one_match)
+        return n_changed, n_copied, n_updated, (found if key is not None else None)
 
     def _rewritten(self, files, cond: Column) -> DataFrame:
         """Rows of the touched files after the matched and not-matched-by-source clauses (deleted rows
@@ -627,7 +632,7 @@ class _SparkMerge:
 
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
-        key = self._keys_key() if self.matched_keys is not None else None
+        key = self._match_key() if self.matched_keys is not None else None  # (set only where a job brought them back)
         if files and key is not None:
             # The rewriting job brought back the keys of the source rows that matched: the others are
             # the unmatched ones (a NULL key never matches), with no second read of the target.

@@ -333,8 +333,8 @@ def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, 
     """A merge on one key equality: the job that finds the matches (the rewriting job itself, or with a
     conditional matched clause the counting job) brings back the matched source keys and the inserts
     are the source rows whose key is not among them (NULL keys and repeated unmatched keys included);
-    with more distinct source keys than half the limit (here 2) the inserts come from the target again.
-    All give the Python API's rows and metrics."""
+    past the limit (here 2; the counting job collects only with at most half the limit of distinct
+    source keys) the inserts come from the target again. All give the Python API's rows and metrics."""
     import spark_ext.dml
 
     if limit is not None:
