@@ -33,6 +33,8 @@ from lakelog.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.storage import Storage
 
+from .jvm_classes import compile_java
+
 LIVE = "__lakelog_row_live"  # the format's boolean column: true where the row is not deleted
 
 _SOURCE = r"""
@@ -267,9 +269,7 @@ def _create(spark):
         entry = _classes.get(id(gateway))
         if entry is None or entry[0] is not gateway:
             jvm = spark._jvm
-            compiler = jvm.org.codehaus.janino.SimpleCompiler()
-            compiler.setParentClassLoader(jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
-            compiler.cook(_SOURCE.replace("CLASSNAME", _CLASS).replace("LIVENAME", LIVE))
+            compiler = compile_java(spark, _SOURCE.replace("CLASSNAME", _CLASS).replace("LIVENAME", LIVE))
             jar = os.path.join(tempfile.mkdtemp(prefix="lakelog-spark-"), f"{_CLASS}.jar")
             with zipfile.ZipFile(jar, "w") as z:
                 for name, code in dict(compiler.getBytecodes()).items():

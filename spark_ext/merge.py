@@ -316,15 +316,13 @@ class _SparkMerge:
         return s_col if t.typeName() in ("byte", "short", "integer", "long", "string") else None
 
     def _keys_key(self, counting: bool) -> str | None:
-        """``_match_key`` where the job that finds the matches is to bring back the matched keys: the
-        merge inserts, and for the counting job (whose per-file lists of keys are Spark aggregation
-        buffers) the source has few enough distinct keys (counted with its key ranges) that none can
-        grow past the limit; the rewriting tasks stop collecting past it themselves."""
-        if not self.inserts:
-            return None
+        """``match_key`` (``_match_key`` where the merge inserts), where the job that finds the matches is
+        to bring back the matched keys: for the counting job (whose per-file lists of keys are Spark
+        aggregation buffers) only if the source has few enough distinct keys (counted with its key
+        ranges) that none can grow past the limit; the rewriting tasks stop collecting past it themselves."""
         if counting and (self.source_keys is None or self.source_keys > dml.MATCHED_KEYS_LIMIT // 2):
             return None
-        return self._match_key()
+        return self.match_key
 
     def _key_ranges(self) -> list[pc.Expression]:
         """For each ``target.k = source.k2`` term of the condition: the source's keys as a bound on ``k``
@@ -345,7 +343,7 @@ class _SparkMerge:
         if not pairs:
             return []
         aggs = [F.count(F.lit(1)).alias("n")]  # (the source's row count in the same job)
-        key = self._match_key() if self.inserts else None
+        key = self.match_key
         if key is not None:  # (approximate, within a few percent: it only bounds the lists of matched keys)
             aggs.append(F.approx_count_distinct(self.source[_q(key)]).alias("distinct"))
         for i, (t_col, s_col, _) in enumerate(pairs):
@@ -396,6 +394,7 @@ class _SparkMerge:
         self._frames()
         cond = as_column(self.condition, "merge condition")
         self.source_rows = self.source_keys = None
+        self.match_key = self._match_key() if self.inserts else None
         self.matched_keys: set | None = None
         files = self.run.candidates(self._prune())
         n_src = self.source.count() if self.source_rows is None else self.source_rows
@@ -632,10 +631,10 @@ class _SparkMerge:
 
     def _inserted(self, files, cond: Column) -> DataFrame:
         """Source rows no candidate target row matches, through the not-matched clauses, with KIND."""
-        key = self._match_key() if self.matched_keys is not None else None  # (set only where a job brought them back)
+        key = self.match_key if self.matched_keys is not None else None  # (set only where a job brought them back)
         if files and key is not None:
-            # The rewriting job brought back the keys of the source rows that matched: the others are
-            # the unmatched ones (a NULL key never matches), with no second read of the target.
+            # The job that found the matches brought back the keys of the source rows that matched: the
+            # others are the unmatched ones (a NULL key never matches), with no second read of the target.
             src_type = self.source.schema[key].dataType
             matched = self.run.spark.createDataFrame([(k,) for k in sorted(self.matched_keys)], "k string").select(
                 F.col("k").cast(src_type).alias(MATCHED_KEYS))

@@ -49,6 +49,7 @@ from lakelog.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
 from .deletion_vectors import LIVE, deletion_vector_format
+from .jvm_classes import compile_java
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
 # mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and
@@ -186,9 +187,7 @@ def _factory(spark):
         entry = _factories.get(id(gateway))
         if entry is None or entry[0] is not gateway:
             jvm = spark._jvm
-            compiler = jvm.org.codehaus.janino.SimpleCompiler()
-            compiler.setParentClassLoader(jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
-            compiler.cook(_FACTORY_SOURCE)
+            compiler = compile_java(spark, _FACTORY_SOURCE)
             no_args = gateway.new_array(jvm.java.lang.Class, 0)
             factory = compiler.getClassLoader().loadClass(_FACTORY_CLASS).getDeclaredConstructor(no_args).newInstance(gateway.new_array(jvm.java.lang.Object, 0))
             entry = _factories[id(gateway)] = (gateway, factory)
