@@ -42,6 +42,15 @@ class NewValues:
         return out
 
 
+def _filtered(schema: pa.Schema, columns: list[pa.ChunkedArray], mask: pa.Array) -> pa.Table:
+    """A table's rows where ``mask`` is true, from its ``schema`` and ``columns``, which it filters one at
+    a time, letting go of each column once its copy is made: when no one else holds the table, a file's
+    rows and their filtered copy are never both held whole."""
+    for i in range(len(columns)):
+        columns[i] = columns[i].filter(mask)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def table_rows(batch: pa.RecordBatch, schema: pa.Schema, features: WriterFeatures | None = None) -> pa.RecordBatch:
     """``batch`` cast to the table's ``schema``, without the internal columns (row positions) it carries."""
     keep = [n for n in batch.schema.names if n in schema.names]
@@ -106,7 +115,10 @@ class CopyOnWrite:
             else:
                 at = np.searchsorted(index, rows)
                 mask[at[(at < len(index)) & (index[np.minimum(at, len(index) - 1)] == rows)]] = False
-            kept = content.filter(pa.array(mask))  # (a boolean filter copies faster than a take of indexes)
+            del index
+            schema, columns = content.schema, content.columns
+            content = None
+            kept = _filtered(schema, columns, pa.array(mask))  # (a boolean filter copies faster than a take of indexes)
         parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
         if not parts:
             return [], 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..storage import Storage
-from .rewrite import Predicate, RowLevelOperation, compile_predicate, partition_table, predicate_parameter, reads_only_partitions, run, select_positions
+from .file_groups import partition_table
+from .rewrite import Predicate, RowLevelOperation, compile_predicate, predicate_parameter, reads_only_partitions, run, select_positions
 
 
 def delete(
@@ -55,7 +56,7 @@ def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
     # A predicate that reads partition columns only (at least one) has one value per file.
     by_partition = pred.sql is not None and reads_only_partitions(pred.columns, op.partition_columns)
     if pred.everything or by_partition:
-        chosen = range(len(files)) if pred.everything else select_positions(op.engine, pred, partition_table(op, files))
+        chosen = range(len(files)) if pred.everything else select_positions(op.engine, pred, partition_table(op.snapshot, files))
         for i in chosen:
             add = files[int(i)]
             deleted += op.num_rows(add)

@@ -36,7 +36,8 @@ from ..sql import equality_column_pairs, parse_expression, prune_expression, quo
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID
-from .rewrite import FILE, ROW, Group, RowLevelOperation, internal_name, predicate_parameter, rows_at, run, split_by_file
+from .file_groups import Group, split_by_file
+from .rewrite import FILE, ROW, RowLevelOperation, internal_name, predicate_parameter, rows_at, run
 
 SRC = internal_name("src")  # a source row's position in the source
 CLAUSE = internal_name("clause")  # the number of the insert clause that applies to a source row

@@ -14,14 +14,12 @@ import dataclasses
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
@@ -44,6 +42,7 @@ from ..write import DataWriter
 from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
+from .file_groups import Group, with_file_index
 from .merge_on_read import MergeOnRead
 from .stable_ids import materialize, with_stable_ids
 from .. import row_tracking
@@ -69,58 +68,6 @@ def uses_deletion_vectors(snapshot: Snapshot) -> bool:
 
 
 # ---------------------------------------------------------------- one operation
-
-@dataclass
-class Group:
-    """Rows of a bounded group of files: ``table`` has the requested columns plus FILE and ROW."""
-
-    files: list[AddFile]
-    first: int  # FILE index of files[0]
-    table: pa.Table
-    counts: list[int]  # rows per file
-
-    def rows_of(self, fi: int) -> pa.Table:
-        """The rows of file ``fi`` (a FILE index in this group), without ``FILE``."""
-        k = fi - self.first
-        start = sum(self.counts[:k])
-        return self.table.slice(start, self.counts[k]).drop_columns([FILE])
-
-    def _masked(self, mask: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-        rows = self.table.column(ROW).to_numpy()
-        start = 0
-        for k, n in enumerate(self.counts):
-            hit = np.flatnonzero(mask[start : start + n])
-            if len(hit):
-                yield self.first + k, rows[start + hit]
-            start += n
-
-    def selected(self, engine: Engine, predicate: Predicate) -> Iterator[tuple[int, np.ndarray]]:
-        """(FILE index, ascending file row indexes) of the rows the predicate selects, per file."""
-        if predicate.everything:
-            hit = self.table.select([FILE, ROW])
-        elif predicate.expression is not None:
-            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=predicate.expression)
-        else:
-            name = engine.register(self.table)
-            try:
-                # One boolean per row, in the table's order (DuckDB keeps insertion order for a projection):
-                # no (file, row) pairs to ship and sort, which dominated selective-less deletes.
-                mask = engine.query(f"SELECT COALESCE(({predicate.sql}), FALSE) AS m FROM {name}",
-                                    f"cannot evaluate the predicate {predicate.sql!r}").column(0)
-            finally:
-                engine.unregister(name)
-            if len(mask) == self.table.num_rows:
-                yield from self._masked(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
-                return
-            raise RuntimeError("the predicate's mask does not have one value per row")
-        if hit.num_rows == 0:
-            return
-        files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()
-        order = np.lexsort((rows, files))
-        files, rows = files[order], rows[order]
-        cuts = np.flatnonzero(np.diff(files)) + 1
-        for chunk_f, chunk_r in zip(np.split(files, cuts), np.split(rows, cuts)):
-            yield int(chunk_f[0]), chunk_r
 
 
 class RowLevelOperation:
@@ -351,7 +298,7 @@ class RowLevelOperation:
                 for f in queued.pop(k + 1, []):
                     f.cancel()
                 raise
-            tables = _with_file_index(tables, range(start, end))
+            tables = with_file_index(tables, range(start, end))
             yield Group(files[start:end], start, pa.concat_tables(tables), [t.num_rows for t in tables])
 
     @staticmethod
@@ -389,7 +336,7 @@ class RowLevelOperation:
             tables = list(self.pool.map(self.complete, adds, known))
         else:
             tables = list(self.pool.map(lambda a: self.read_file(a, columns), adds))
-        return _with_file_index(tables, indexes)
+        return with_file_index(tables, indexes)
 
     def num_rows(self, add: AddFile) -> int:
         """Live row count of a file (its deletion vector's rows excluded): from its stats, else from its
@@ -613,32 +560,6 @@ def _dictionary_encoded(metadata: pq.FileMetaData) -> list[str]:
     return [path for path, (size, n, has_dict) in sizes.items() if has_dict and (n == 0 or size / n < 4)]
 
 
-def _with_file_index(tables: list[pa.Table], indexes) -> list[pa.Table]:
-    """Each of ``tables`` (one file's rows) with its FILE index (from ``indexes``) as a column."""
-    return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
-
-
-def split_by_file(table: pa.Table) -> dict[int, pa.Table]:
-    """Rows of ``table`` per value of its FILE column."""
-    if table.num_rows == 0:
-        return {}
-    table = table.sort_by(FILE)
-    fs = table.column(FILE).to_numpy().astype(np.int64)
-    cuts = [0, *(np.flatnonzero(np.diff(fs)) + 1).tolist(), len(fs)]
-    return {int(fs[a]): table.slice(a, b - a) for a, b in zip(cuts, cuts[1:])}
-
-
-def partition_table(op: RowLevelOperation, files: list[AddFile]) -> pa.Table:
-    """One row per file: its typed partition values and its FILE index (for partition-only predicates)."""
-    cols = {}
-    for c in op.partition_columns:
-        t = op.snapshot.schema.field(c).type
-        key = op.snapshot.column_mapping.physical_name(c)
-        cols[c] = pa.array([parse_partition_value(a.partition_values.get(key), t) for a in files], t)
-    cols[FILE] = pa.array(np.arange(len(files), dtype=np.int64))
-    return pa.table(cols)
-
-
 def run(op: RowLevelOperation, body) -> Any:
     """Run ``body(op)``; on any error, delete the files it wrote and close the engine."""
     try:
@@ -653,5 +574,5 @@ def run(op: RowLevelOperation, body) -> Any:
 __all__ = [
     "FILE", "ROW", "POS", "internal_name", "Predicate", "compile_predicate", "select_positions", "CopyOnWrite", "MergeOnRead", "RowDeleter",
     "uses_deletion_vectors",
-    "RowLevelOperation", "Group", "predicate_parameter", "partition_table", "split_by_file", "run",
+    "RowLevelOperation", "predicate_parameter", "run",
 ]

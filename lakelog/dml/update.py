@@ -19,7 +19,8 @@ from ..sql import parse_expression, quote_ident, table_columns, value_expression
 from ..storage import Storage
 from .internal_columns import ROW_ID
 from .copy_on_write import CopyOnWrite, NewValues
-from .rewrite import FILE, Group, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run, split_by_file
+from .file_groups import Group, split_by_file
+from .rewrite import FILE, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run
 
 
 def update(
