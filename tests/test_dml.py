@@ -327,6 +327,44 @@ def test_merge_aliases_pandas_source_and_bad_expressions(table_path):
         t.merge(src, "t.id = s.key", source_alias="s", target_alias="t").when_not_matched_insert({"id": "t.id"}).execute()
 
 
+@pytest.mark.parametrize("deletion_vectors", [False, True])
+def test_merge_new_values_from_the_join_columns_alone_or_from_whole_files(table_path, monkeypatch, deletion_vectors):
+    """Updated rows whose new values need only the source and the target columns the join read are
+    built without reading the target files first (each rewrite reads its own); any other target column
+    (kept as it is, or named in an expression) makes the merge read the files whole first. Both give
+    the same rows."""
+    from lakelog.dml.rewrite import RowLevelOperation
+
+    whole_reads = []
+    read_many = RowLevelOperation.read_many
+    monkeypatch.setattr(RowLevelOperation, "read_many", lambda self, *a, **k: whole_reads.append(1) or read_many(self, *a, **k))
+    config = {"delta.enableDeletionVectors": "true"} if deletion_vectors else None
+    lakelog.write_table(table_path, pa.table({"id": pa.array(range(40), pa.int64()), "p": ["a", "b"] * 20,
+                                              "x": pa.array(range(0, 400, 10), pa.int64())}),
+                        partition_by=["p"], configuration=config)
+    t = lakelog.Table(table_path)
+    src = pa.table({"id": pa.array([3, 4, 50], pa.int64()), "p": ["b", "z", "z"], "x": pa.array([1, 2, 3], pa.int64()), "y": [7, 8, 9]})
+    # every column set from the source and the join key (target.id), and y only the source has
+    m = (t.merge(src, "target.id = source.id")
+         .when_matched_update({"id": "source.id", "p": "source.p", "x": "y * 100 + target.id"})
+         .when_not_matched_insert({"id": "source.id", "p": "source.p", "x": "source.x"}).execute())
+    assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (2, 1)
+    assert not whole_reads
+    expected = {i: ("a" if i % 2 == 0 else "b", i * 10) for i in range(40)}
+    expected.update({3: ("b", 703), 4: ("z", 804), 50: ("z", 3)})
+    assert {r["id"]: (r["p"], r["x"]) for r in rows(table_path)} == expected
+    # x from target.x, which the join did not read: whole files first
+    m = (t.merge(src, "target.id = source.id")
+         .when_matched_update({"id": "source.id", "p": "source.p", "x": "target.x + source.x"}).execute())
+    assert m["num_target_rows_updated"] == 3 and whole_reads  # (50 was inserted above)
+    expected.update({3: ("b", 704), 4: ("z", 806), 50: ("z", 6)})
+    assert {r["id"]: (r["p"], r["x"]) for r in rows(table_path)} == expected
+    if deletion_vectors:
+        assert any(a.deletion_vector is not None for a in lakelog.Table(table_path).snapshot.files.values())
+    else:
+        assert dl_rows(table_path) == rows(table_path)
+
+
 def test_merge_with_empty_source_applies_not_matched_by_source(table_path):
     t = _target(table_path)
     m = t.merge(pa.table({"id": pa.array([], pa.int64())}), "target.id = source.id").when_not_matched_by_source_delete("target.x > 25").execute()
