@@ -28,11 +28,12 @@ class Group:
     table: pa.Table
     counts: list[int]  # rows per file
 
-    def rows_of(self, fi: int) -> pa.Table:
-        """The rows of file ``fi`` (a FILE index in this group), without ``FILE``."""
+    def rows_of(self, fi: int, with_file: bool = False) -> pa.Table:
+        """The rows of file ``fi`` (a FILE index in this group), without ``FILE`` unless ``with_file``."""
         k = fi - self.first
         start = sum(self.counts[:k])
-        return self.table.slice(start, self.counts[k]).drop_columns([FILE])
+        rows = self.table.slice(start, self.counts[k])
+        return rows if with_file else rows.drop_columns([FILE])
 
     def _masked(self, mask: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         rows = self.table.column(ROW).to_numpy()

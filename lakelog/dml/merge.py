@@ -136,7 +136,7 @@ class _Merge:
         self.t_alias, self.s_alias = quote_ident(target_alias), quote_ident(source_alias)
         self.target_alias, self.source_alias = target_alias, source_alias
         self.target_names = list(op.schema.names)
-        self._reads: dict[tuple, set[str] | None] = {}  # by _update_reads
+        self._reads: dict[int, set[str] | None] = {}  # by _clause_reads
         self.predicate = predicate
         self.clauses = clauses
         self.schema_mode = schema_mode
@@ -408,12 +408,12 @@ class _Merge:
         update_ks = sorted(set(ks_all[is_update_all].tolist()))
         # Without a change feed or row tracking, and when the new values need no target column the join
         # did not read, the files are not read here: each rewrite reads its own file on the pool.
-        reads = self._update_reads(update_ks)
-        light = (not self.op.records_changes and self.op.row_tracking is None and reads is not None
-                 and reads <= set(group.table.column_names))
+        reads = [self._clause_reads(k) for k in update_ks]
+        light = (not self.op.records_changes and self.op.row_tracking is None and None not in reads
+                 and set().union(*reads) <= set(group.table.column_names))
         if light:
             contents: dict[int, pa.Table] = {}
-            rows_of = group.rows_of
+            rows_of = lambda f: group.rows_of(f, with_file=True)  # noqa: E731
         else:
             contents = dict(zip(hit, self.op.read_many([files[f] for f in hit], hit, known=[group.rows_of(f) for f in hit])))
             rows_of = contents.__getitem__
@@ -424,12 +424,7 @@ class _Merge:
             if self.op.row_tracking is not None:  # an updated row keeps its stable row id
                 cols += f", {t}.{ROW_ID} AS {ROW_ID}"
             # Only the target rows being updated go to the join, not the files' every row.
-            chosen = []
-            for f, rows in split_by_file(upd.select([FILE, ROW])).items():
-                part = rows_at(rows_of(f), np.unique(rows.column(ROW).to_numpy()))
-                if light:  # (the group's rows of a file come without FILE)
-                    part = part.append_column(FILE, pa.array(np.full(part.num_rows, f, dtype=np.int32)))
-                chosen.append(part)
+            chosen = [rows_at(rows_of(f), np.unique(rows.column(ROW).to_numpy())) for f, rows in split_by_file(upd.select([FILE, ROW])).items()]
             a = eng.register(upd)
             c = eng.register(pa.concat_tables(chosen))
             try:
@@ -442,8 +437,7 @@ class _Merge:
                 eng.unregister(a)
                 eng.unregister(c)
         for f in hit:
-            acts = by_file[f]
-            content = contents.get(f)
+            acts, content = by_file[f], contents.get(f)
             ks = acts.column("k").to_numpy()
             rows = acts.column(ROW).to_numpy()
             is_update = np.array([self.numbered[k].action == "update" for k in ks], dtype=bool)
@@ -456,41 +450,35 @@ class _Merge:
                 if f in new_rows:
                     new_rows[f] = self.op.new_rows(new_rows[f].select([c for c in new_rows[f].schema.names if c != FILE]))
                     self.op.record_changes(new_rows[f], "update_postimage")
-            if light:
+            if content is None:  # (the group's row count of a file is its live rows, as a whole read gives them)
                 self.op.delete_rows(files[f], np.unique(rows), None, group.counts[f - group.first], replacement=new_rows.get(f),
                                     known=group.rows_of(f))
             else:
                 self.op.delete_rows(files[f], np.unique(rows), content, content.num_rows, replacement=new_rows.get(f))
 
-    def _update_reads(self, ks: list[int]) -> set[str] | None:
-        """The target columns the update clauses numbered ``ks`` read for the new values (those their
-        expressions name and those they leave as they are); None if a reference is neither clearly the
-        target's nor the source's."""
-        key = tuple(ks)
-        if key in self._reads:
-            return self._reads[key]
-        reads: set[str] | None = set()
-        for k in ks:
-            assignments = self.numbered[k].assignments or {}
-            for name in self.out_schema.names:
-                expr = assignments.get(name)
-                if expr is None:
-                    if name in self.target_names:
-                        reads.add(name)
-                    continue
-                for ref in column_refs(parse_expression(expr)):
-                    if self._resolve_source(ref) is not None:
-                        continue
+    def _clause_reads(self, k: int) -> set[str] | None:
+        """The target columns update clause number ``k`` reads for its new values (those its expressions
+        name and those it leaves as they are); None if a reference is neither clearly the target's nor
+        the source's."""
+        if k not in self._reads:
+            self._reads[k] = self._find_clause_reads(k)
+        return self._reads[k]
+
+    def _find_clause_reads(self, k: int) -> set[str] | None:
+        assignments = self.numbered[k].assignments or {}
+        reads = set()
+        for name in self.out_schema.names:
+            expr = assignments.get(name)
+            if expr is None:
+                if name in self.target_names:
+                    reads.add(name)
+                continue
+            for ref in column_refs(parse_expression(expr)):
+                if self._resolve_source(ref) is None:
                     column = self._resolve_target(ref)
                     if column is None:
-                        reads = None
-                        break
+                        return None
                     reads.add(column)
-                if reads is None:
-                    break
-            if reads is None:
-                break
-        self._reads[key] = reads
         return reads
 
     def _value(self, name: str, ks: list[int]) -> str:
