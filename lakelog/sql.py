@@ -10,6 +10,17 @@ load DuckDB. What it does:
   registered zero-copy. Binding an expression against empty tables of the right schemas finds
   unknown columns and type errors before any data is read; every DuckDB error becomes a
   ``PredicateError`` that quotes the expression.
+
+Two rules hold for every query:
+
+* **A result's row order means nothing.** DuckDB plans an ``IN`` list, among other shapes, as a join,
+  and with more than one thread its result comes back in another order than its input, whatever
+  ``preserve_insertion_order`` says. Never pair the k-th result row with the k-th input row: carry
+  the row's identity through the query (``Engine.evaluate`` and ``Engine.positions`` carry a position
+  column and put the result back in input order; the row-level operations carry FILE and ROW).
+* **One thread at a time per connection.** An ``Engine`` serializes its own calls (a lock around its
+  connection and its name counter), so it may be handed to worker threads, but queries on one engine
+  never run in parallel; a thread that needs its own parallel queries makes its own ``Engine``.
 * ``prune_expression``: the parts of a predicate that map exactly onto pyarrow (comparisons of a column
   with a literal, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``, ``AND``/``OR``/``NOT``)
   become a pyarrow expression used to skip files by partition values and stats; everything else is
@@ -27,10 +38,12 @@ import threading
 from typing import Any, Callable, Iterable
 
 import duckdb
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .environment import positive_int
 from .errors import PredicateError
 from .schema import ColumnNames
 
@@ -178,53 +191,107 @@ def equality_column_pairs(tree: dict, resolve_target: Callable, resolve_source: 
 
 # ---------------------------------------------------------------- the engine
 
-class Engine:
-    """One DuckDB connection for one operation: Arrow tables in, Arrow tables out."""
+THREADS_VARIABLE = "LAKELOG_SQL_THREADS"
+POSITION = "__lakelog_position"  # a row's position in the table a query reads (see Engine.evaluate)
 
-    def __init__(self) -> None:
+
+def engine_threads() -> int:
+    """DuckDB's threads per engine: ``LAKELOG_SQL_THREADS`` if set, else one per core."""
+    n = positive_int(THREADS_VARIABLE, "DuckDB's threads per operation")
+    if n is not None:
+        return n
+    return max(1, os.cpu_count() or 1)
+
+
+class Engine:
+    """One DuckDB connection for one operation: Arrow tables in, Arrow tables out.
+
+    Calls are serialized by a lock (DuckDB's connection is not to be used by two threads at once), so
+    the order of a query's result rows never says which input row they came from: see ``evaluate``."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        """``threads``: DuckDB's threads (default ``engine_threads()``)."""
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
-        self.con.execute(f"SET threads = {max(1, os.cpu_count() or 1)}")
-        self.con.execute("SET preserve_insertion_order = true")  # (row-level changes read predicate masks in row order)
+        self.con.execute(f"SET threads = {threads or engine_threads()}")
+        self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0
 
     def close(self) -> None:
-        self.con.close()
+        with self._lock:
+            self.con.close()
 
     def register(self, table: pa.Table, name: str | None = None) -> str:
         """Make ``table`` queryable (zero-copy) under ``name`` (a fresh name by default)."""
-        if name is None:
-            self._n += 1
-            name = f"__lakelog_rel_{self._n}"
-        self.con.register(name, table)
+        with self._lock:
+            if name is None:
+                self._n += 1
+                name = f"__lakelog_rel_{self._n}"
+            self.con.register(name, table)
         return name
 
     def unregister(self, name: str) -> None:
-        self.con.unregister(name)
+        with self._lock:
+            self.con.unregister(name)
 
     def query(self, sql: str, context: str) -> pa.Table:
-        """Run ``sql``; a DuckDB error becomes a PredicateError that names ``context`` (the user's text)."""
+        """Run ``sql``; a DuckDB error becomes a PredicateError that names ``context`` (the user's text).
+        The rows come in no particular order unless ``sql`` sorts them."""
         try:
-            return self.con.sql(sql).to_arrow_table()
+            with self._lock:
+                return self.con.sql(sql).to_arrow_table()
         except duckdb.Error as e:
             raise PredicateError(f"{context}: {engine_message(e)}") from None
+
+    def evaluate(self, table: pa.Table, select_list: str, context: str) -> pa.Table:
+        """``SELECT <select_list>`` over ``table``'s rows: row k of the result is computed from row k of
+        ``table``. The query carries each row's position and the result is put back in input order,
+        since the engine keeps no order where it plans a join (an ``IN`` list, for one)."""
+        n = table.num_rows
+        name = self.register(table.append_column(POSITION, pa.array(np.arange(n, dtype=np.int64))))
+        try:
+            out = self.query(f"SELECT {POSITION}, {select_list} FROM {name}", context)
+        finally:
+            self.unregister(name)
+        position = out.column(0).to_numpy()
+        out = out.drop_columns([POSITION])
+        if len(position) == n and np.array_equal(position, np.arange(n)):
+            return out
+        return out.take(pa.array(_inverse_permutation(position, n)))
+
+    def positions(self, table: pa.Table, predicate_sql: str, context: str) -> np.ndarray:
+        """Ascending positions of the rows of ``table`` for which ``predicate_sql`` is TRUE (not NULL)."""
+        name = self.register(table.append_column(POSITION, pa.array(np.arange(table.num_rows, dtype=np.int64))))
+        try:
+            hit = self.query(f"SELECT {POSITION} FROM {name} WHERE ({predicate_sql})", context)
+        finally:
+            self.unregister(name)
+        return np.sort(hit.column(0).to_numpy())
+
+    def mask(self, table: pa.Table, predicate_sql: str, context: str) -> np.ndarray:
+        """One bool per row of ``table``: whether ``predicate_sql`` is TRUE for it (NULL is not)."""
+        out = np.zeros(table.num_rows, dtype=bool)
+        out[self.positions(table, predicate_sql, context)] = True
+        return out
 
     def result_types(self, sql: str, context: str) -> list[str]:
         """The DuckDB types of the columns of ``sql`` (binds it without running it)."""
         try:
-            return [str(t) for t in self.con.sql(sql).types]
+            with self._lock:
+                return [str(t) for t in self.con.sql(sql).types]
         except duckdb.Error as e:
             raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def sql_type(self, t: pa.DataType) -> str:
         """DuckDB's name for the Arrow type ``t`` (as DuckDB reads it from Arrow)."""
-        name = self._types.get(t)
-        if name is None:
-            probe = self.register(pa.table({"v": pa.array([], t)}))
-            name = str(self.con.sql(f"SELECT v FROM {probe}").types[0])
-            self.unregister(probe)
-            self._types[t] = name
+        with self._lock:
+            name = self._types.get(t)
+            if name is None:
+                probe = self.register(pa.table({"v": pa.array([], t)}))
+                name = str(self.con.sql(f"SELECT v FROM {probe}").types[0])
+                self.unregister(probe)
+                self._types[t] = name
         return name
 
     def empty_relation(self, schema: pa.Schema) -> str:
@@ -285,11 +352,25 @@ class Engine:
             )
             if family_ok and kind == "STRING":
                 lit = quote_string(text) if cast_to is None else f"CAST({quote_string(text)} AS {cast_to})"
-                value = self.con.sql(f"SELECT CAST({lit} AS {self.sql_type(t)}) AS v").to_arrow_table().column(0)[0]
+                sql_type = self.sql_type(t)
+                with self._lock:
+                    value = self.con.sql(f"SELECT CAST({lit} AS {sql_type}) AS v").to_arrow_table().column(0)[0]
                 return value.cast(t)
         except (ValueError, OverflowError, decimal.InvalidOperation, pa.ArrowException, duckdb.Error):
             return None
         return None
+
+
+def _inverse_permutation(position: np.ndarray, n: int) -> np.ndarray:
+    """For a query result whose row j came from input row ``position[j]``: the result row of each input
+    row. Anything but exactly one result row per input row is a bug: raise rather than pair rows wrongly."""
+    if len(position) != n or (n and (position.min() < 0 or position.max() >= n)):
+        raise RuntimeError(f"the query returned {len(position)} rows for {n} input rows")
+    inverse = np.full(n, -1, dtype=np.int64)
+    inverse[position] = np.arange(n, dtype=np.int64)
+    if n and inverse.min() < 0:
+        raise RuntimeError("the query returned some input row twice and another not at all")
+    return inverse
 
 
 # ---------------------------------------------------------------- pruning

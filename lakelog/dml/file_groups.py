@@ -51,18 +51,10 @@ class Group:
         elif predicate.expression is not None:
             hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=predicate.expression)
         else:
-            name = engine.register(self.table)
-            try:
-                # One boolean per row, in the table's order (DuckDB keeps insertion order for a projection):
-                # no (file, row) pairs to ship and sort, which dominated selective-less deletes.
-                mask = engine.query(f"SELECT COALESCE(({predicate.sql}), FALSE) AS m FROM {name}",
-                                    f"cannot evaluate the predicate {predicate.sql!r}").column(0)
-            finally:
-                engine.unregister(name)
-            if len(mask) == self.table.num_rows:
-                yield from self._masked(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
-                return
-            raise RuntimeError("the predicate's mask does not have one value per row")
+            # The positions of the selected rows, not a mask read in result order: the engine may
+            # return rows in any order (an IN list is a join), so only a carried position is trusted.
+            yield from self._masked(engine.mask(self.table, predicate.sql, f"cannot evaluate the predicate {predicate.sql!r}"))
+            return
         if hit.num_rows == 0:
             return
         files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()

@@ -63,9 +63,4 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
         pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
         hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=predicate.expression)
         return np.sort(hit.column(0).to_numpy())
-    name = engine.register(table.append_column(POS, pa.array(np.arange(table.num_rows, dtype=np.int64))))
-    try:
-        hit = engine.query(f"SELECT {POS} FROM {name} WHERE ({predicate.sql})", f"cannot evaluate the predicate {predicate.sql!r}")
-    finally:
-        engine.unregister(name)
-    return np.sort(hit.column(0).to_numpy())
+    return engine.positions(table, predicate.sql, f"cannot evaluate the predicate {predicate.sql!r}")

@@ -6,6 +6,24 @@ Delta protocol), so that marking rows deleted is one call per file, ``RowDeleter
 Copy-on-write (``CopyOnWrite``) implements it by rewriting the file without those rows;
 merge-on-read (``MergeOnRead``, tables with deletion vectors enabled) by marking them in the file's
 deletion vector.
+
+Rules that keep rows paired with their values:
+
+* A row's identity is its (FILE, ROW), or a position column carried through the query: SQL results come
+  back in any order (see ``lakelog.sql``), so nothing pairs a result row with an input row by position.
+  ``Group.selected`` selects by carried positions, an update's new values come from ``Engine.evaluate``,
+  a merge's joins carry FILE, ROW and the source row's number.
+
+What the pool's threads (``pool``: ``read_file``, ``complete`` and copy-on-write rewrites) share, and how:
+
+* The operation's ``Engine`` is used by the calling thread only; the pool never queries it (the engine
+  would serialize them anyway). The writer features' own engine (``WriterFeatures.apply``, run by
+  rewrites) is behind the features' lock, and identity values are drawn under it.
+* Threads only set keys of ``read_files``, ``dictionary_columns`` and ``_file_columns`` (one assignment
+  each, atomic in CPython; a file's value is the same whoever sets it); a rewrite reads back only its own
+  file's entries, and the rest is read after the pool is done (``commit``).
+* ``DeletionVectors`` caches each vector under its lock; each rewrite has its own ``DataWriter``.
+* Results (new files, copied-row counts) are collected by the calling thread from the futures.
 """
 
 from __future__ import annotations
@@ -25,6 +43,7 @@ import pyarrow.parquet as pq
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError
 from ..data_files import physical_rows
+from ..environment import positive_int
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
 from ..schema import parse_partition_value
@@ -56,6 +75,16 @@ REWRITE_BYTES = 8 * 1024 * 1024  # data-file bytes read whole at once for rewrit
 # Files read or rewritten at once: from an object store 4; locally at most one per core, since decoding
 # is CPU-bound (on 2 cores 4 threads took 20% longer and held 15% more memory).
 READ_THREADS = 4
+THREADS_VARIABLE = "LAKELOG_DML_THREADS"  # overrides the pool size (e.g. 1 to run every read and rewrite in turn)
+
+
+def pool_threads(is_local: bool) -> int:
+    """Threads of an operation's pool: ``LAKELOG_DML_THREADS`` if set, else READ_THREADS (at most one per
+    core on a local disk)."""
+    n = positive_int(THREADS_VARIABLE, "threads reading and rewriting files")
+    if n is not None:
+        return n
+    return min(READ_THREADS, os.cpu_count() or 1) if is_local else READ_THREADS
 
 
 # ---------------------------------------------------------------- the seam: delete rows of a file
@@ -95,7 +124,7 @@ class RowLevelOperation:
         self.engine = Engine()
         # One pool reads and rewrites files: Arrow's allocator keeps memory per thread, so every thread
         # that decodes or encodes files holds its own (~18 MiB each, measured): few threads, few holds.
-        self.threads = min(READ_THREADS, os.cpu_count() or 1) if storage.is_local else READ_THREADS
+        self.threads = pool_threads(storage.is_local)
         self.file_prefix = "part"  # of the data files it writes (a distributed operation's own, to find them again)
         self._pool: ThreadPoolExecutor | None = None
         self.deleter: RowDeleter = MergeOnRead(self) if uses_deletion_vectors(self.snapshot) else CopyOnWrite(self)

@@ -81,14 +81,8 @@ def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assign
     if not hits:
         return 0
     chosen = pa.concat_tables([rows_at(group.rows_of(fi), rows) for fi, rows in hits])
-    name = op.engine.register(chosen)
-    try:
-        # (DuckDB keeps a projection's rows in their input order: row k holds the k-th selected row's values)
-        values = op.engine.query(f"SELECT {assignments} FROM {name}", context)
-    finally:
-        op.engine.unregister(name)
-    if values.num_rows != chosen.num_rows:
-        raise RuntimeError("the update's new values do not have one row per selected row")
+    # Row k of the values is computed from the k-th selected row (evaluate carries each row's position).
+    values = op.engine.evaluate(chosen, assignments, context)
     at = 0
     for fi, rows in hits:
         k = fi - group.first

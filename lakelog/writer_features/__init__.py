@@ -217,14 +217,9 @@ class WriterFeatures:
                 exprs.append((name, to_engine_sql(text, f"default of column {name!r}"), f"default of column {name!r} ({text})", False))
         if not exprs:
             return batch
-        rel = engine.register(pa.Table.from_batches([batch]))
-        try:
-            selects = []
-            for name, sql, _, _ in exprs:
-                selects.append(f"CAST(({sql}) AS {engine.sql_type(batch.schema.field(name).type)})")
-            values = engine.query(f"SELECT {', '.join(selects)} FROM {rel}", "; ".join(label for _, _, label, _ in exprs))
-        finally:
-            engine.unregister(rel)
+        selects = [f"CAST(({sql}) AS {engine.sql_type(batch.schema.field(name).type)})" for name, sql, _, _ in exprs]
+        # Row k of the values belongs to row k of the batch (evaluate carries positions; the engine keeps no order).
+        values = engine.evaluate(pa.Table.from_batches([batch]), ", ".join(selects), "; ".join(label for _, _, label, _ in exprs))
         columns = list(batch.columns)
         for i, (name, _, label, generated) in enumerate(exprs):
             idx = batch.schema.get_field_index(name)
