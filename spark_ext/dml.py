@@ -25,9 +25,8 @@ as the Python path does.
 
 from __future__ import annotations
 
-import urllib.parse
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 import orjson
@@ -39,50 +38,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
-from lakelog.change_feed.write import ChangeRecorder
-from lakelog.conform import cast_batch
-from lakelog.dml.copy_on_write import NewValues
-from lakelog.dml.file_rewrites import TableState, rewrite_without
+from lakelog.dml.file_rewrites import TableState
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError
-from lakelog.row_tracking import writer_schema
 from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
 from lakelog.storage import Storage
-from lakelog.write import DataWriter
 
+from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
+                        TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, writer_task)
 from .native import snapshot_frame, spark_path
 
 
-FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
-ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
-ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
-UPDATE_FLAG = "__lakelog_updated"  # (a merge's changed rows) whether a row is updated, not deleted
-KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
-# Row tracking: where a row was read (file and position) and its materialized id and commit version as
-# stored, carried to the writing task, which gives written rows their stable ids (lakelog.row_tracking).
-RT_FILE, RT_ROW, RT_ID, RT_VERSION = "__lakelog_rt_file", "__lakelog_rt_row", "__lakelog_rt_id", "__lakelog_rt_version"
-TRACKING = (RT_FILE, RT_ROW, RT_ID, RT_VERSION)
-COPIED, UPDATED, INSERTED = 0, 1, 2
-# Threads each rewriting task reads and writes files on (Spark runs one task per core; a second thread
-# overlaps reading and writing: 5-10% faster on local[2]).
-REWRITE_THREADS = 2
-MATCHED_KEYS = "__lakelog_matched_key"  # (a merge's changed rows) the source key that matched, as text
-MATCHED_KEYS_LIMIT = 10_000  # distinct matched source keys a merge brings to the driver for its inserts
-ONE_MATCH_MESSAGE = (
-    "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "
-    "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
-)
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
-
-
-def _normal(path: str) -> str:
-    """A Spark file path in one form: URI escapes decoded, ``file:///x`` as ``file:/x``."""
-    p = urllib.parse.unquote(path)
-    if p.startswith("file://"):
-        p = "file:/" + p[len("file://"):].lstrip("/")
-    return p
 
 
 def condition_text(cond: str | Column | None) -> str | None:
@@ -122,195 +91,6 @@ def txn_of(spark, txn: tuple[Any, Any]) -> tuple[str | None, int | None]:
     if app_id is None:
         return None, None
     return check_app_id(app_id), check_app_version(version) if isinstance(version, int) else parse_app_version(str(version))
-
-
-def _task_context(prefix: str):
-    """(Spark's TaskContext or None, this task attempt's file name prefix)."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return ctx, (f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix)
-
-
-def _task_result(files: list[str], counts: list[int]) -> pa.RecordBatch:
-    """What a writing task yields: one row per file written (its action as JSON), one with its counts."""
-    return pa.record_batch(
-        [pa.array(files + [None], pa.string()), pa.array([None] * len(files) + [orjson.dumps(counts).decode()], pa.string())],
-        names=["add", "counts"],
-    )
-
-
-def _collected(rows) -> tuple[list[dict], list[int]]:
-    """The files (action JSON) and summed counts the tasks of one job yielded (``_task_result``)."""
-    files, counts = [], []
-    for r in rows:
-        if r["add"] is not None:
-            files.append(orjson.loads(r["add"]))
-        else:
-            part = orjson.loads(r["counts"])
-            counts = [a + b for a, b in zip(counts, part)] if counts else list(part)
-    return files, counts
-
-
-def _stable_ids(b: pa.RecordBatch, kinds: np.ndarray | None, tracking: tuple[str, str], bases: dict[str, tuple[int, int]]) -> tuple[pa.Array, pa.Array]:
-    """(row ids, row commit versions) to materialize for rows ``b`` (carrying TRACKING columns): a row read
-    from a file keeps its stored id, else its file's ``baseRowId`` + its position; a copied row also
-    keeps its commit version (stored, else the file's ``defaultRowCommitVersion``); new rows get nulls
-    (their fresh ids, assigned at commit, are their stable ones)."""
-    if RT_FILE not in b.schema.names:
-        raise LakelogError("rows written to a row-tracking table came without the columns that carry their row ids; nothing was committed")
-    files = b.column(RT_FILE)
-    coded = pc.dictionary_encode(files)
-    per_file = []
-    for p in coded.dictionary.to_pylist():
-        known = bases.get(_normal(p))
-        if known is None:
-            raise LakelogError(f"Spark read {p!r}, which is not a file this operation read; nothing was committed")
-        per_file.append(known)
-    base = np.array([k[0] for k in per_file] or [0], dtype=np.int64)
-    default = np.array([k[1] for k in per_file] or [0], dtype=np.int64)
-    index = pc.fill_null(coded.indices, 0).to_numpy(zero_copy_only=False)
-    read = np.asarray(files.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    rows = pc.fill_null(b.column(RT_ROW).cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-    fresh = pa.array(base[index] + rows, mask=~read)
-    ids = pc.coalesce(b.column(RT_ID).cast(pa.int64()), fresh)
-    copied = read if kinds is None else read & (kinds == COPIED)
-    versions = pc.coalesce(b.column(RT_VERSION).cast(pa.int64()), pa.array(default[index], mask=~read))
-    versions = pc.if_else(pa.array(copied), versions, pa.nulls(b.num_rows, pa.int64()))
-    return ids, versions
-
-
-def _writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = (),
-                 tracking: tuple[str, str] | None = None, bases: dict[str, tuple[int, int]] | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs: write its rows as new data files of the table; yield one
-    row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
-    (updated, inserted) meet the table's writer ``features``; copied rows are written as they are.
-    ``tracking``: the table's materialized row tracking columns, written from the rows' TRACKING
-    columns and ``bases`` (each read file's normalized Spark path -> baseRowId, defaultRowCommitVersion)."""
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ctx, name = _task_context(prefix)
-        feats = features
-        if feats is not None and feats.identity:  # each task draws identity values from its own range
-            feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
-        writer = DataWriter(Storage(path, storage_options), writer_schema(schema, tracking), partition_columns, max_indexed_cols, name,
-                            column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or ())
-        computed = feats.computed if feats is not None else ()
-        counts = [0, 0, 0]
-
-        def write(rows: pa.RecordBatch, ids: tuple[pa.Array, pa.Array] | None, keep: np.ndarray | None = None) -> None:
-            if ids is not None:  # (the materialized columns, after the table's: the writer's extra columns)
-                got = ids if keep is None else tuple(a.filter(pa.array(keep)) for a in ids)
-                rows = pa.RecordBatch.from_arrays(list(rows.columns) + list(got), schema=writer_schema(rows.schema, tracking))
-            writer.write(rows)
-
-        try:
-            for b in batches:
-                if b.num_rows == 0:
-                    continue
-                kinds = b.column(KIND).to_numpy(zero_copy_only=False) if KIND in b.schema.names else None
-                ids = _stable_ids(b, kinds, tracking, bases or {}) if tracking is not None else None
-                if kinds is not None:
-                    for k, n in enumerate(np.bincount(kinds, minlength=3)[:3]):
-                        counts[k] += int(n)
-                    if feats is not None:
-                        new = kinds != COPIED
-                        write(cast_batch(b.filter(pa.array(~new)).select(schema.names), schema), ids, ~new)
-                        b = b.filter(pa.array(new))
-                        if b.num_rows:
-                            write(feats.apply(cast_batch(b.select(schema.names), schema, computed)), ids, new)
-                        continue
-                else:
-                    counts[COPIED] += b.num_rows
-                write(cast_batch(b.select(schema.names), schema), ids)
-            adds = writer.finish()
-        except BaseException:
-            writer.abort()
-            raise
-        yield _task_result([orjson.dumps(a.to_json()["add"]).decode() for a in adds], counts)
-
-    return task
-
-
-def _change_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], column_mapping, kind: str,
-                 features) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs to write change data files (lakelog's ``ChangeRecorder``): its
-    rows as changes of ``kind``, with the writer ``features`` applied first when given; yields one row
-    per file (its cdc action as JSON) and one with its row count."""
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        recorder = ChangeRecorder(Storage(path, storage_options), schema, partition_columns, column_mapping)
-        try:
-            for b in batches:
-                if features is not None and b.num_rows:
-                    b = features.apply(cast_batch(b.select(schema.names), schema, features.computed))
-                recorder.record(b, kind)
-            files = recorder.finish()
-        except BaseException:
-            recorder.abort()
-            raise
-        yield _task_result([orjson.dumps(c.to_json()["cdc"]).decode() for c in files], [recorder.counts[kind]])
-
-    return task
-
-
-def _rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, columns: list[str] | None,
-                  features, one_match: bool = False, prefix: str = "part") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go,
-    or with ``columns``: structs of a row index and those columns' new values) without those rows, or
-    with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
-    leave Arrow. Yields one row per file written (its add action as JSON), one per file read (its Spark
-    path, rows deleted or updated, of which updated) and one with the rows copied and, where the entries
-    carry MATCHED_KEYS, the distinct ones as a JSON list (null past MATCHED_KEYS_LIMIT). ``one_match``:
-    a row index listed twice (a merge matched the row with two source rows) fails the task before it
-    writes."""
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        changes, read, n_updated = [], [], []
-        keys: set | None = set()
-        for b in batches:
-            lists = b.column(ROWS)
-            offsets = lists.offsets.to_numpy()
-            entries = lists.values
-            positions = (entries if columns is None else entries.field(ROW)).to_numpy(zero_copy_only=False).astype(np.int64)
-            for i, spark_file in enumerate(b.column(FILE).to_pylist()):
-                add = files.get(_normal(spark_file))
-                if add is None:
-                    raise LakelogError(f"Spark read {spark_file!r}, which is not a file this operation read; nothing was committed")
-                at = positions[offsets[i]:offsets[i + 1]]
-                order = np.argsort(at, kind="stable")  # (collect_list keeps no order)
-                if one_match and len(at) > 1 and not np.all(np.diff(at[order])):
-                    raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE)
-                values = None
-                updated = len(at) if columns is not None else 0
-                if columns is not None:
-                    part = entries.slice(offsets[i], offsets[i + 1] - offsets[i]).take(pa.array(order))
-                    values = pa.table([part.field(c) for c in columns], names=columns)
-                    if keys is not None and MATCHED_KEYS in part.type.names:
-                        keys.update(k for k in part.field(MATCHED_KEYS).unique().to_pylist() if k is not None)
-                        if len(keys) > MATCHED_KEYS_LIMIT:
-                            keys = None
-                    if UPDATE_FLAG in part.type.names:  # (a merge: rows deleted and rows updated)
-                        flag = np.asarray(part.field(UPDATE_FLAG).to_numpy(zero_copy_only=False), dtype=bool)
-                        values = NewValues(values.filter(pa.array(flag)), at[order][flag])
-                        updated = int(flag.sum())
-                    else:
-                        values = NewValues(values)
-                changes.append((add, at[order], values))
-                read.append(spark_file)
-                n_updated.append(updated)
-        done = rewrite_without(state, changes, threads, features, _task_context(prefix)[1])
-        n = len(done.adds)
-        yield pa.record_batch([
-            pa.array([orjson.dumps(a.to_json()["add"]).decode() for a in done.adds] + [None] * (len(read) + 1), pa.string()),
-            pa.array([None] * n + read + [None], pa.string()),
-            pa.array([0] * n + [len(rows) for _, rows, _ in changes] + [done.copied_rows], pa.int64()),
-            pa.array([0] * n + n_updated + [0], pa.int64()),
-            pa.array([None] * (n + len(read)) + [None if keys is None else orjson.dumps(sorted(keys)).decode()], pa.string()),
-        ], names=["add", "file", "n", "updated", "keys"])
-
-    return task
 
 
 class SparkOperation:
@@ -368,7 +148,7 @@ class SparkOperation:
         for a in files:
             if a.base_row_id is None or a.default_row_commit_version is None:
                 raise LakelogError(f"data file {a.path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
-            self._bases[_normal(spark_path(self.storage, a.relative_path))] = (a.base_row_id, a.default_row_commit_version)
+            self._bases[normal_path(spark_path(self.storage, a.relative_path))] = (a.base_row_id, a.default_row_commit_version)
         stored = dict(zip(self.tracking, (RT_ID, RT_VERSION)))
         df = snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else RT_FILE, ROW if row_column else RT_ROW, stored)
         if file_column:
@@ -410,8 +190,8 @@ class SparkOperation:
     def file_of(self, spark_file: str) -> AddFile:
         """The snapshot's file that Spark read as ``spark_file``."""
         if self._by_spark_path is None:
-            self._by_spark_path = {_normal(spark_path(self.storage, rel)): rel for rel in self.snapshot.files}
-        rel = self._by_spark_path.get(_normal(spark_file))
+            self._by_spark_path = {normal_path(spark_path(self.storage, rel)): rel for rel in self.snapshot.files}
+        rel = self._by_spark_path.get(normal_path(spark_file))
         if rel is None:
             raise LakelogError(f"Spark read {spark_file!r}, which is not a file of version {self.snapshot.version}")
         return self.snapshot.files[rel]
@@ -424,21 +204,21 @@ class SparkOperation:
         """Write ``df``'s rows (the table's columns, optionally KIND) as new files from Spark's tasks;
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
-        task = _writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
+        task = writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
                             snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
                             self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None)
         self._writes += 1
-        files, counts = _collected(df.mapInArrow(task, "add string, counts string").collect())
+        files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
         self.op.add_files([AddFile.from_json(f) for f in files])
         return counts or [0, 0, 0]
 
     def write_changes(self, df: DataFrame, kind: str) -> int:
         """Write ``df``'s rows (the table's columns) as change data files of ``kind`` from Spark's tasks
         (the change data feed); they join this operation's commit. Returns the rows written."""
-        task = _change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, self.op.column_mapping, kind,
+        task = change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, self.op.column_mapping, kind,
                             self.op.features if kind in ("update_postimage", "insert") else None)
         rows = df.select(*[F.col(_q(n)) for n in self.op.schema.names]).mapInArrow(task, "add string, counts string").collect()
-        files, counts = _collected(rows)
+        files, counts = collected(rows)
         self.op.add_change_files([AddCDCFile.from_json(f) for f in files])
         return counts[0] if counts else 0
 
@@ -446,7 +226,7 @@ class SparkOperation:
         """Copy-on-write: rewrite the ``files`` holding rows where ``cond`` is TRUE without them, or with
         ``values`` (column -> new value) set on them, in one Spark job: Spark evaluates the condition (and
         the values) and groups the selected rows' file row indexes (and values) by file; its tasks
-        rewrite those files with lakelog (``_rewrite_task``). The files are removed and the new ones
+        rewrite those files with lakelog (``rewrite_task``). The files are removed and the new ones
         added in this operation's commit. Returns (rows deleted or updated, rows copied)."""
         if not files:
             return 0, 0
@@ -467,10 +247,10 @@ class SparkOperation:
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
-        by_path = {_normal(spark_path(self.storage, a.relative_path)): a for a in files}
+        by_path = {normal_path(spark_path(self.storage, a.relative_path)): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
         self._writes += 1
-        task = _rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
+        task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
                              columns, self.op.features if columns is not None else None, one_match, prefix)
         n_changed = n_copied = n_updated = 0
         adds = []
@@ -489,7 +269,7 @@ class SparkOperation:
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))
             elif r["file"] is not None:
-                self.op.remove(by_path[_normal(r["file"])])  # (the task found it there)
+                self.op.remove(by_path[normal_path(r["file"])])  # (the task found it there)
                 n_changed += r["n"]
                 n_updated += r["updated"]
             else:
