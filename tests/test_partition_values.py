@@ -6,8 +6,9 @@ by delta-rs (``2021-01-01 10:00:00.000000`` for a timestamp lakelog logs as ``..
 null string), by Spark (tests/data), or respelled in the log as other writers spell values the protocol
 allows (``True``, ``+7``, ``1.5`` for a decimal ``1.50``, ``nan``, ``""`` for null, a ``+02:00``
 offset, Spark's timestamp without fraction, a year without padding). A dynamic partition overwrite,
-a predicate overwrite and a merge pruned by partition keys then replace or merge exactly partition X:
-the expected rows are computed here from the rows before, and deltalake reads the same rows. A concurrent commit to X written with other text conflicts with an overwrite of X.
+a predicate overwrite, a merge pruned by partition keys and optimize then replace, merge or compact
+exactly partition X: the expected rows are computed here from the rows before, and deltalake reads the
+same rows. A concurrent commit to X written with other text conflicts with an overwrite of X.
 """
 
 from __future__ import annotations
@@ -197,6 +198,33 @@ def test_merge_pruned_by_partition_keys_matches_the_partition_whatever_its_text(
     expected = [(v, p, 100 if matches and v == 1 else w) for v, p, w in before]
     expected += [(9, x, 900)] + ([] if matches else [(1, x, 100)])
     _check(path, sorted(expected))
+
+
+def test_optimize_compacts_the_partition_whatever_its_text(case, tmp_path):
+    path = str(tmp_path / "t")
+    _base(case, path)
+    # lakelog's text for the value the first writer wrote (-0.0 too: its rows have files of their own)
+    extra = pa.table({"p": pa.array(case.x_rows[:1], case.type), "v": [4], "w": [40]}, schema=_schema(case))
+    lakelog.write_table(path, extra)
+    before = _lakelog_rows(path)
+    metrics = lakelog.Table(path).optimize()
+    assert metrics["partitionsOptimized"] == 1
+    assert _files(path) == 2  # X compacted into one file; Y's one file left alone
+    _check(path, before)
+
+
+def test_optimize_keeps_negative_and_positive_zero_apart_and_is_then_done(tmp_path):
+    """The writer keeps -0.0's rows and 0.0's in files of their own: binned together, both would be
+    rewritten again by every optimize."""
+    path = str(tmp_path / "t")
+    schema = pa.schema([("p", pa.float64()), ("v", pa.int64()), ("w", pa.int64())])
+    for i, p in enumerate([-0.0, 0.0, -0.0, 0.0]):
+        lakelog.write_table(path, pa.table({"p": [p], "v": [i], "w": [0]}, schema=schema), partition_by=["p"])
+    before = [(r["v"], math.copysign(1.0, r["p"])) for r in lakelog.read_table(path).to_pylist()]
+    assert lakelog.Table(path).optimize()["partitionsOptimized"] == 2
+    assert _files(path) == 2
+    assert lakelog.Table(path).optimize()["committed"] is False
+    assert sorted((r["v"], math.copysign(1.0, r["p"])) for r in lakelog.read_table(path).to_pylist()) == sorted(before)
 
 
 # (cases whose text deltalake reads: it refuses a table whose live files log the decimal 1.50 as "1.5")
