@@ -4,6 +4,7 @@ against the version the write started on; deltalake reads the results."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import deltalake
@@ -131,6 +132,18 @@ def test_dynamic_overwrite_conflicts_with_a_concurrent_append_to_a_replaced_part
         _write(df, table, partitionOverwriteMode="dynamic")
     assert _rows(table) == [("d1", 1), ("d1", 2), ("d2", 3), ("d2", 99)]
     assert set(_on_disk(table)) == set(lakelog.Table(table).files())  # the tasks' files are gone
+
+
+def test_dynamic_overwrite_replaces_a_partition_logged_in_other_text(spark, tmp_path):
+    """delta-rs logs a timestamp partition as '2021-01-01 10:00:00.000000', lakelog as
+    '2021-01-01T10:00:00.000000Z': one partition, replaced, not kept beside the new rows."""
+    path = str(tmp_path / "t")
+    a, b = (dt.datetime(2021, 1, d, 10, tzinfo=dt.timezone.utc) for d in (1, 2))
+    ts = pa.timestamp("us", tz="UTC")
+    deltalake.write_deltalake(path, pa.table({"ts": pa.array([a, a, b], ts), "x": pa.array([1, 2, 3], pa.int64())}), partition_by=["ts"])
+    _write(spark.createDataFrame([(a, 10)], "ts timestamp, x long"), path, partitionOverwriteMode="dynamic")
+    for t in (deltalake.DeltaTable(path).to_pyarrow_table(), lakelog.read_table(path)):
+        assert sorted(zip(t.column("ts").to_pylist(), t.column("x").to_pylist())) == [(a, 10), (b, 3)]
 
 
 def test_dynamic_overwrite_from_the_session_setting(spark, table):

@@ -14,6 +14,7 @@ from ..actions import AddFile
 from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
 from ..column_mapping import ColumnMapping
 from ..conform import cast_batch
+from ..partition_keys import PartitionKeys
 from ..scan import read_batches
 from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
@@ -274,10 +275,9 @@ def _commit_partitions(op: RowLevelOperation, written: int) -> int:
     parts = op.partition_columns
     adds: list[AddFile] = op._adds or []
 
-    keys = [op.snapshot.column_mapping.physical_name(c) for c in parts]  # (the new files use the same names)
-
-    def key(a: AddFile) -> tuple:
-        return tuple(a.partition_values.get(c) for c in keys)
+    # Partitions compared as values: another engine's files of a replaced partition spell its values
+    # differently (the new files use the same physical names, and the schema's partition types).
+    key = PartitionKeys(op.schema, parts, op.snapshot.column_mapping)
 
     # As Delta: on an unpartitioned table a dynamic overwrite is a plain one, so data without rows
     # empties the table (it holds the one partition, even with no file for it).

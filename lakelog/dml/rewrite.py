@@ -221,8 +221,14 @@ class RowLevelOperation:
 
     def may_match(self, add: AddFile) -> bool:
         """Whether a (concurrently added) file may hold rows this operation would have read."""
-        if decode_path(add.path) in self.read_files or any(check(add) for check in self.read_checks):
+        if decode_path(add.path) in self.read_files:
             return True
+        for check in self.read_checks:
+            try:
+                if check(add):
+                    return True
+            except LakelogError:
+                return True  # (a malformed partition value): cannot tell, assume it matters
         snap = self.snapshot
         for prune in self.read_prunes:
             if prune is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable, Hashable
 
 import orjson
 import pyarrow.compute as pc
@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from .. import row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..conform import cast_batch
+from ..partition_keys import PartitionKeys
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..write import DataWriter, discard_files
@@ -56,22 +57,24 @@ def target_file_size(snapshot: Snapshot, target_size: int | None = None) -> int:
     return int(target_size)
 
 
-def _partition(a: AddFile) -> tuple:
-    """A file's partition, as a key that groups files."""
+def _text_partition(a: AddFile) -> tuple:
     return tuple(sorted(a.partition_values.items(), key=lambda kv: kv[0]))
 
 
-def plan_bins(files: list[AddFile], target_size: int) -> tuple[list[list[AddFile]], int]:
+def plan_bins(files: list[AddFile], target_size: int, partition: Callable[[AddFile], Hashable] | None = None) -> tuple[list[list[AddFile]], int]:
     """Bin-pack files smaller than ``target_size`` per partition, in insertion order. A file with a
     deletion vector is always a candidate, and a bin holding one is kept even alone: compaction
-    rewrites it without its deleted rows and drops the deletion vector.
+    rewrites it without its deleted rows and drops the deletion vector. ``partition``: a file's
+    partition (``PartitionKeys``: by value, whatever text each writer logged); None: by the text of
+    its ``partitionValues``, which splits a partition whose files other engines wrote.
 
     Returns (bins with at least two files or a deletion vector, number of candidate files considered).
     """
-    by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
+    partition = partition or _text_partition
+    by_partition: dict[Hashable, list[AddFile]] = defaultdict(list)
     for a in files:
         if a.size < target_size or a.deletion_vector is not None:
-            by_partition[_partition(a)].append(a)
+            by_partition[partition(a)].append(a)
     bins: list[list[AddFile]] = []
     for key in sorted(by_partition, key=repr):
         current: list[AddFile] = []
@@ -123,7 +126,7 @@ def _write_ordered(storage: Storage, new_writer, batches, schema, columns: list[
     return out
 
 
-def _zorder_groups(files: list[AddFile], incremental: bool = False) -> list[list[AddFile]]:
+def _zorder_groups(files: list[AddFile], partition: PartitionKeys, incremental: bool = False) -> list[list[AddFile]]:
     """The files to rewrite in Z-order, per partition: every file of a partition holding more than one
     (or one with a deletion vector). ``incremental`` (liquid clustering): only the files no clustering
     wrote yet (``clusteringProvider`` unset) or with a deletion vector; files already clustered stay."""
@@ -131,7 +134,7 @@ def _zorder_groups(files: list[AddFile], incremental: bool = False) -> list[list
         files = [a for a in files if a.clustering_provider is None or a.deletion_vector is not None]
     by_partition: dict[tuple, list[AddFile]] = defaultdict(list)
     for a in files:
-        by_partition[_partition(a)].append(a)
+        by_partition[partition(a)].append(a)
     return [sorted(g, key=lambda a: (a.modification_time, a.path)) for _, g in sorted(by_partition.items(), key=repr)
             if len(g) > 1 or any(a.deletion_vector is not None or (incremental and a.clustering_provider is None) for a in g)]
 
@@ -169,16 +172,19 @@ def optimize(
         raise InvalidArgumentError(f"the table is clustered by {clustered}: optimize() clusters it by them; zorder_by is for tables without clustering")
     order_by = clustering.check_columns(zorder_by, snapshot.schema, snapshot.partition_columns, "zorder_by") if zorder_by is not None else clustered
     selected = [snapshot.files[p] for p in scan.pruned_files(snapshot, filters)]
+    # (-0.0 and 0.0 apart: the writer keeps their rows in separate files, so binning them together
+    # would rewrite both again on every run)
+    partition = PartitionKeys.of(snapshot, signed_zeros=True)
     if order_by:
-        bins, considered = _zorder_groups(selected, incremental=bool(clustered)), len(selected)
+        bins, considered = _zorder_groups(selected, partition, incremental=bool(clustered)), len(selected)
     else:
-        bins, considered = plan_bins(selected, target)
+        bins, considered = plan_bins(selected, target, partition)
     metrics: dict[str, Any] = {
         "numFilesAdded": 0,
         "numFilesRemoved": 0,
         "filesAdded": _file_stats([]),
         "filesRemoved": _file_stats([]),
-        "partitionsOptimized": len({_partition(b[0]) for b in bins}),
+        "partitionsOptimized": len({partition(b[0]) for b in bins}),
         "numBatches": len(bins),
         "totalConsideredFiles": len(selected),
         "totalFilesSkipped": len(selected) - sum(len(b) for b in bins),
