@@ -7,7 +7,7 @@ of a scan that failed, to name the file at fault.
 * Nanosecond timestamps (Parquet ``INT64 TIMESTAMP(NANOS)``, pandas' default unit) have no Delta
   type: Delta timestamps are microseconds. Spark refuses such files (``PARQUET_TYPE_ILLEGAL``),
   delta-rs silently truncates them to microseconds, pyarrow refuses values that would lose precision.
-  INT96 timestamps (Spark's legacy encoding) hold microseconds and are fine.
+  INT96 timestamps (Spark's legacy encoding) are read as microseconds (``lakelog.parquet_read``) and are fine.
 * A column whose stored type is not the table's type, nor one the table's type can hold without loss
   (wider integers, float to double, integers to double, date to ``timestamp_ntz``, wider decimals,
   any timestamp unit to microseconds), is a file the table cannot read as it says.
@@ -22,6 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .parquet_read import parquet_file
 from .schema import canonical_type
 
 FOOTER_THREADS = 16
@@ -34,7 +35,7 @@ def physical_rows(storage, add) -> int:
     if n is not None:
         return n
     with storage.arrow_fs.open_input_file(storage.join(add.relative_path)) as f:
-        return pq.ParquetFile(f).metadata.num_rows
+        return parquet_file(f).metadata.num_rows
 
 
 def nanosecond_columns(metadata: pq.FileMetaData) -> list[str]:
@@ -134,7 +135,7 @@ def inspect_files(storage, rels: list[str], table_schema: pa.Schema, partition_c
     def one(rel: str) -> FileReport:
         try:
             with storage.arrow_fs.open_input_file(storage.join(rel)) as f:
-                pf = pq.ParquetFile(f)
+                pf = parquet_file(f)
                 return inspect_footer(rel, pf.schema_arrow, pf.metadata, table_schema, partition_columns)
         except FileNotFoundError:
             return FileReport(rel)

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from .actions import AddFile, stats_count, stats_dict
 from .column_mapping import ColumnMapping
 from .data_files import inspect_files
+from .parquet_read import parquet_file, parquet_format
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from . import row_tracking
@@ -126,7 +127,7 @@ def _fragments_dataset(
 ) -> ds.FileSystemDataset:
     import pyarrow.dataset as ds
 
-    fmt = ds.ParquetFileFormat()
+    fmt = parquet_format()
     fragments = []
     by_values: dict[tuple, pc.Expression | None] = {}  # most files share their partition values with many others
     for add in adds:
@@ -308,7 +309,7 @@ def read_data_file(
     live = None
     try:
         with storage.open_input(storage.join(rel)) as f:
-            pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
+            pf = parquet_file(f)
             cols = m.file_columns(pf.schema_arrow, data_names, rel)
             n = pf.metadata.num_rows
             check_row_count(deleted, n, add, storage)

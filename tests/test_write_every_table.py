@@ -65,9 +65,9 @@ def _deltalake_rows(path: str) -> list[dict] | None:
         return None
 
 
-def _run(path: str, ops, ignore=()) -> str:
+def _run(path: str, ops, ignore=(), peer: bool = True) -> str:
     """'written' when every operation gives the expected rows, 'refused' when the first refuses with a
-    typed error, 'wrong' otherwise (the message says what)."""
+    typed error, 'wrong' otherwise (the message says what). ``peer``: also compare deltalake's read."""
     for i, (op, expected) in enumerate(ops):
         try:
             op()
@@ -81,7 +81,7 @@ def _run(path: str, ops, ignore=()) -> str:
         got = _sorted(now.to_pylist(), ignore)
         if got != _sorted(expected, ignore):
             return f"wrong: step {i} gave {len(got)} rows, expected {len(expected)}"
-        theirs = _deltalake_rows(path)
+        theirs = _deltalake_rows(path) if peer else None
         if theirs is not None and _sorted(theirs, ignore) != got:
             return f"wrong: deltalake reads other rows after step {i} ({len(theirs)} rows, expected {len(expected)})"
     return "written"
@@ -140,7 +140,10 @@ def test_every_table_takes_every_write_or_refuses_it_by_name(tmp_path, name):
     if planned is None:
         pytest.skip("no row with a usable key column")
     ignore, ops = planned
-    outcome = _run(path, ops, ignore)
+    # (deltalake reads some tables' data wrongly: their expected rows say so, and why, in their notes)
+    with open(os.path.join(DATA, "expected", f"{name}.json")) as f:
+        peer = json.load(f).get("deltalake_sql_agrees", True)
+    outcome = _run(path, ops, ignore, peer)
     assert not outcome.startswith("wrong"), outcome
     if os.environ.get("LAKELOG_WRITE_REPORT"):
         twin = str(tmp_path / "twin")

@@ -21,6 +21,7 @@ from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
+from ..parquet_read import parquet_format
 from ..properties import TableProperties
 from ..scan import partition_arrays, read_data_file
 from ..snapshot import Snapshot, commit_times
@@ -246,8 +247,7 @@ class ChangeReader:
         schema = pa.schema(data_fields + [pa.field(CHANGE_TYPE, pa.string())])
         by_path = {self.storage.join(c.relative_path): c for c in cdcs}
         try:
-            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
-            d = ds.dataset(list(by_path), schema=schema, format=fmt, filesystem=self.storage.arrow_fs)
+            d = ds.dataset(list(by_path), schema=schema, format=parquet_format(), filesystem=self.storage.arrow_fs)
             for frag in d.get_fragments():
                 stored = frag.physical_schema
                 if frag.path not in by_path or any(

@@ -12,7 +12,6 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..actions import (
     CommitInfo,
@@ -33,6 +32,7 @@ from .v2 import CheckpointMetadata, Sidecar, read_sidecars
 from .. import arrow_values
 from ..errors import CorruptLogError
 from ..log import CheckpointFiles, checkpoint_name
+from ..parquet_read import parquet_file
 from ..storage import FileInfo
 from .schema import CHECKPOINT_SCHEMA, NON_FILE_COLUMNS, V2_COLUMNS, _add_rows, _rows
 
@@ -223,7 +223,7 @@ class _ParquetFile:
         except (OSError, pa.ArrowException) as e:
             raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
         try:
-            self._pf = pq.ParquetFile(self._file)
+            self._pf = parquet_file(self._file)
             self.names = set(self._pf.schema_arrow.names)
         except (OSError, pa.ArrowException) as e:
             self._file.close()

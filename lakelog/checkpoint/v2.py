@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from ..actions import now_ms, string_map
 from ..errors import CorruptLogError
 from ..log import SIDECARS
+from ..parquet_read import parquet_file
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
 CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])
@@ -113,7 +114,7 @@ def _read_one(storage, sidecar: Sidecar, checkpoint: str, columns: list[str]) ->
                     f"sidecar {sidecar.name} of checkpoint {checkpoint} is {size} bytes but the checkpoint says "
                     f"{sidecar.size_in_bytes}: it was truncated or replaced"
                 )
-            pf = pq.ParquetFile(f)
+            pf = parquet_file(f)
             present = [c for c in columns if c in pf.schema_arrow.names]
             return pf.read(columns=present)
     except FileNotFoundError:

@@ -306,9 +306,9 @@ def _open_input(path: str, fmt: str, delimiter: str | None):
         raise UsageError(f"input file {path!r} does not exist")
     try:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
+            from ..parquet_read import parquet_file
 
-            pf = pq.ParquetFile(path)
+            pf = parquet_file(path)
             return pa.RecordBatchReader.from_batches(pf.schema_arrow, pf.iter_batches())
         if fmt == "csv":
             import pyarrow.csv as pcsv

@@ -17,6 +17,7 @@ from ..errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
+from ..parquet_read import parquet_file
 from ..schema import _strip_nullability, _widening_ok, canonical_type
 from ..storage import Storage
 from ..write import stats_from_parquet_metadata
@@ -76,7 +77,7 @@ class Footer:
 def _read_footer(storage: Storage, rel: str) -> Footer:
     try:
         with storage.arrow_fs.open_input_file(storage.join(rel)) as f:
-            pf = pq.ParquetFile(f)
+            pf = parquet_file(f)
             md = pf.metadata
             schema = pf.schema_arrow
     except FileNotFoundError:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from ..parquet_read import read_parquet
 from ..errors import ConvertError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from ..schema import (
     HIVE_NULL,
@@ -293,7 +293,7 @@ def check_stored_partition_values(
         if not stored:
             continue
         try:
-            data = pq.read_table(storage.join(rel), columns=stored, filesystem=storage.arrow_fs)
+            data = read_parquet(storage.join(rel), columns=stored, filesystem=storage.arrow_fs)
         except (pa.ArrowException, OSError) as e:
             raise ConvertError(f"{rel!r} is not a readable Parquet file ({e})") from None
         for c in stored:

@@ -8,13 +8,13 @@ from typing import Any, Iterator
 
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..actions import AddFile
 from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
 from ..column_mapping import ColumnMapping
 from ..conform import cast_batch
 from ..partition_keys import PartitionKeys
+from ..parquet_read import parquet_file
 from ..scan import read_batches
 from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
@@ -126,7 +126,7 @@ def _check_files(storage: Storage, schema: pa.Schema, partition_columns: list[st
         return
     for a in adds:
         with storage.arrow_fs.open_input_file(storage.join(a.relative_path)) as f:
-            pf = pq.ParquetFile(f)
+            pf = parquet_file(f)
             present = set(pf.schema_arrow.names)
             data_cols = [c for c in wanted if c not in partition_columns and c in present]
             for batch in pf.iter_batches(columns=data_cols, use_threads=False):

@@ -44,6 +44,7 @@ from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, de
 from ..errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError
 from ..data_files import physical_rows
 from ..environment import positive_int
+from ..parquet_read import parquet_file
 from ..deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from ..scan import _data_file_error, files_dataset, partition_values
 from ..schema import parse_partition_value
@@ -252,7 +253,7 @@ class RowLevelOperation:
         names = schema.names if columns is None else [c for c in schema.names if c in columns]
         try:
             with snap.storage.arrow_fs.open_input_file(snap.storage.join(add.relative_path)) as f:
-                pf = pq.ParquetFile(f, pre_buffer=not snap.storage.is_local)
+                pf = parquet_file(f, pre_buffer=not snap.storage.is_local)
                 # The footer's count: a read of no columns (a predicate on partition columns only, or
                 # on none) has no column to count rows by.
                 n = pf.metadata.num_rows

@@ -137,9 +137,9 @@ def high_water_marks(columns: tuple[IdentityColumn, ...], adds: list, storage, m
 
 def _file_bound(storage, add, key: str, largest: bool) -> int | None:
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    from ..parquet_read import read_parquet
 
     with storage.arrow_fs.open_input_file(storage.join(add.relative_path)) as f:
-        column = pq.read_table(f, columns=[key]).column(0)
+        column = read_parquet(f, columns=[key]).column(0)
     v = (pc.max if largest else pc.min)(column).as_py()
     return None if v is None else int(v)
