@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from .actions import Action
+from .column_dependencies import dependents
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError
 from .properties import TableProperties, validate_new
@@ -23,7 +24,6 @@ from .storage import Storage
 from .transaction import Transaction
 from .write import plan_protocol
 from .type_widening import TYPE_CHANGES, is_widening
-from .writer_features.expressions import referenced_columns
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -102,18 +102,43 @@ def _locate(fields: list[dict], path: str) -> tuple[list[dict], int, list[str]]:
 
 
 def _check_unreferenced(snap: Snapshot, names: list[str], what: str) -> None:
-    """Refuse to rename or drop a column a CHECK constraint, invariant or generation expression reads
-    (it would stop meaning what it says), as Delta refuses it."""
-    features = snap.writer_features
-    if features is None:
+    """Refuse (as Delta refuses it) to ``what`` ("rename", "drop", "change the type of") the column at
+    ``names`` when a CHECK constraint, generation expression or invariant reads it: it would stop
+    meaning what it says. The message says what can be done instead."""
+    found = dependents(snap.writer_features, names)
+    if what == "drop":  # an invariant of the dropped column (or of a field inside it) goes with it
+        found.invariants = [c for c in found.invariants if not _within(c.name, names)]
+    if what == "change the type of":  # Delta keeps invariants across type changes (x > 0 still holds)
+        found.invariants = []
+    if not found:
         return
-    top = names[0].lower()
-    users = [f"{c.label} ({c.expression})" for c in features.constraints if top in referenced_columns(c.expression)]
-    users += [f"generated column {g.name!r} ({g.expression})" for g in features.generated if top in g.inputs or g.name.lower() == top]
-    if users:
+    column = ".".join(names)
+    if found.generated:
+        g = found.generated[0]
+        also = "" if len(found.generated) == 1 else f" (and {', '.join(repr(o.name) for o in found.generated[1:])})"
         raise SchemaMismatchError(
-            f"cannot {what} column {'.'.join(names)!r}: {', '.join(users)} use(s) it; drop the constraint first (Table.drop_constraint)"
+            f"cannot {what} column {column!r}: generated column {g.name!r} ({g.expression}){also} reads it, and Delta allows "
+            f"neither that nor changing a generation expression. Drop the generated column first (Table.drop_column({g.name!r}): "
+            "its values go with it, and a generated column cannot be added back), or copy the rows to a new table declared "
+            "with write_table(..., generated_columns=...) in terms of the new column"
         )
+    if found.constraints:
+        listed = ", ".join(f"{c.name} ({c.expression})" for c in found.constraints)
+        first = found.constraints[0].name
+        raise SchemaMismatchError(
+            f"cannot {what} column {column!r}: CHECK constraint(s) {listed} read it, as Delta refuses. Drop them first "
+            f"(Table.drop_constraint({first!r})) and add them back afterwards if they still apply (Table.add_constraint checks every row)"
+        )
+    listed = ", ".join(f"{c.label} ({c.expression})" for c in found.invariants)
+    raise SchemaMismatchError(
+        f"cannot {what} column {column!r}: {listed} read(s) it, and invariants (a legacy Delta feature) cannot be changed; "
+        "copy the rows to a new table declared with a CHECK constraint instead"
+    )
+
+
+def _within(path: str, names: list[str]) -> bool:
+    parts = path.lower().split(".")
+    return parts[: len(names)] == [n.lower() for n in names]
 
 
 def _commit_schema(storage: Storage, snap: Snapshot, schema: dict, partition_columns: list[str], operation: str, params: dict) -> int:

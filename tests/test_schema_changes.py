@@ -222,3 +222,37 @@ def test_deletion_vectors_on_a_renamed_column_mapping_table(tmp_path):
     assert all(a.deletion_vector is not None for a in t.snapshot.files.values())
     assert sorted(t.to_pyarrow().column("key").to_pylist()) == [0, 4, 5, 6, 7, 8, 9]
     assert [r["key"] for r in _peer(path, "key")] == [0, 4, 5, 6, 7, 8, 9]
+
+
+def test_rename_and_drop_refuse_columns_expressions_read_and_say_what_to_do(tmp_path):
+    """As Delta (containsDependentExpression): a column, struct field or struct a CHECK constraint or
+    generation expression reads cannot be renamed or dropped; a sibling field, and the generated column
+    itself, can. The advice works: dropping the generated column or the constraint frees the column."""
+    path = str(tmp_path / "t")
+    s_type = pa.struct([("x", pa.int64()), ("y", pa.string())])
+    write_table(path, pa.table({"a": [1, 2], "s": pa.array([{"x": 1, "y": "p"}, {"x": 2, "y": None}], s_type), "arr": [[10], [20, 30]]}),
+                configuration={"delta.columnMapping.mode": "name"}, generated_columns={"g": "s.x * 100 + arr[0]"})
+    t = Table(path)
+    t.add_constraint({"positive": "a > 0"})
+    version = t.version
+    for attempt, column in ((lambda: t.rename_column("s", "s2"), "s"), (lambda: t.rename_column("S.X", "x2"), "s.x"),
+                            (lambda: t.drop_column("s.x"), "s.x"), (lambda: t.rename_column("arr", "arr2"), "arr"), (lambda: t.drop_column("arr"), "arr")):
+        with pytest.raises(SchemaMismatchError, match=rf"column '{column}': generated column 'g' \(s.x \* 100 \+ arr\[0\]\) reads it.*Table.drop_column\('g'\)") as e:
+            attempt()
+        assert "drop_constraint" not in str(e.value)
+    for attempt in (lambda: t.rename_column("a", "b"), lambda: t.drop_column("a")):
+        with pytest.raises(SchemaMismatchError, match=r"CHECK constraint\(s\) positive \(a > 0\) read it.*Table.drop_constraint\('positive'\)"):
+            attempt()
+    assert Table(path).version == version
+    t.rename_column("s.y", "label")  # a field no expression reads
+    t.rename_column("g", "total")  # the generated column itself
+    write_table(path, pa.table({"a": [3], "s": pa.array([{"x": 3, "label": "q"}], pa.struct([("x", pa.int64()), ("label", pa.string())])), "arr": [[7]]}))
+    assert [(r["a"], r["total"]) for r in _rows(Table(path).to_pyarrow())] == [(1, 110), (2, 220), (3, 307)]
+    t.drop_column("total")
+    t.drop_constraint("positive")
+    t.rename_column("s.x", "amount")
+    t.rename_column("a", "b")
+    t.drop_column("arr")
+    want = [{"b": 1, "s": {"amount": 1, "label": "p"}}, {"b": 2, "s": {"amount": 2, "label": None}}, {"b": 3, "s": {"amount": 3, "label": "q"}}]
+    assert _rows(Table(path).to_pyarrow()) == want
+    assert _peer(path) == want
