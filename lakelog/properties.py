@@ -249,6 +249,8 @@ REGISTRY: dict[str, Property] = {
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
             refuse=_refuse_true("symlink manifest generation"),
         ),
+        # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
+        Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
         Property("delta.checkpoint.writeStatsAsJson", "true", _parse_bool, _BOOL, "bool", refuse=lambda v: None if v else "lakelog always writes JSON stats in checkpoints"),
         Property("delta.checkpoint.writeStatsAsStruct", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("struct stats in checkpoints")),
@@ -259,7 +261,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("the type widening table feature")),
         Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
         Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
         Property(

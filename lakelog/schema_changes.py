@@ -15,15 +15,14 @@ import orjson
 from .actions import Action
 from .column_dependencies import dependents
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
-from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError
+from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from .properties import TableProperties, validate_new
 from .schema import schema_from_string
-from . import row_tracking
+from . import row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
 from .write import plan_protocol
-from .type_widening import TYPE_CHANGES, is_widening
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -190,42 +189,65 @@ def drop_column(storage: Storage, name: str) -> int:
     return _commit_schema(storage, snap, schema, list(snap.partition_columns), "DROP COLUMNS", {"columns": orjson.dumps([name]).decode()})
 
 
-_SPARK_TYPE_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "real": "float"}
+_SPARK_TYPE_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "real": "float", "decimal": "decimal(10,0)"}
+
+
+def _type_name(new_type: str) -> str:
+    t = new_type.strip().lower().replace(" ", "")
+    for alias in ("numeric(", "dec("):  # Spark's other names for decimal
+        if t.startswith(alias):
+            t = "decimal(" + t[len(alias):]
+    return _SPARK_TYPE_NAMES.get(t, t)
 
 
 def alter_column_type(storage: Storage, name: str, new_type: str) -> int:
-    """Widen column ``name`` (``"a.b"`` for a struct's field) to ``new_type`` (a Delta or Spark SQL type name:
-    ``long``/``bigint``, ``double``, ``decimal(12,2)``, ``timestamp_ntz``) in one ``CHANGE COLUMN`` commit,
-    recording it in ``delta.typeChanges`` and enabling the ``typeWidening`` feature; data files are not
-    rewritten (readers cast older files). Only Delta's type widenings are accepted."""
+    """Widen column ``name`` to ``new_type`` (a Delta or Spark SQL type name: ``long``/``bigint``,
+    ``double``, ``decimal(12,2)``, ``timestamp_ntz``) in one ``CHANGE COLUMN`` commit, as Delta's
+    ``ALTER TABLE ... ALTER COLUMN ... TYPE`` does: only Delta's type widenings (``lakelog.type_widening``),
+    on data and partition columns, struct fields (``a.b``), array elements (``arr.element``) and map keys
+    and values (``m.key``, ``m.value``, nested as ``a.element.value``); the table must have
+    ``delta.enableTypeWidening`` set. The change is recorded in ``delta.typeChanges`` and data files are
+    not rewritten (readers cast older files). ``SchemaMismatchError`` for a change Delta refuses."""
     if not isinstance(name, str) or not name or not isinstance(new_type, str) or not new_type.strip():
         raise InvalidArgumentError(f"alter_column_type takes a column name and a type name, not {name!r} and {new_type!r}")
-    to_type = new_type.strip().lower().replace(" ", "")
-    to_type = _SPARK_TYPE_NAMES.get(to_type, to_type)
+    to_type = _type_name(new_type)
     storage.check_atomic_commits()
     snap = Snapshot.load(storage)
     snap.check_writable()
     schema = orjson.loads(snap.metadata.schema_string)
-    fields, idx, names = _locate(schema["fields"], name)
-    field = fields[idx]
-    from_type = field["type"]
+    target = type_widening.locate(schema["fields"], name)
+    from_type = target.type
     if not isinstance(from_type, str):
-        raise SchemaMismatchError(f"column {name!r} is a {from_type.get('type')}; alter_column_type widens primitive columns and struct fields")
+        raise SchemaMismatchError(
+            f"column {target.path!r} is a {from_type.get('type')}; widen its fields, elements ('.element'), keys ('.key') or values ('.value') one by one"
+        )
     if from_type == to_type:
         return snap.version
-    if not is_widening(from_type, to_type):
+    if not type_widening.is_widening(from_type, to_type):
         raise SchemaMismatchError(
-            f"cannot change column {name!r} from {from_type} to {to_type}: Delta's type widening allows byte->short->integer->long, "
-            "float->double, byte/short/integer->double, date->timestamp_ntz, decimal(p,s)->decimal(p+k1,s+k2) with k1>=k2>=0, and "
-            "integers to a decimal wide enough; rewrite the table for other changes"
+            f"cannot change column {target.path!r} from {from_type} to {to_type}: that is not one of Delta's type widenings, "
+            f"which widen {from_type} to {type_widening.widenings_of(from_type)}; rewrite the table for other changes"
         )
-    meta = dict(field.get("metadata") or {})
-    meta[TYPE_CHANGES] = [*(meta.get(TYPE_CHANGES) or []), {"fromType": from_type, "toType": to_type}]
-    fields[idx] = {**field, "type": to_type, "metadata": meta}
+    props = snap.properties
+    if (props.get("delta.enableIcebergCompatV1") or props.get("delta.enableIcebergCompatV2")) and not type_widening.is_iceberg_widening(from_type, to_type):
+        raise SchemaMismatchError(
+            f"cannot change column {target.path!r} from {from_type} to {to_type}: the table has Iceberg compatibility on, and Iceberg "
+            "allows only integer widening, float to double and decimal precision increases at the same scale"
+        )
+    if not props.get(type_widening.ENABLE):
+        raise UnsupportedFeatureError(
+            f"changing column {target.path!r} from {from_type} to {to_type} is a type widening, which this table does not allow: "
+            f'enable it first with Table.set_properties({{"{type_widening.ENABLE}": "true"}}) (a metadata-only commit; '
+            "readers then need the typeWidening table feature)"
+        )
+    if not target.field_path and any(k.startswith("delta.identity.") for k in target.field.get("metadata") or {}):
+        raise SchemaMismatchError(f"cannot change the type of identity column {target.path!r} (Delta does not allow it)")
+    _check_unreferenced(snap, target.names, "change the type of")
+    target.widen(to_type)
     schema_string = orjson.dumps(schema).decode()
     new_schema = schema_from_string(schema_string)
     protocol = plan_protocol(new_schema, snap.protocol, snap.configuration, schema_string)
     actions: list[Action] = [protocol] if protocol is not None else []
     actions.append(replace(snap.metadata, schema_string=schema_string))
-    params = {"column": orjson.dumps({**fields[idx], "name": ".".join(names)}).decode()}
+    params = {"column": orjson.dumps({**target.field, "name": target.path}).decode()}
     return Transaction(storage, snap, "CHANGE COLUMN", params).commit(actions).version

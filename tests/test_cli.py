@@ -509,7 +509,10 @@ def test_table_definition_commands_constraints_generated_identity_and_widening(t
     code, _, err = _main(capsys, "add-constraint", table, "named", "name IS NOT NULL")
     assert code == 0, err
     code, _, err = _main(capsys, "alter-column-type", table, "amount", "double")  # (a CSV's integers are long)
-    assert code == 2 and "type widening allows" in err
+    assert code == 2 and "not one of Delta's type widenings" in err
+    code, _, err = _main(capsys, "alter-column-type", table, "amount", "decimal(22,1)")
+    assert code != 0 and "delta.enableTypeWidening" in err
+    assert _main(capsys, "properties", table, "--set", "delta.enableTypeWidening=true")[0] == 0
     code, _, err = _main(capsys, "alter-column-type", table, "amount", "decimal(22,1)")
     assert code == 0, err
     assert lakelog.Table(str(table)).schema.field("amount").type == pa.decimal128(22, 1)

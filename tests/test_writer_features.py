@@ -307,7 +307,7 @@ def test_alter_column_type_widens_as_delta_does(tmp_path):
 
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": pa.array([1, 2], pa.int32()), "x": pa.array([1.5, 2.5], pa.float32()),
-                                        "d": pa.array([dt.date(2026, 1, 1), None], pa.date32())}))
+                                        "d": pa.array([dt.date(2026, 1, 1), None], pa.date32())}), configuration={"delta.enableTypeWidening": "true"})
     t = lakelog.Table(path)
     t.alter_column_type("id", "bigint")
     t.alter_column_type("X", "double")

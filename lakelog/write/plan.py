@@ -133,7 +133,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if any(k.startswith("delta.constraints.") for k in (configuration or {})):
         by_properties_writer.add("checkConstraints")
     by_properties_writer |= schema_features(schema_string) | writer_features
-    if schema_string and '"delta.typeChanges"' in schema_string and not (current and "typeWidening-preview" in (current.reader_features or [])):
+    widened = bool(schema_string and '"delta.typeChanges"' in schema_string) or TableProperties(configuration).get("delta.enableTypeWidening")
+    if widened and not (current and "typeWidening-preview" in (current.reader_features or [])):
         by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)
         by_properties_writer.add("typeWidening")
     if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= set(LEGACY_WRITER_VERSION):
