@@ -390,7 +390,10 @@ def parse_timestamp(s: str) -> dt.datetime:
 
 def timestamp_micros(s: str, utc: bool) -> int:
     """Microseconds since the epoch of a Delta timestamp string (no datetime range limit on the result).
-    ``utc``: for a ``timestamp`` column (no offset means UTC); else ``timestamp_ntz`` (no offset, or ``Z``)."""
+    ``utc``: for a ``timestamp`` column (no offset means UTC); else ``timestamp_ntz`` (no offset, or ``Z``),
+    where a date is its midnight (see ``parse_partition_value``)."""
+    if not utc and _DATE_FORM.match(s):
+        return (dt.datetime.combine(parse_date(s), dt.time()) - _EPOCH) // _US
     v = parse_timestamp(s)
     if v.tzinfo is None:
         return (v - _EPOCH) // _US
@@ -455,6 +458,10 @@ def parse_partition_value(s: str | None, t: pa.DataType) -> Any:
         if pa.types.is_date(t):
             return parse_date(s)
         if pa.types.is_timestamp(t):
+            if t.tz is None and _DATE_FORM.match(s):
+                # Logged while the column was a date, before a type widening to timestamp_ntz: the
+                # widened value is the date's midnight (as Delta casts it).
+                return dt.datetime.combine(parse_date(s), dt.time())
             v = parse_timestamp(s)
             if t.tz is not None:
                 # Without an offset, taken as UTC (as modern writers write it; the protocol recommends UTC).

@@ -350,3 +350,26 @@ def test_row_level_changes_on_spark_read_files_with_deletion_vectors_without_the
     want = sorted([i for i in live if i != 5 and i != 6] + ([60] if 6 in live else []))
     assert sorted(lakelog.read_table(path).column("id").to_pylist()) == want
     assert sorted(r.id for r in spark_ext.read(spark, path).collect()) == want
+
+
+def test_widened_columns_read_as_their_new_types_partition_values_included(spark, tmp_path):
+    """Files and partition values written before a type widening (a date partition now timestamp_ntz,
+    its values logged as '2024-01-01') read as the wider types, as lakelog reads them."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({
+        "d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 1)], pa.date32()),
+        "i": pa.array([1, -2, 2**31 - 1], pa.int32()), "f": pa.array([1.5, 0.1, None], pa.float32()), "n": pa.array([3, -4, 5], pa.int16()),
+        "s": pa.array([{"x": 1}, None, {"x": -128}], pa.struct([("x", pa.int8())])),
+    }), partition_by=["d"], configuration={"delta.enableTypeWidening": "true"})
+    t = lakelog.Table(path)
+    for column, to in (("d", "timestamp_ntz"), ("i", "long"), ("f", "double"), ("n", "decimal(12,2)"), ("s.x", "int")):
+        t.alter_column_type(column, to)
+    lakelog.write_table(path, pa.table({
+        "d": pa.array([dt.datetime(2024, 1, 1, 6, 30)], pa.timestamp("us")), "i": pa.array([2**40], pa.int64()), "f": [0.25],
+        "n": pa.array([decimal.Decimal("1234567890.12")], pa.decimal128(12, 2)), "s": pa.array([{"x": 2**20}], pa.struct([("x", pa.int32())])),
+    }))
+    df = spark_ext.read(spark, path)
+    assert df.schema.simpleString() == "struct<d:timestamp_ntz,i:bigint,f:double,n:decimal(12,2),s:struct<x:int>>"
+    _same(df, lakelog.read_table(path))
+    assert sorted(r.i for r in df.filter("d = timestamp_ntz'2024-01-01 00:00:00'").collect()) == [1, 2**31 - 1]
+    assert sorted(r.i for r in df.filter("d < timestamp_ntz'2024-01-01 12:00:00'").collect()) == [1, 2**31 - 1, 2**40]

@@ -23,6 +23,7 @@ import re
 import deltalake
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from lakelog import Table, write_table
@@ -131,6 +132,67 @@ def _case_id(case) -> str:
 
 
 @pytest.mark.parametrize("partitioned", [False, True], ids=["data", "partition"])
+@pytest.mark.parametrize("case", SUPPORTED, ids=_case_id)
+def test_every_delta_widening_reads_writes_changes_and_filters(tmp_path, case, partitioned):
+    src, to, old, new = case
+    path = str(tmp_path / "t")
+    config = {**ENABLE, "delta.enableChangeDataFeed": "true"}
+    part = ["value"] if partitioned else None
+    write_table(path, pa.table({"id": pa.array(range(len(old)), pa.int64()), "value": pa.array(old, arrow_type(src))}), partition_by=part, configuration=config)
+    t = Table(path)
+    t.checkpoint()  # stats and partition values of the old type also come from a checkpoint
+    t.alter_column_type("value", to)
+    assert t.schema.field("value").type == arrow_type(to)
+    rows = {i: _widened(v, to, src) for i, v in enumerate(old)}
+    assert _rows(t.to_pyarrow()) == _expected(rows)
+    assert _rows(Table(path, version=0).to_pyarrow()) == _expected({i: _widened(v, src, src) for i, v in enumerate(old)})  # the old version reads as it was
+
+    write_table(path, pa.table({"id": pa.array(range(100, 100 + len(new)), pa.int64()), "value": pa.array(new, arrow_type(to))}))
+    rows.update({100 + i: v for i, v in enumerate(new)})
+    t = Table(path)
+    assert _rows(t.to_pyarrow()) == _expected(rows)
+    peer = _peer_rows(path)
+    assert peer is None or peer == _expected(rows)
+
+    # Filters on the widened column: partition values and stats logged as the old type prune nothing wrongly.
+    for v in {_canon(x): x for x in rows.values() if x is not None and not (isinstance(x, float) and math.isnan(x))}.values():
+        want = sorted(i for i, x in rows.items() if x is not None and x == v)
+        assert sorted(t.to_pyarrow(filters=[("value", "=", v)]).column("id").to_pylist()) == want, v
+    assert sorted(t.to_pyarrow(filters=pc.field("value").is_null()).column("id").to_pylist()) == sorted(i for i, x in rows.items() if x is None)
+
+    # Row-level changes rewrite old files with the wider type; a predicate on the column selects by value.
+    assert t.update({"id": "id + 1000"}, "id = 0")["num_updated_rows"] == 1
+    rows[1000] = rows.pop(0)
+    assert t.delete("id = 1")["num_deleted_rows"] == 1
+    deleted = {1: rows.pop(1)}
+    target = new[0]
+    t.merge(pa.table({"id": pa.array([2], pa.int64()), "value": pa.array([target], arrow_type(to))}), "target.id = source.id") \
+        .when_matched_update_all().execute()
+    merged_from, rows[2] = rows[2], target
+    victim = next(v for i, v in sorted(rows.items()) if 3 <= i < 1000 and v is not None and not (isinstance(v, float) and math.isnan(v)))
+    gone = {i: v for i, v in rows.items() if v is not None and v == victim}
+    assert t.delete([("value", "=", victim)])["num_deleted_rows"] == len(gone)
+    for i in gone:
+        del rows[i]
+    assert _rows(t.to_pyarrow()) == _expected(rows)
+    assert t.check().ok
+    peer = _peer_rows(path)
+    assert peer is None or peer == _expected(rows)
+
+    # The change data feed across the widening: every version's rows as the wider type.
+    feed = t.changes(0)
+    assert feed.schema.field("value").type == arrow_type(to)
+    got = sorted(((r["_change_type"], r["id"], _canon(r["value"])) for r in feed.to_pylist()), key=repr)
+    want = [("insert", i, _canon(_widened(v, to, src))) for i, v in enumerate(old)]
+    want += [("insert", 100 + i, _canon(v)) for i, v in enumerate(new)]
+    want += [("update_preimage", 0, _canon(_widened(old[0], to, src))), ("update_postimage", 1000, _canon(_widened(old[0], to, src)))]
+    want += [("delete", 1, _canon(deleted[1]))]
+    want += [("update_preimage", 2, _canon(merged_from)), ("update_postimage", 2, _canon(target))]
+    want += [("delete", i, _canon(v)) for i, v in gone.items()]
+    assert got == sorted(want, key=repr)
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["data", "partition"])
 @pytest.mark.parametrize("case", UNSUPPORTED, ids=_case_id)
 def test_changes_delta_does_not_list_are_refused_by_name(tmp_path, case, partitioned):
     src, to = case
@@ -142,6 +204,62 @@ def test_changes_delta_does_not_list_are_refused_by_name(tmp_path, case, partiti
     with pytest.raises(SchemaMismatchError, match=rf"cannot change column 'value' from {re.escape(src)} to {re.escape(to)}: .*widen {re.escape(src)} to"):
         t.alter_column_type("value", to)
     assert Table(path).version == 0
+
+
+def test_the_date_partition_column_of_a_table_widened_to_timestamp_ntz_reads(tmp_path):
+    """The table this once bricked: every read, DML and changes() failed on the '2024-01-01' partition values."""
+    path = str(tmp_path / "t")
+    write_table(path, pa.table({"d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2)], pa.date32()), "v": [1, 2]}), partition_by=["d"],
+                configuration={**ENABLE, "delta.enableChangeDataFeed": "true"})
+    t = Table(path)
+    t.alter_column_type("d", "timestamp_ntz")
+    write_table(path, pa.table({"d": pa.array([dt.datetime(2024, 1, 1, 12, 30)], pa.timestamp("us")), "v": [3]}))
+    with pytest.raises(Exception, match="Failed to parse value '2024-01-0[12]' as 'timestamp_ntz'"):
+        deltalake.DeltaTable(path)
+    t = Table(path)
+    midnight = dt.datetime(2024, 1, 1)
+    assert sorted((r["d"], r["v"]) for r in t.to_pyarrow().to_pylist()) == [(midnight, 1), (dt.datetime(2024, 1, 1, 12, 30), 3), (dt.datetime(2024, 1, 2), 2)]
+    assert t.files([("d", "=", midnight)]) == [f for f in t.files() if f.startswith("d=2024-01-01/")]
+    assert t.to_pyarrow(filters=[("d", "<", dt.datetime(2024, 1, 1, 1))]).column("v").to_pylist() == [1]
+    t.update({"v": "v * 10"}, [("d", "=", midnight)])
+    # a dynamic partition overwrite replaces the partition logged as '2024-01-02' (the same value)
+    write_table(path, pa.table({"d": pa.array([dt.datetime(2024, 1, 2)], pa.timestamp("us")), "v": [20]}), mode="overwrite", partition_overwrite="dynamic")
+    t = Table(path)
+    assert sorted((r["d"], r["v"]) for r in t.to_pyarrow().to_pylist()) == [(midnight, 10), (dt.datetime(2024, 1, 1, 12, 30), 3), (dt.datetime(2024, 1, 2), 20)]
+    feed = t.changes(0)
+    assert ("insert", dt.datetime(2024, 1, 2), 2) in [(r["_change_type"], r["d"], r["v"]) for r in feed.to_pylist()]
+    t.optimize()  # rewrites the old partitions' files, logging their values as timestamps
+    assert t.check().ok
+    assert sorted((r["d"], r["v"]) for r in t.to_pyarrow().to_pylist()) == [(midnight, 10), (dt.datetime(2024, 1, 1, 12, 30), 3), (dt.datetime(2024, 1, 2), 20)]
+
+
+def test_stats_logged_as_the_old_type_still_skip_files(tmp_path):
+    """Files written before the widening carry stats of the old type (integers for a long or decimal
+    column, dates for a timestamp_ntz one), in commits and in a checkpoint: they bound the wider values."""
+    path = str(tmp_path / "t")
+    for k in range(3):
+        write_table(path, pa.table({"i": pa.array([k * 10, k * 10 + 5], pa.int32()), "n": pa.array([k * 10, k * 10 + 5], pa.int16()),
+                                    "d": pa.array([dt.date(2024, 1, 1 + k * 10), dt.date(2024, 1, 5 + k * 10)], pa.date32()),
+                                    "f": pa.array([k * 10, k * 10 + 5], pa.int32())}), configuration=ENABLE if k == 0 else None)
+        if k == 1:
+            Table(path).checkpoint()
+    t = Table(path)
+    for col, to in (("i", "long"), ("n", "decimal(12,2)"), ("d", "timestamp_ntz"), ("f", "double")):
+        t.alter_column_type(col, to)
+    write_table(path, pa.table({"i": pa.array([2**40], pa.int64()), "n": pa.array([D("99.5")], pa.decimal128(12, 2)),
+                                "d": pa.array([dt.datetime(2025, 1, 1, 6)], pa.timestamp("us")), "f": [0.5]}))
+    t = Table(path)
+    assert len(t.files()) == 4
+    for col, lit, n_files, n_rows in (
+        ("i", 12, 1, 0), ("i", 15, 1, 1), ("i", 2**40, 1, 1),
+        ("n", D("25"), 1, 1), ("n", D("99.5"), 1, 1), ("n", D("7"), 0, 0),
+        ("d", dt.datetime(2024, 1, 15), 1, 1), ("d", dt.datetime(2024, 1, 15, 0, 0, 1), 0, 0), ("d", dt.datetime(2025, 1, 1, 6), 1, 1),
+    ):
+        assert len(t.files([(col, "=", lit)])) == n_files, (col, lit)
+        assert t.to_pyarrow(filters=[(col, "=", lit)]).num_rows == n_rows, (col, lit)
+    assert len(t.files([("d", ">=", dt.datetime(2024, 1, 21))])) == 2
+    assert len(t.files([("f", "=", 25.0)])) == 4  # double stats are never bounds (NaN, -0.0), old or new
+    assert t.to_pyarrow(filters=[("f", "=", 25.0)]).num_rows == 1
 
 
 def test_nested_fields_widen_by_their_field_path(tmp_path):
