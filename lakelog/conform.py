@@ -23,7 +23,7 @@ from typing import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import SchemaMismatchError
+from .errors import SchemaMismatchError, TypeMismatchError
 from .schema import canonical_type, check_column_names, delta_type_string
 
 _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # decimal integer digits every value of a signed int fits in
@@ -53,9 +53,10 @@ def safe_widening(src: pa.DataType, dst: pa.DataType) -> bool:
     return False
 
 
-def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> SchemaMismatchError:
-    return SchemaMismatchError(
-        f"column {path!r} has type {delta_type_string(data)} in the data but {delta_type_string(table)} in the table; {hint}"
+def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> TypeMismatchError:
+    return TypeMismatchError(
+        f"column {path!r} has type {delta_type_string(data)} in the data but {delta_type_string(table)} in the table; {hint}",
+        path, data, table,
     )
 
 

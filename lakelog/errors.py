@@ -28,6 +28,16 @@ class SchemaMismatchError(LakelogError):
     """The data's schema does not fit the table's schema."""
 
 
+class TypeMismatchError(SchemaMismatchError):
+    """Values of one type cannot be stored in a column of another without loss: ``path`` names the
+    column (``s.a`` for a struct's field, ``l.element``, ``m.key``, ``m.value``), ``data_type`` and
+    ``table_type`` are the two Arrow types."""
+
+    def __init__(self, message: str, path: str | None = None, data_type: object = None, table_type: object = None):
+        super().__init__(message)
+        self.path, self.data_type, self.table_type = path, data_type, table_type
+
+
 class InvalidFilterError(SchemaMismatchError, ValueError):
     """A read filter is malformed: not DNF tuples or an expression, an unknown column or operator, or a
     value that cannot be compared with its column's type."""
