@@ -50,16 +50,16 @@ def literal_may_fit(value: pa.DataType, target: pa.DataType) -> bool:
 
 
 def stored_type(column: str, target: pa.DataType, value: pa.DataType, *, what: str, text: str, cast_hint: Callable[[], str],
-                evolve: bool, how_to_evolve: str | None, values: pa.ChunkedArray | None = None,
+                evolve: bool, how_to_evolve: str | None, check_values: Callable[[pa.DataType], None] | None = None,
                 literal_fits: Callable[[], bool] | None = None) -> pa.DataType:
     """The type of column ``column`` (now ``target``) once values of type ``value`` (those of the SQL
     ``text``) are stored in it: ``target``, or with the struct fields ``value`` adds when ``evolve``.
 
     Raises SchemaMismatchError when a value could be lost: a field the column lacks (``how_to_evolve``
     says how to let the operation add it; None: it cannot), or a type write_table would refuse
-    (``cast_hint``: makes the sentence suggesting an explicit cast). ``values``: the values
-    themselves, when known (a bare source column), for the checks write_table makes on values;
-    ``literal_fits``: for a literal, whether its value is stored exactly."""
+    (``cast_hint``: makes the sentence suggesting an explicit cast). ``check_values``: when the values
+    are known (a bare source column), makes the checks write_table makes on values for a type (raises
+    SchemaMismatchError); ``literal_fits``: for a literal, whether its value is stored exactly."""
     if pa.types.is_dictionary(value):
         value = value.value_type
     extra = added_fields(target, value, column)
@@ -75,7 +75,7 @@ def stored_type(column: str, target: pa.DataType, value: pa.DataType, *, what: s
         )
     try:
         stored = merge_type(target, value, column, evolve)
-        if evolve and values is None:
+        if evolve and check_values is None:
             # What merge_type accepts only value by value (integers into a double column) needs the values.
             merge_type(stored, value, column, False)
     except TypeMismatchError as e:
@@ -84,20 +84,16 @@ def stored_type(column: str, target: pa.DataType, value: pa.DataType, *, what: s
         raise _refusal(e, column, target, value, what, text, cast_hint, how_to_evolve, literal_fits is not None) from None
     except SchemaMismatchError as e:  # (a struct lacking a required field, a field named in another case)
         raise SchemaMismatchError(f"{what}: the value {text!r} for column {column!r}: {e}") from None
-    if evolve and values is not None:
+    if evolve and check_values is not None:
         try:
             merge_type(stored, value, column, False)
         except TypeMismatchError:
-            _check_values(values, stored, column, what, text)
+            try:
+                check_values(stored)
+            except SchemaMismatchError as inexact:
+                raise SchemaMismatchError(f"{what}: the value {text!r} for column {column!r}: {inexact} (a double holds "
+                                          "integers exactly up to +-2**53; others are refused, never rounded)") from None
     return stored
-
-
-def _check_values(values: pa.ChunkedArray, t: pa.DataType, column: str, what: str, text: str) -> None:
-    try:
-        conform_array(values, t, column)
-    except SchemaMismatchError as inexact:
-        raise SchemaMismatchError(f"{what}: the value {text!r} for column {column!r}: {inexact} (a double holds integers "
-                                  "exactly up to +-2**53; others are refused, never rounded)") from None
 
 
 def _refusal(e: TypeMismatchError, column: str, target: pa.DataType, value: pa.DataType, what: str, text: str, cast_hint: Callable[[], str],
@@ -159,8 +155,12 @@ def check_assignment(engine, text: str, tree: dict, column: str, target: pa.Data
     if cast_hint is None:
         cast_hint = lambda: f"Cast it to say how to convert it: CAST(({text}) AS {engine.sql_type(target)})"  # noqa: E731
     fits = (lambda: _duckdb_literal_fits(engine, text, target)) if is_literal(tree) else None
+
+    def check(t: pa.DataType) -> None:  # write_table's safe cast of ``values``
+        conform_array(values, t, column)
+
     return stored_type(column, target, value, what=what, text=text, cast_hint=cast_hint, evolve=evolve, how_to_evolve=how_to_evolve,
-                       values=values, literal_fits=fits)
+                       check_values=check if values is not None else None, literal_fits=fits)
 
 
 __all__ = ["stored_type", "check_assignment", "value_types", "is_literal", "literal_may_fit"]
