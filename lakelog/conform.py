@@ -7,7 +7,8 @@ p'-s' >= p-s and s' >= s, and integers to decimals with room for every value (by
 int 10, long 20 integer digits). They apply at any depth inside structs, lists and maps. An Arrow
 ``null`` column (all values null, Delta ``void``) fits any column. Anything else is a
 ``SchemaMismatchError`` naming the column path (``a.b``, ``a.element``, ``m.key``, ``m.value``) and
-both types.
+both types (a ``TypeMismatchError``). Update and merge values meet their columns by this same rule
+(``lakelog.assignment_types``).
 
 Struct fields are matched by name, in any order; fields the data lacks are filled with nulls when
 the table allows them. ``schema_mode="merge"`` also adds fields the table lacks (as nullable, at any
