@@ -27,7 +27,7 @@ from typing import Callable
 import pyarrow as pa
 
 from .conform import added_fields, conform_array, merge_type
-from .errors import PredicateError, SchemaMismatchError, TypeMismatchError
+from .errors import PredicateError, SchemaMismatchError
 from .schema import delta_type_string
 
 
@@ -78,16 +78,16 @@ def stored_type(column: str, target: pa.DataType, value: pa.DataType, *, what: s
         if evolve and check_values is None:
             # What merge_type accepts only value by value (integers into a double column) needs the values.
             merge_type(stored, value, column, False)
-    except TypeMismatchError as e:
+    except SchemaMismatchError as e:
+        if e.table_type is None:  # (a struct lacking a required field, a field named in another case)
+            raise SchemaMismatchError(f"{what}: the value {text!r} for column {column!r}: {e}") from None
         if literal_fits is not None and not pa.types.is_nested(value) and literal_may_fit(value, target) and literal_fits():
             return target
         raise _refusal(e, column, target, value, what, text, cast_hint, how_to_evolve, literal_fits is not None) from None
-    except SchemaMismatchError as e:  # (a struct lacking a required field, a field named in another case)
-        raise SchemaMismatchError(f"{what}: the value {text!r} for column {column!r}: {e}") from None
     if evolve and check_values is not None:
         try:
             merge_type(stored, value, column, False)
-        except TypeMismatchError:
+        except SchemaMismatchError:
             try:
                 check_values(stored)
             except SchemaMismatchError as inexact:
@@ -96,20 +96,21 @@ def stored_type(column: str, target: pa.DataType, value: pa.DataType, *, what: s
     return stored
 
 
-def _refusal(e: TypeMismatchError, column: str, target: pa.DataType, value: pa.DataType, what: str, text: str, cast_hint: Callable[[], str],
+def _refusal(e: SchemaMismatchError, column: str, target: pa.DataType, value: pa.DataType, what: str, text: str, cast_hint: Callable[[], str],
              how_to_evolve: str | None, literal: bool) -> SchemaMismatchError:
     show = delta_type_string
     if pa.types.is_null(e.table_type):
         todo = (f"{how_to_evolve} to give it the value's type" if how_to_evolve is not None else
                 "an update cannot change a column's type; write such values with write_table(..., schema_mode='merge') first")
         return SchemaMismatchError(f"{what}: column {e.path!r} is void (it has only ever held nulls) and cannot take the value "
-                                   f"{text!r} of type {show(e.data_type)}; {todo}")
+                                   f"{text!r} of type {show(e.data_type)}; {todo}", path=e.path, data_type=e.data_type, table_type=e.table_type)
     where = "" if e.path == column else f" (at {e.path!r}: {show(e.data_type)} into {show(e.table_type)})"
     if literal:
         problem = f"the literal {text} ({show(value)}) is not exactly a {show(target)} value, the type of column {column!r}"
     else:
         problem = f"the value {text!r} has type {show(value)}, which column {column!r} of type {show(target)} cannot store without loss"
-    return SchemaMismatchError(f"{what}: {problem}{where}; write_table refuses such data too. {cast_hint()}")
+    return SchemaMismatchError(f"{what}: {problem}{where}; write_table refuses such data too. {cast_hint()}",
+                               path=e.path, data_type=e.data_type, table_type=e.table_type)
 
 
 # ---------------------------------------------------------------- DuckDB (lakelog.dml)

@@ -7,7 +7,7 @@ p'-s' >= p-s and s' >= s, and integers to decimals with room for every value (by
 int 10, long 20 integer digits). They apply at any depth inside structs, lists and maps. An Arrow
 ``null`` column (all values null, Delta ``void``) fits any column. Anything else is a
 ``SchemaMismatchError`` naming the column path (``a.b``, ``a.element``, ``m.key``, ``m.value``) and
-both types (a ``TypeMismatchError``). Update and merge values meet their columns by this same rule
+both types (the error's ``path``, ``data_type`` and ``table_type``). Update and merge values meet their columns by this same rule
 (``lakelog.assignment_types``).
 
 Struct fields are matched by name, in any order; fields the data lacks are filled with nulls when
@@ -24,7 +24,7 @@ from typing import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import SchemaMismatchError, TypeMismatchError
+from .errors import SchemaMismatchError
 from .schema import canonical_type, check_column_names, delta_type_string
 
 _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # decimal integer digits every value of a signed int fits in
@@ -54,10 +54,10 @@ def safe_widening(src: pa.DataType, dst: pa.DataType) -> bool:
     return False
 
 
-def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> TypeMismatchError:
-    return TypeMismatchError(
+def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> SchemaMismatchError:
+    return SchemaMismatchError(
         f"column {path!r} has type {delta_type_string(data)} in the data but {delta_type_string(table)} in the table; {hint}",
-        path, data, table,
+        path=path, data_type=data, table_type=table,
     )
 
 

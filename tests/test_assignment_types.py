@@ -129,8 +129,9 @@ FLOATS = pa.table({"id": [1, 3], "x": [2.5, -1.5]})
 def test_merge_of_a_double_into_a_long_column_is_refused(table_path, clauses):
     """2.5 was stored as 2 and -1.5 as -2."""
     lakelog.write_table(table_path, pa.table({"id": [1, 2], "x": [10, 20]}))
-    with pytest.raises(SchemaMismatchError, match=r"has type double, which column 'x' of type long cannot store without loss.*CAST\("):
+    with pytest.raises(SchemaMismatchError, match=r"has type double, which column 'x' of type long cannot store without loss.*CAST\(") as e:
         clauses(lakelog.Table(table_path).merge(FLOATS, "target.id = source.id")).execute()
+    assert (e.value.path, e.value.data_type, e.value.table_type) == ("x", pa.float64(), pa.int64())
     assert lakelog.Table(table_path).version == 0 and _rows(table_path) == [{"id": 1, "x": 10}, {"id": 2, "x": 20}]
     # An explicit cast says how to convert.
     (lakelog.Table(table_path).merge(FLOATS, "target.id = source.id")
