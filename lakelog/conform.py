@@ -7,7 +7,8 @@ p'-s' >= p-s and s' >= s, and integers to decimals with room for every value (by
 int 10, long 20 integer digits). They apply at any depth inside structs, lists and maps. An Arrow
 ``null`` column (all values null, Delta ``void``) fits any column. Anything else is a
 ``SchemaMismatchError`` naming the column path (``a.b``, ``a.element``, ``m.key``, ``m.value``) and
-both types.
+both types (the error's ``path``, ``data_type`` and ``table_type``). Update and merge values meet their columns by this same rule
+(``lakelog.assignment_types``).
 
 Struct fields are matched by name, in any order; fields the data lacks are filled with nulls when
 the table allows them. ``schema_mode="merge"`` also adds fields the table lacks (as nullable, at any
@@ -55,7 +56,8 @@ def safe_widening(src: pa.DataType, dst: pa.DataType) -> bool:
 
 def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> SchemaMismatchError:
     return SchemaMismatchError(
-        f"column {path!r} has type {delta_type_string(data)} in the data but {delta_type_string(table)} in the table; {hint}"
+        f"column {path!r} has type {delta_type_string(data)} in the data but {delta_type_string(table)} in the table; {hint}",
+        path=path, data_type=data, table_type=table,
     )
 
 

@@ -25,7 +25,14 @@ class CommitConflictError(LakelogError):
 
 
 class SchemaMismatchError(LakelogError):
-    """The data's schema does not fit the table's schema."""
+    """The data's schema does not fit the table's schema. When values of one type cannot be stored in
+    a column of another without loss, ``path`` names the column (``s.a`` for a struct's field,
+    ``l.element``, ``m.key``, ``m.value``) and ``data_type`` and ``table_type`` are the two Arrow types
+    (otherwise they are None)."""
+
+    def __init__(self, message: str, *, path: str | None = None, data_type: object = None, table_type: object = None):
+        super().__init__(message)
+        self.path, self.data_type, self.table_type = path, data_type, table_type
 
 
 class InvalidFilterError(SchemaMismatchError, ValueError):

@@ -47,6 +47,7 @@ from lakelog.storage import Storage
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, writer_task)
+from .assignments import by_name, checked_type, value_types
 from .native import snapshot_frame, spark_path
 
 
@@ -413,16 +414,23 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     if op.duplicate:
         return {**zero, "version": run.snapshot.version}
     names = op.schema.names
-    sets = {resolve_column(c, names, "update"): as_column(e, f"expression for column {c!r}") for c, e in assignments.items()}
+    given = {resolve_column(c, names, "update"): e for c, e in assignments.items()}
+    sets = {n: as_column(e, f"expression for column {n!r}") for n, e in given.items()}
     if op.features is not None:
         op.features = op.features.for_assignments(sets)
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "update condition")
+    types = {f.name: f.dataType for f in run.spark_schema().fields}
+    # Spark's cast would truncate, narrow or match struct fields by position: write_table's rule first,
+    # then struct fields by name.
+    for (n, v), (own, literal) in zip(list(sets.items()), value_types(run.spark.createDataFrame([], run.spark_schema()), list(sets.values()))):
+        checked_type(v, own, n, op.schema.field(n).type, types[n], what="update", text=condition_text(given[n]),
+                     literals=run.spark.range(1) if literal else None)
+        sets[n] = by_name(v, own, types[n]).cast(types[n])
     files = run.candidates(run.prune(text))
     updated = copied = 0
     hit = hit_column(cond)
-    types = {f.name: f.dataType for f in run.spark_schema().fields}
-    columns = [(F.when(hit, sets[n].cast(types[n])).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names]
+    columns = [(F.when(hit, sets[n]).otherwise(F.col(_q(n))) if n in sets else F.col(_q(n))).alias(n) for n in names]
     if run.records_changes:  # the change data feed: each selected row before and after
         touched = [a for a, _ in touched_files(run, cond, files)]
         if touched:
@@ -442,7 +450,7 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
                     "reads (a non-deterministic condition?); nothing was committed"
                 )
     else:  # copy-on-write: the new values go to tasks that rewrite the files with lakelog
-        updated, copied = run.rewrite_rows(cond, files, {n: sets[n].cast(types[n]) for n in sets})
+        updated, copied = run.rewrite_rows(cond, files, sets)
     op.finish()
     version = run.commit(
         "UPDATE",

@@ -42,12 +42,14 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
+from .assignments import by_name, checked_type, value_types
 from .dml import SparkOperation, as_column, condition_text, hit_column, _q
 from .dml_tasks import (COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG,
                         UPDATED)
@@ -102,6 +104,9 @@ class SparkMerge:
         )
         self.metrics: dict[str, Any] | None = None
         self.persisted: DataFrame | None = None
+        # Spark types: the table's columns as read, and each clause's values (by ``id(clause)``, column)
+        self.old_types = from_arrow_schema(self.op.snapshot.schema, prefer_timestamp_ntz=True)
+        self.own_types: dict[tuple[int, str], Any] = {}
 
     # ------------------------------------------------------------ planning
     def _plan_schema(self) -> None:
@@ -109,20 +114,14 @@ class SparkMerge:
         target = list(op.schema.names)
         lower = {n.lower() for n in target}
         src_fields = {f.name: f for f in self.source.schema.fields}
+        out = list(op.schema)
         if self.evolve and any(c.all for c in self.clauses):
             new = [f for n, f in src_fields.items() if n.lower() not in lower]
             if new:
-                from pyspark.sql.types import StructType
-
                 arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
-                schema = pa.schema(list(op.schema) + [pa.field(f.name, f.type, True) for f in arrow_new])
-                check_column_names(schema, mapped=op.snapshot.column_mapping.active)
-                metadata = evolved_metadata(op.snapshot, schema)
-                protocol = plan_protocol(schema, op.snapshot.protocol)
-                op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
-        self.out_names = list(op.schema.names)
+                out += [pa.field(f.name, f.type, True) for f in arrow_new]
+        self.out_names = [f.name for f in out]
         self.target_names = target
-        self.types = {f.name: f.dataType for f in from_arrow_schema(op.schema, prefer_timestamp_ntz=True).fields}
         by_lower = {n.lower(): n for n in src_fields}
         for c in self.clauses:
             if c.all:
@@ -145,8 +144,47 @@ class SparkMerge:
                         raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_names})")
                     fixed[matches[0]] = expr
                 c.assignments = fixed
+        fields = self._assigned_types(out)
+        self.schema_changed = fields != list(op.schema)
+        if self.schema_changed:
+            schema = pa.schema(fields)
+            check_column_names(schema, mapped=op.snapshot.column_mapping.active)
+            metadata = evolved_metadata(op.snapshot, schema)
+            protocol = plan_protocol(schema, op.snapshot.protocol)
+            op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
+        self.types = {f.name: f.dataType for f in from_arrow_schema(op.schema, prefer_timestamp_ntz=True).fields}
         if op.features is not None:
             op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
+
+    def _assigned_types(self, out: list[pa.Field]) -> list[pa.Field]:
+        """The fields of ``out`` once every clause's values are stored (write_table's rule, as
+        ``spark_ext.assignments``): with schema evolution, the struct fields the values add and the
+        types void columns take. Records each value's Spark type (``own_types``)."""
+        spark_of = lambda t: from_arrow_schema(pa.schema([pa.field("v", t)]), prefer_timestamp_ntz=True).fields[0].dataType  # noqa: E731
+        tgt = self.spark.createDataFrame([], self.old_types)
+        tgt = tgt.alias(self.t_alias) if self.t_alias else tgt
+        src = self.source.alias(self.s_alias) if self.s_alias else self.source
+        frames = {"matched": tgt.crossJoin(src), "not_matched": src, "not_matched_by_source": tgt}
+        types = {f.name: f.type for f in out}
+        for c in self.clauses:
+            what = f"merge {c.kind.replace('_', ' ')} {c.action}{'All' if c.all else ''} clause"
+            assigned = c.assignments or {}
+            exprs = {col: as_column(e, "merge expression") for col, e in assigned.items() if not isinstance(e, tuple)}
+            typed = dict(zip(exprs, value_types(frames[c.kind], list(exprs.values()))))
+            for col, expr in assigned.items():
+                if isinstance(expr, tuple):  # a source column (of an *All clause)
+                    name = expr[1]
+                    value, text, bare = self.source[_q(name)], f"{self.s_alias or 'source'}.{name}", (self.source, name)
+                    own, literal = self.source.schema[name].dataType, False
+                else:
+                    value, text, bare = exprs[col], condition_text(expr), None
+                    own, literal = typed[col]
+                types[col] = checked_type(
+                    value, own, col, types[col], spark_of(types[col]), what=what, text=text, literals=self.spark.range(1) if literal else None,
+                    evolve=self.evolve, how_to_evolve="use withSchemaEvolution()", source_column=bare,
+                )
+                self.own_types[(id(c), col)] = own
+        return [f.with_type(types[f.name]) for f in out]
 
     def _frames(self) -> None:
         src = self.source.withColumn(S_MARK, F.lit(True))
@@ -436,7 +474,7 @@ class SparkMerge:
         for k, c in clauses_by_code.items():
             if c.action == "delete" or name not in (c.assignments or {}):
                 continue
-            v = self._value(c.assignments[name], tgt).cast(self.types[name])
+            v = by_name(self._value(c.assignments[name], tgt), self.own_types[(id(c), name)], self.types[name])
             value = F.when(F.col(ACTION) == k, v) if value is None else value.when(F.col(ACTION) == k, v)
         return (default if value is None else value.otherwise(default)).cast(self.types[name]).alias(name)
 
@@ -445,7 +483,7 @@ class SparkMerge:
         copy-on-write, no schema evolution, and at most one source row per target row (checked), each
         applying a clause (matched clauses without conditions)."""
         return (not self.run.merge_on_read and self.check_cardinality and all(c.condition is None for c in self.matched)
-                and self.out_names == self.target_names)
+                and not self.schema_changed)
 
     def _rewrite_in_tasks(self, files, cond: Column, one_match: bool = False) -> tuple[int, int, int, set | None]:
         """The touched files (of ``files``) rewritten by Spark's tasks with lakelog's copy-on-write: per
@@ -525,7 +563,9 @@ class SparkMerge:
         by_code = dict(enumerate(self.numbered))
         cols = []
         for name in self.out_names:
-            default = tgt[_q(name)] if name in self.target_names else F.lit(None)
+            default = F.lit(None)
+            if name in self.target_names:  # (its type may have gained struct fields)
+                default = by_name(tgt[_q(name)], self.old_types[name].dataType, self.types[name])
             cols.append(self._assigned(by_code, name, default, tgt))
         kind = F.when(F.col(ACTION) >= 0, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)
         return joined.select(*cols, kind, *self.run.carried(tgt))

@@ -25,6 +25,7 @@ from pyspark.sql.functions import col as df_col
 
 from lakelog.errors import InvalidArgumentError
 
+from .assignments import by_name, checked_type
 from .datasource import register
 from .table import LakelogTable
 
@@ -407,11 +408,13 @@ class _Statement:
         _, exp = _sqlglot()
         _, path = self._insert_target(t)
         query = t.expression.copy()
+        literal_rows = isinstance(query, exp.Values)
         if isinstance(query, exp.Values):
             query = exp.select("*").from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("v"))))
         self._rewrite_reads(query)
         df = self.spark.sql(query.sql(dialect="spark"))
-        schema = LakelogTable.forPath(self.spark, path).toDF().schema
+        table = LakelogTable.forPath(self.spark, path)
+        schema, arrow_schema = table.toDF().schema, table._table().schema
         if isinstance(t.this, exp.Schema):
             names = [c.name for c in t.this.expressions]
             if len(names) != len(df.columns):
@@ -421,8 +424,22 @@ class _Statement:
             if len(names) != len(df.columns):
                 raise SqlError(f"the table has {len(names)} column(s) but the query gives {len(df.columns)}; name the columns")
         types = {f.name.lower(): f.dataType for f in schema.fields}
-        # (as Spark's store assignment: values cast to the column's type, e.g. an untyped NULL)
-        df = df.toDF(*names).select(*[df_col(n).cast(types[n.lower()]) if n.lower() in types else df_col(n) for n in names])
+        arrow_types = {f.name.lower(): f.type for f in arrow_schema}
+        df = df.toDF(*names)
+        # As write_table stores data (Spark's cast would truncate a double into a bigint and match struct
+        # fields by position): the values' types must fit the columns', a VALUES list's literals by value;
+        # then struct fields go by name and leaves are cast (e.g. an untyped NULL).
+        columns = []
+        for n, own in zip(names, [f.dataType for f in df.schema.fields]):
+            if n.lower() not in types:
+                columns.append(df_col(n))  # (the write refuses a column the table lacks, naming it)
+                continue
+            target = types[n.lower()]
+            checked_type(df_col(n), own, n, arrow_types[n.lower()], target, what="INSERT", text=f"{n} (VALUES)" if literal_rows else n,
+                         literals=df if literal_rows else None,
+                         cast_hint=f"Cast it in the statement to say how to convert it: CAST(... AS {target.simpleString()})")
+            columns.append(by_name(df_col(n), own, target).cast(target).alias(n))
+        df = df.select(*columns)
         df.write.format(PROVIDER).mode("overwrite" if t.args.get("overwrite") else "append").save(path)
         return self.spark.createDataFrame([], "num_affected_rows long")
 

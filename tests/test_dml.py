@@ -212,8 +212,10 @@ def test_update_checks_columns_and_types(people):
         t.update({"x": "no_such_function(x)"})
     with pytest.raises(PredicateError, match="non-empty"):
         t.update({})
-    with pytest.raises(PredicateError, match="INT32|int32|out of range|Overflow"):  # x is int32
+    with pytest.raises(SchemaMismatchError, match="type long, which column 'x' of type integer"):  # x is int32: refused by type
         t.update({"x": "x + 3000000000"}, "id = 1")
+    with pytest.raises(PredicateError, match="INT32|int32|out of range|Overflow"):  # an explicit cast: by value
+        t.update({"x": "CAST(x + 3000000000 AS INTEGER)"}, "id = 1")
     assert t.version == 0
 
 

@@ -35,7 +35,8 @@ def _model():
 def table(spark, tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, ROWS)
-    spark.createDataFrame(SOURCE.to_pandas()).createOrReplaceTempView("src")
+    # (not from pandas, which makes x a double: a double into the long column is refused, as write_table refuses it)
+    spark.createDataFrame(SOURCE.to_pylist(), "id long, x long, s string").createOrReplaceTempView("src")
     return path
 
 

@@ -29,8 +29,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..conform import added_fields, merge_type, to_microseconds
-from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError, SchemaMismatchError
+from ..assignment_types import check_assignment, value_types
+from ..conform import to_microseconds
+from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..sql import column_refs, equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
@@ -137,6 +138,7 @@ class _Merge:
         self.target_alias, self.source_alias = target_alias, source_alias
         self.target_names = list(op.schema.names)
         self._reads: dict[int, set[str] | None] = {}  # by _clause_reads
+        self._rels: dict[str, str] | None = None  # by _relations
         self.predicate = predicate
         self.clauses = clauses
         self.schema_mode = schema_mode
@@ -150,41 +152,15 @@ class _Merge:
     # ------------------------------------------------------------ planning
     def _plan_schema(self) -> None:
         op = self.op
-        uses_all = any(c.all for c in self.clauses)
         added = []
-        fields = list(op.schema)
-        if uses_all:
-            # A source struct with fields the table's lacks: *_all would drop them (the engine casts
-            # structs by name); schema_mode='merge' adds them, as it adds columns.
-            sources = ColumnNames(self.src.column_names)
-            for i, f in enumerate(fields):
-                s = sources.find(f.name)
-                if s is not None and pa.types.is_null(f.type) and not pa.types.is_null(self.src.schema.field(s).type):
-                    # A void column (it only ever held nulls): merge gives it the source's type, as a write does.
-                    fields[i] = f.with_type(merge_type(f.type, self.src.schema.field(s).type, f.name, self.schema_mode == "merge"))
-                    continue
-                extra = added_fields(f.type, self.src.schema.field(s).type, f.name) if s is not None else []
-                if extra and self.schema_mode != "merge":
-                    raise SchemaMismatchError(
-                        f"the merge source has field(s) {extra} that the table lacks, which update_all/insert_all would drop; "
-                        "pass schema_mode='merge' to add them to the table, or select the table's fields in the source"
-                    )
-                if extra:
-                    fields[i] = f.with_type(merge_type(f.type, self.src.schema.field(s).type, f.name, True))
-        if self.schema_mode == "merge" and uses_all:
+        if self.schema_mode == "merge" and any(c.all for c in self.clauses):
             targets = ColumnNames(self.target_names)
             new = [f for f in self.src.schema if f.name not in targets]
             if new:
                 added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
-        if added or fields != list(op.schema):
-            schema = pa.schema(fields + added)
-            check_column_names(schema, mapped=op.snapshot.column_mapping.active)
-            metadata = evolved_metadata(op.snapshot, schema)
-            protocol = plan_protocol(schema, op.snapshot.protocol)
-            op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
-        self.out_schema = op.schema
+        out = pa.schema(list(op.schema) + added)
         src_names = ColumnNames(self.src.column_names)
-        out_names = ColumnNames(self.out_schema.names)
+        out_names = ColumnNames(out.names)
         for c in self.clauses:
             if c.all:
                 computed = op.features.computable if op.features is not None else set()  # generated columns: computed
@@ -194,7 +170,7 @@ class _Merge:
                         f"{c.kind.replace('_', ' ')} {c.action}_all needs every table column in the source; missing: {missing}. "
                         "Add them to the source, assign columns explicitly, or pass schema_mode='merge'"
                     )
-                c.assignments = {n: f"{self.s_alias}.{quote_ident(src_names.find(n))}" for n in self.out_schema.names if n in src_names}
+                c.assignments = {n: f"{self.s_alias}.{quote_ident(src_names.find(n))}" for n in out.names if n in src_names}
             elif c.assignments is not None:
                 fixed = {}
                 for col, expr in c.assignments.items():
@@ -203,21 +179,64 @@ class _Merge:
                     if name is None and isinstance(col, str) and col.lower().startswith(prefix.lower()):
                         name = out_names.find(col[len(prefix):])
                     if name is None:
-                        raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {self.out_schema.names})")
+                        raise PredicateError(f"merge {c.action}: column {col!r} is not in the table (columns: {out.names})")
                     fixed[name] = expr
                 c.assignments = fixed
+        fields = self._assigned_types(out)
+        if added or fields != list(op.schema):
+            schema = pa.schema(fields)
+            check_column_names(schema, mapped=op.snapshot.column_mapping.active)
+            metadata = evolved_metadata(op.snapshot, schema)
+            protocol = plan_protocol(schema, op.snapshot.protocol)
+            op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
+        self.out_schema = op.schema
         if op.features is not None:
             op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
 
+    def _relations(self) -> dict[str, str]:
+        """Per clause kind, the relation (empty tables of the target's and the source's schemas) its
+        expressions are bound over."""
+        if self._rels is None:
+            eng = self.engine
+            target_rel, src_rel = eng.empty_relation(self.op.snapshot.schema), eng.empty_relation(self.src.schema)
+            both = f"{target_rel} AS {self.t_alias}, {src_rel} AS {self.s_alias}"
+            self._rels = {"matched": both, "not_matched": f"{src_rel} AS {self.s_alias}", "not_matched_by_source": f"{target_rel} AS {self.t_alias}"}
+        return self._rels
+
+    def _assigned_types(self, out: pa.Schema) -> list[pa.Field]:
+        """The fields of ``out`` once every clause's values are stored (write_table's rule, as
+        ``lakelog.assignment_types``): with schema_mode='merge', the struct fields the values add and
+        the types void columns take."""
+        types = {f.name: f.type for f in out}
+        evolve = self.schema_mode == "merge"
+        for c in self.clauses:
+            assigned = c.assignments or {}
+            label = f"{c.kind.replace('_', ' ')} {c.action} clause"
+            whats = [f"{label}: expression for column {col!r}" for col in assigned]
+            trees = [parse_expression(expr, what) for expr, what in zip(assigned.values(), whats)]
+            values = value_types(self.engine, list(assigned.values()), self._relations()[c.kind], whats)
+            for (col, expr), tree, value in zip(assigned.items(), trees, values):
+                refs = column_refs(tree) if tree.get("class") == "COLUMN_REF" else []
+                bare = self._resolve_source(refs[0]) if refs and c.kind != "not_matched_by_source" else None
+                hint = None
+                if c.all:
+                    target = types[col]
+                    hint = lambda col=col, bare=bare, target=target: (  # noqa: E731
+                        f"Cast the source's column {bare!r} to the table's type first, or assign it with an explicit cast: "
+                        f"{{{col!r}: 'CAST({self.source_alias}.{col} AS {self.engine.sql_type(target)})'}}")
+                types[col] = check_assignment(
+                    self.engine, expr, tree, col, types[col], value, what=f"merge {c.kind.replace('_', ' ')} {c.action}{'_all' if c.all else ''} clause",
+                    evolve=evolve, how_to_evolve="pass schema_mode='merge'", values=self.src.column(bare) if bare is not None else None,
+                    cast_hint=hint,
+                )
+        return [f.with_type(types[f.name]) for f in out]
+
     def _validate(self) -> None:
         eng = self.engine
-        target_rel = eng.empty_relation(self.op.snapshot.schema)
-        src_rel = eng.empty_relation(self.src.schema)
-        both = f"{target_rel} AS {self.t_alias}, {src_rel} AS {self.s_alias}"
-        self.tree = eng.check_predicate(self.predicate, both, "merge predicate")
-        context = {"matched": both, "not_matched": f"{src_rel} AS {self.s_alias}", "not_matched_by_source": f"{target_rel} AS {self.t_alias}"}
+        rels = self._relations()
+        self.tree = eng.check_predicate(self.predicate, rels["matched"], "merge predicate")
         for c in self.clauses:
-            rel = context[c.kind]
+            rel = rels[c.kind]
             label = f"{c.kind.replace('_', ' ')} {c.action} clause"
             if c.condition is not None:
                 eng.check_predicate(c.condition, rel, f"condition of the {label}")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..assignment_types import check_assignment, value_types
 from ..errors import PredicateError
 from ..schema import ColumnNames
 from ..sql import parse_expression, quote_ident, table_columns, value_expressions
@@ -39,16 +40,21 @@ def update(
 
 
 def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: str = "update") -> dict[str, str]:
-    """Validate ``{column: SQL expression or literal value}`` against the table; returns it as SQL text
+    """Validate ``{column: SQL expression or literal value}`` against the table (each value's type must
+    fit its column as write_table's data must: ``lakelog.assignment_types``); returns it as SQL text
     with exact column names."""
-    out = {}
+    out, trees = {}, {}
     index = ColumnNames(op.schema.names)
     for given, expr in value_expressions(updates, what).items():
         col = index.find(given)  # as Delta: ignoring case
         if col is None:
             raise PredicateError(f"{what}: column {given!r} is not in the table (columns: {op.schema.names})")
-        op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
+        trees[col] = op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
         out[col] = expr
+    # The CAST to the column's type would round, narrow or drop struct fields: write_table's rule first.
+    types = value_types(op.engine, list(out.values()), relation, [f"expression for column {c!r}" for c in out])
+    for (col, expr), value in zip(out.items(), types):
+        check_assignment(op.engine, expr, trees[col], col, op.schema.field(col).type, value, what=what)
     return out
 
 
