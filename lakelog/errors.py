@@ -189,6 +189,15 @@ class GeneratedColumnError(ConstraintViolationError):
     """A value given for a generated column differs from what its generation expression computes."""
 
 
+class IdentityOverflowError(LakelogError, OverflowError):
+    """An identity column's next value, or its high water mark, would leave the bigint (long) range;
+    nothing was committed. ``column`` names it."""
+
+    def __init__(self, message: str, column: str | None = None):
+        super().__init__(message)
+        self.column = column
+
+
 class ChangeFeedUnavailableError(LakelogError):
     """The change data feed of a version range cannot be read (the feed was off at a version in it, a commit
     was cleaned up, or a change file was vacuumed); the message names the version and why."""

@@ -482,6 +482,10 @@ class RowLevelOperation:
                 "file(s), which an append-only table refuses; nothing was committed. Only inserts are allowed "
                 "(set delta.appendOnly=false to change rows)"
             )
+        # The rows inserted drew identity values beyond the mark: it moves in this commit (before the
+        # commit is attempted: a mark past the bigint range fails with the new files deleted).
+        marks = high_water_marks(self.features.identity, adds, self.storage, self.column_mapping) \
+            if self.features is not None and self.features.identity and adds else {}
         self._committing = True
         actions: list[Action] = list(self.extra_actions)
         if self.metadata is not None:
@@ -494,13 +498,10 @@ class RowLevelOperation:
         if not self.removes and not adds and self.metadata is None and self.app_id is None:
             self._discard_changes()
             return None
-        if self.features is not None and self.features.identity and adds:
-            # The rows inserted drew identity values above the mark: raise it in this commit.
+        if marks:
             base = self.metadata if self.metadata is not None else self.snapshot.metadata
-            marks = high_water_marks(self.features.identity, adds, self.storage, self.column_mapping)
-            if marks:
-                self.metadata = dataclasses.replace(base, schema_string=with_high_water_marks(base.schema_string, marks))
-                actions = [self.metadata] + [a for a in actions if not isinstance(a, Metadata)]
+            self.metadata = dataclasses.replace(base, schema_string=with_high_water_marks(base.schema_string, marks))
+            actions = [self.metadata] + [a for a in actions if not isinstance(a, Metadata)]
         metrics = {**metrics, **self.dv_metrics}
         if self.records_changes:  # (as Delta counts the change data files of a commit)
             metrics["numAddedChangeFiles"] = len(self._cdc)

@@ -185,7 +185,8 @@ class WriterFeatures:
         return batch
 
     def _identities(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Rows without a value in an identity column (NULL, or the column absent) get the next values."""
+        """Rows without a value in an identity column (NULL, or the column absent) get the next values
+        (IdentityOverflowError past the bigint range)."""
         import numpy as np
 
         drawn = self._state.setdefault("drawn", {})
@@ -197,7 +198,7 @@ class WriterFeatures:
             if not missing:
                 continue
             n = drawn.get(col.name, 0)
-            new = col.first(self.task) + col.step * (n + np.arange(missing, dtype=np.int64))
+            new = col.draw(self.task, n, missing)
             drawn[col.name] = n + missing
             if missing == len(values):
                 columns[idx] = pa.array(new, values.type)

@@ -1,11 +1,16 @@
-"""Identity columns (``delta.identity.*`` field metadata, the ``identityColumns`` feature).
+"""Identity columns (``delta.identity.*`` field metadata, the ``identityColumns`` feature), by Delta's rules.
 
-A row written without a value (or NULL) in an identity column gets ``start + k * step`` above the column's
-``delta.identity.highWaterMark``; the commit that adds the rows raises the high water mark to the largest
-value written (by step direction), in the same commit's ``metaData``. Two writers that both generated values
-from the same mark both change the metadata, so the second to commit conflicts and nothing is duplicated
-(``write_table`` then writes its data again from the new mark). Parallel writers of one commit (Spark
-tasks) draw from disjoint ranges (``task``), so values are unique but not dense, as in Delta.
+A row written without a value (or NULL) in an identity column gets the next values ``start + k * step``
+(k >= 0) beyond the column's ``delta.identity.highWaterMark``; a value that would leave the bigint
+range fails the write (``IdentityOverflowError``), as Delta detects overflow. The commit that adds rows
+moves the high water mark in its own ``metaData``, as Delta's ``updateToValidHighWaterMark``: to the
+furthest value written, rounded to the next value of the sequence, only in the step's direction and
+never for a value before ``start`` (an explicit value, where allowed, then never lands the sequence off
+its grid). Two writers that both generated values from the same mark both change the metadata, so the
+second to commit conflicts and nothing is duplicated (``write_table`` then writes its data again from
+the new mark). Parallel writers of one commit (Spark tasks) draw from disjoint ranges (``task``), so
+values are unique but not dense, as in Delta.
+
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
+from ..errors import IdentityOverflowError, InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
 
 START, STEP, HIGH_WATER_MARK, ALLOW_EXPLICIT = (
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark", "delta.identity.allowExplicitInsert")
 TASK_RANGE = 1 << 32  # values one parallel writer (task) may draw before reaching the next one's range
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
 
 
 @dataclass(frozen=True)
@@ -30,10 +38,9 @@ class IdentityColumn:
     high_water_mark: int | None
     allow_explicit: bool
 
-    def first(self, task: int) -> int:
-        """The first value the writer ``task`` (0: the only one) draws."""
-        base = self.start if self.high_water_mark is None else self.high_water_mark + self.step
-        return base + self.step * task * TASK_RANGE
+    def before(self, a: int, b: int) -> bool:
+        """Whether ``a`` comes before ``b`` in the step's direction."""
+        return a < b if self.step > 0 else a > b
 
     def beyond(self, a: int, b: int | None) -> int:
         """The further of two values in the step's direction (``b`` None: ``a``)."""
@@ -41,14 +48,78 @@ class IdentityColumn:
             return a
         return max(a, b) if self.step > 0 else min(a, b)
 
+    def round_to_next(self, value: int) -> int:
+        """``value`` if it is on the sequence ``start + k * step``, else the sequence's next value after it
+        in the step's direction (Delta's ``roundToNext``; a value before ``start`` rounds towards it)."""
+        offset = value - self.start
+        if offset % self.step == 0:
+            return value
+        quotient = abs(offset) // abs(self.step)  # (truncated towards zero, as Java's division)
+        if (offset < 0) != (self.step < 0):
+            return self.start - self.step * quotient
+        return self.start + self.step * (quotient + 1)
+
+    def next_value(self) -> int:
+        """The first value a write draws: ``start`` on a column without values yet, else the sequence's
+        next value beyond the high water mark (one off the sequence, or before ``start``, as a writer
+        that did not round it may have left it, is not continued from as it is)."""
+        mark = self.high_water_mark
+        if mark is None or self.before(mark, self.start):
+            return self.start
+        rounded = self.round_to_next(mark)
+        return rounded if rounded != mark else mark + self.step
+
+    def first(self, task: int) -> int:
+        """The first value the writer ``task`` (0: the only one) draws."""
+        return self._checked(self.next_value() + self.step * task * TASK_RANGE, f"the range of parallel writer {task}")
+
+    def draw(self, task: int, drawn: int, count: int) -> np.ndarray:
+        """Values ``drawn`` .. ``drawn + count - 1`` of writer ``task``'s range, as int64."""
+        if task and drawn + count > TASK_RANGE:
+            raise IdentityOverflowError(
+                f"identity column {self.name!r}: one Spark task would generate more than {TASK_RANGE} values, past the range "
+                f"it draws from (the next task's begins there); nothing was committed. Repartition the data into more tasks",
+                self.name)
+        first = self._checked(self.first(task) + self.step * drawn, "the next value")
+        self._checked(first + self.step * (count - 1), f"the last of {count} values")
+        # (exact: int64 arithmetic wraps modulo 2**64, and every true value is in range)
+        return np.int64(first) + np.arange(count, dtype=np.int64) * np.int64(self.step)
+
+    def moved_mark(self, candidate: int) -> int | None:
+        """The high water mark once values as far as ``candidate`` (the furthest, in the step's direction,
+        that a commit writes) are committed, None when it does not move. As Delta's
+        ``updateToValidHighWaterMark``: ``candidate`` rounded to the sequence's next value, never
+        behind the current mark, and a candidate before ``start`` does not move it (unless the mark
+        itself is before ``start``)."""
+        mark = self.high_water_mark
+        before_start = self.before(candidate, self.start)
+        rounded = self.round_to_next(candidate)
+        new = rounded if mark is None else self.beyond(rounded, mark)
+        bad_mark = mark is not None and self.before(mark, self.start)
+        if not (bad_mark or (not before_start and new != mark)):
+            return None
+        return self._checked(new, f"the high water mark for the value {candidate} written (the sequence's next value at or beyond it)")
+
+    def _checked(self, value: int, what: str) -> int:
+        if not LONG_MIN <= value <= LONG_MAX:
+            raise IdentityOverflowError(
+                f"identity column {self.name!r} (start {self.start}, step {self.step}, high water mark {self.high_water_mark}): "
+                f"{what} would be {value}, outside the bigint range [{LONG_MIN}, {LONG_MAX}]; nothing was committed. "
+                "The column's sequence is used up in this direction: write the rows to a table (or column) with another start or step",
+                self.name)
+        return value
+
 
 def _int(v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise SchemaMismatchError(f"{what} must be an integer, not {v!r}")
     try:
-        return int(v)
+        n = int(v)
     except ValueError:
         raise SchemaMismatchError(f"{what} must be an integer, not {v!r}") from None
+    if not LONG_MIN <= n <= LONG_MAX:
+        raise SchemaMismatchError(f"{what} must be a long (bigint), not {v!r}")
+    return n
 
 
 def identity_columns(fields: list[dict]) -> list[IdentityColumn]:
@@ -93,10 +164,12 @@ def check_identity_declarations(identity: Any) -> dict[str, dict]:
         unknown = set(spec) - {"start", "step", "allow_explicit_insert"}
         if unknown:
             raise InvalidArgumentError(f"identity column {name!r}: unknown option(s) {sorted(unknown)} (start, step, allow_explicit_insert)")
-        start, step = spec.get("start", 1), spec.get("step", 1)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step)) or step == 0:
-            raise InvalidArgumentError(f"identity column {name!r}: start and step must be integers, step not 0 (got {start!r}, {step!r})")
-        out[name] = {START: start, STEP: step, ALLOW_EXPLICIT: bool(spec.get("allow_explicit_insert", False))}
+        start, step, allow = spec.get("start", 1), spec.get("step", 1), spec.get("allow_explicit_insert", False)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and LONG_MIN <= v <= LONG_MAX for v in (start, step)) or step == 0:
+            raise InvalidArgumentError(f"identity column {name!r}: start and step must be longs (bigint), step not 0 (got {start!r}, {step!r})")
+        if not isinstance(allow, bool):
+            raise InvalidArgumentError(f"identity column {name!r}: allow_explicit_insert must be True or False, not {allow!r}")
+        out[name] = {START: start, STEP: step, ALLOW_EXPLICIT: allow}
     return out
 
 
@@ -114,13 +187,13 @@ def add_identity_metadata(schema_string: str, declared: dict[str, dict]) -> str:
 
 
 def high_water_marks(columns: tuple[IdentityColumn, ...], adds: list, storage, mapping) -> dict[str, int]:
-    """The identity columns' high water marks once ``adds`` are committed (only those that move): from
-    the files' stats, or, for a file without them, from its column."""
+    """The identity columns' high water marks once ``adds`` are committed (only those that move; see
+    ``IdentityColumn.moved_mark``): from the files' stats, or, for a file without them, from its column."""
     out: dict[str, int] = {}
     for col in columns:
         key = mapping.physical_name(col.name) if mapping is not None and mapping.active else col.name
         bound = "maxValues" if col.step > 0 else "minValues"
-        mark = col.high_water_mark
+        candidate = None
         for a in adds:
             stats = orjson.loads(a.stats) if a.stats else {}
             if not stats.get("numRecords", 1):
@@ -129,8 +202,9 @@ def high_water_marks(columns: tuple[IdentityColumn, ...], adds: list, storage, m
             if v is None and (stats.get("nullCount") or {}).get(key) != stats.get("numRecords"):
                 v = _file_bound(storage, a, key, col.step > 0)
             if v is not None:
-                mark = col.beyond(int(v), mark)
-        if mark is not None and mark != col.high_water_mark:
+                candidate = col.beyond(int(v), candidate)
+        mark = col.moved_mark(candidate) if candidate is not None else None
+        if mark is not None:
             out[col.name] = mark
     return out
 

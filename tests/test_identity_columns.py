@@ -1,0 +1,166 @@
+"""Identity columns by the Delta protocol ("Identity Columns") and Delta's own rules: generated values are
+``start + k * step`` (k >= 0) beyond the high water mark and never leave the bigint range; the mark moves
+as Delta's ``updateToValidHighWaterMark`` (onto the sequence, only forward, not for values before
+``start``); identity values are never updated and a column generated always takes no given value, on
+every write path; a column is never both identity and generated. deltalake reads every table written
+here (a real delta-rs table, tests/data/checkpoint-v2-table, among them)."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import lakelog
+from lakelog.errors import IdentityOverflowError, InvalidArgumentError
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _field(path: str, column: str = "id") -> dict:
+    return next(f for f in json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"] if f["name"] == column)
+
+
+def _mark(path: str, column: str = "id"):
+    return (_field(path, column).get("metadata") or {}).get("delta.identity.highWaterMark")
+
+
+def _rows(path: str) -> list[dict]:
+    return sorted(lakelog.Table(path).to_pyarrow().to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _peer_rows(path: str) -> list[dict]:
+    """The rows deltalake's SQL engine reads (its pyarrow reader refuses v2 checkpoint tables)."""
+    got = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t").read_all())
+    return sorted(got.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _data_files(path: str) -> set[str]:
+    return set(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
+
+
+def _commit_metadata(path: str, change) -> None:
+    """Commit, by hand, the table's metaData with ``change(schema dict)`` applied (as another writer may)."""
+    t = lakelog.Table(path)
+    m = t.snapshot.metadata
+    schema = json.loads(m.schema_string)
+    change(schema)
+    meta = {"id": m.id, "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
+            "partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration), "createdTime": m.created_time}
+    with open(os.path.join(path, "_delta_log", f"{t.version + 1:020d}.json"), "x") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES"}}) + "\n" + json.dumps({"metaData": meta}) + "\n")
+
+
+# ---------------------------------------------------------------- overflow
+
+
+@pytest.mark.parametrize("start, step", [(LONG_MAX - 4, 2), (LONG_MIN + 4, -2)])
+def test_generated_values_past_the_bigint_range_fail_the_write(tmp_path, start, step):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1, 2]}), identity_columns={"id": {"start": start, "step": step}})
+    end = start + 2 * step  # LONG_MAX (LONG_MIN): the sequence's last value
+    version, files = lakelog.Table(path).version, _data_files(path)
+    with pytest.raises(IdentityOverflowError) as e:  # the second value would wrap around
+        lakelog.write_table(path, pa.table({"v": [3, 4]}))
+    assert e.value.column == "id" and "bigint range" in str(e.value)
+    assert lakelog.Table(path).version == version and _data_files(path) == files
+    lakelog.write_table(path, pa.table({"v": [3]}))
+    assert _mark(path) == end
+    version, files = lakelog.Table(path).version, _data_files(path)
+    for write in (lambda: lakelog.write_table(path, pa.table({"v": [4]})),
+                  lambda: lakelog.Table(path).merge(pa.table({"v": [4]}), "target.v = source.v").when_not_matched_insert_all().execute()):
+        with pytest.raises(IdentityOverflowError):
+            write()
+        assert lakelog.Table(path).version == version and _data_files(path) == files
+    assert sorted(r["id"] for r in _rows(path)) == sorted([start, start + step, end])
+    assert _peer_rows(path) == _rows(path)
+
+
+def test_parallel_writer_ranges_are_checked_for_overflow(tmp_path):
+    # A Spark task of a DataFrame write draws from its own range, 2**32 steps past the previous task's:
+    # with a large step, task 1's range begins past the bigint range.
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 0, "step": 1 << 40}})
+    plan = lakelog.plan_write(path, pa.schema([("v", pa.int64())]))
+    batch = pa.record_batch({"v": pa.array([2], pa.int64())})
+    assert len(plan.write([batch])) == 1  # the only writer (task 0): 2**40
+    files = _data_files(path)
+    task = dataclasses.replace(plan, features=plan.features.for_task(1))
+    with pytest.raises(IdentityOverflowError, match="parallel writer 1"):
+        task.write([batch])
+    assert _data_files(path) == files
+
+
+def test_an_explicit_value_whose_mark_would_leave_the_range_fails_the_write(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 0, "step": 10, "allow_explicit_insert": True}})
+    version, files = lakelog.Table(path).version, _data_files(path)
+    with pytest.raises(IdentityOverflowError, match="high water mark"):  # rounds up to 9223372036854775810
+        lakelog.write_table(path, pa.table({"v": [2], "id": pa.array([LONG_MAX - 3], pa.int64())}))
+    with pytest.raises(IdentityOverflowError, match="high water mark"):
+        lakelog.Table(path).merge(pa.table({"v": [2], "id": pa.array([LONG_MAX - 3], pa.int64())}), "target.v = source.v") \
+            .when_not_matched_insert_all().execute()
+    assert lakelog.Table(path).version == version and _data_files(path) == files
+    lakelog.write_table(path, pa.table({"v": [3], "id": pa.array([LONG_MAX - 7], pa.int64())}))  # on the sequence: it is the mark
+    assert _mark(path) == LONG_MAX - 7
+
+
+def test_declarations_outside_the_bigint_range_are_refused(tmp_path):
+    path = str(tmp_path / "t")
+    for spec in ({"start": 1 << 63}, {"step": -(1 << 63) - 1}, {"allow_explicit_insert": "false"}):
+        with pytest.raises(InvalidArgumentError):
+            lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": spec})
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+
+
+# ---------------------------------------------------------------- the high water mark
+
+
+@pytest.mark.parametrize("start, step, explicit, mark, following", [
+    (10, 5, 13, 15, 20),  # off the sequence: rounded to its next value
+    (10, 5, 25, 25, 30),  # on it
+    (10, 5, 7, None, 10),  # before start: the mark does not move
+    (-1, -4, -6, -9, -13),  # a negative step: rounded down
+    (-1, -4, 5, None, -1),  # before start, against the step
+    (LONG_MIN + 7, -3, LONG_MIN + 5, LONG_MIN + 4, LONG_MIN + 1),
+])
+def test_explicit_values_move_the_mark_onto_the_sequence(tmp_path, start, step, explicit, mark, following):
+    path = str(tmp_path / "t")
+    empty = pa.table({"v": pa.array([], pa.int64())})
+    lakelog.write_table(path, empty, identity_columns={"id": {"start": start, "step": step, "allow_explicit_insert": True}})
+    lakelog.write_table(path, pa.table({"v": [1], "id": pa.array([explicit], pa.int64())}))
+    assert _mark(path) == mark
+    lakelog.write_table(path, pa.table({"v": [2]}))
+    assert [r["id"] for r in _rows(path) if r["v"] == 2] == [following]
+    assert (_mark(path) - start) % step == 0 and _peer_rows(path) == _rows(path)
+
+
+def test_a_mark_left_off_the_sequence_is_continued_on_it(tmp_path):
+    # A writer that did not round an explicit value left the mark at 13 (start 10, step 5): the next
+    # value is 15, on the sequence (Delta's generator requires the mark on it), not 18.
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 10, "step": 5, "allow_explicit_insert": True}})
+
+    def off(schema):
+        schema["fields"][1]["metadata"]["delta.identity.highWaterMark"] = 13
+    _commit_metadata(path, off)
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    assert sorted(r["id"] for r in _rows(path)) == [10, 15, 20] and _mark(path) == 20
+
+
+def test_a_mark_before_start_is_not_continued_before_start(tmp_path):
+    # (k >= 0 in start + k * step: a mark another writer left before start is not continued from)
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": pa.array([], pa.int64())}), identity_columns={"id": {"start": 100, "step": 1}})
+
+    def behind(schema):
+        schema["fields"][1]["metadata"]["delta.identity.highWaterMark"] = 5
+    _commit_metadata(path, behind)
+    lakelog.write_table(path, pa.table({"v": [1, 2]}))
+    assert sorted(r["id"] for r in _rows(path)) == [100, 101] and _mark(path) == 101
