@@ -189,6 +189,18 @@ class GeneratedColumnError(ConstraintViolationError):
     """A value given for a generated column differs from what its generation expression computes."""
 
 
+class IdentityColumnError(SchemaMismatchError):
+    """A write gives values to an identity column the table generates: an update of any identity column
+    (Delta's ``DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED``), or explicit values for one that does not
+    allow them (``delta.identity.allowExplicitInsert`` false: ``DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED``);
+    nothing was committed. ``column`` names it and ``error_class`` is Delta's error class."""
+
+    def __init__(self, message: str, column: str | None = None, error_class: str | None = None):
+        super().__init__(message)
+        self.column = column
+        self.error_class = error_class
+
+
 class IdentityOverflowError(LakelogError, OverflowError):
     """An identity column's next value, or its high water mark, would leave the bigint (long) range;
     nothing was committed. ``column`` names it."""

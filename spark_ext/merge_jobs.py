@@ -154,7 +154,8 @@ class SparkMerge:
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.types = {f.name: f.dataType for f in from_arrow_schema(op.schema, prefer_timestamp_ntz=True).fields}
         if op.features is not None:
-            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
+            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action == "update"),
+                                                      inserts=[c.assignments or {} for c in self.clauses if c.action == "insert"])
 
     def _assigned_types(self, out: list[pa.Field]) -> list[pa.Field]:
         """The fields of ``out`` once every clause's values are stored (write_table's rule, as

@@ -70,6 +70,28 @@ def test_merge_insert_star_and_update_star(spark, table):
     assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall())
 
 
+def test_statements_on_a_generated_always_identity_column_are_refused(spark, tmp_path):
+    from lakelog.errors import IdentityColumnError
+
+    path = str(tmp_path / "i")
+    lakelog.write_table(path, pa.table({"s": ["a", "b"]}), identity_columns=["id"])
+    spark.createDataFrame(SOURCE.to_pandas()).createOrReplaceTempView("src")
+    ref = f"lakelog.`{path}`"
+    for statement in (f"UPDATE {ref} SET id = id + 1",
+                      f"MERGE INTO {ref} AS t USING src ON t.s = src.s WHEN MATCHED THEN UPDATE SET id = src.id",
+                      f"MERGE INTO {ref} AS t USING src ON t.s = src.s WHEN NOT MATCHED THEN INSERT (s, id) VALUES (src.s, src.id)",
+                      f"MERGE INTO {ref} AS t USING (SELECT s, id FROM src) AS u ON t.s = u.s WHEN NOT MATCHED THEN INSERT *"):
+        with pytest.raises(IdentityColumnError):
+            sql(spark, statement)
+    with pytest.raises(Exception, match="DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"):
+        sql(spark, f"INSERT INTO {ref} VALUES ('c', 7)")
+    assert lakelog.Table(path).version == 0
+    sql(spark, f"INSERT INTO {ref} (s) VALUES ('c')")
+    sql(spark, f"MERGE INTO {ref} AS t USING src ON t.s = src.s WHEN NOT MATCHED THEN INSERT (s) VALUES (src.s)")
+    ids = sorted(r["id"] for r in lakelog.read_table(path).to_pylist())
+    assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' ranges: beyond 2, not dense)
+
+
 def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path):
     path = str(tmp_path / "c")
     lakelog.write_table(path, ROWS)

@@ -620,6 +620,42 @@ def test_identity_values_from_parallel_spark_tasks_are_unique(spark, tmp_path):
     assert {r["name"]: r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist()}["after"] == mark + 1
 
 
+def test_spark_paths_never_update_or_give_generated_always_identity_values(spark, tmp_path):
+    # tests/data/checkpoint-v2-table (Databricks, id GENERATED ALWAYS, mark 44): LakelogTable's update and
+    # merge, and DataFrame writes, refuse what would set ids (a merge had given two rows id 39).
+    from lakelog.errors import IdentityColumnError
+
+    path = str(tmp_path / "t")
+    shutil.copytree(os.path.join(os.path.dirname(__file__), "data", "checkpoint-v2-table"), path)
+    version = lakelog.Table(path).version
+    t = LakelogTable.forPath(spark, path)
+    full = spark.createDataFrame([(39, "Alice", None), (777780, "Zed", None)], "id long, name string, created_at timestamp")
+    attempts = [
+        ("DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED", lambda: t.update("id = 38", {"id": "id + 1"})),
+        ("DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED", lambda: t.update(None, {"ID": F.lit(1)})),
+        ("DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED",
+         lambda: t.alias("t").merge(full.alias("s"), "t.name = s.name").whenMatchedUpdate(set={"t.id": "s.id"}).execute()),
+        ("DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED", lambda: t.alias("t").merge(full.alias("s"), "t.name = s.name").whenMatchedUpdateAll().execute()),
+        ("DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED",
+         lambda: t.alias("t").merge(full.alias("s"), "t.name = s.name").whenNotMatchedInsert(values={"name": "s.name", "id": "s.id"}).execute()),
+        ("DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED",
+         lambda: t.alias("t").merge(full.alias("s"), "t.name = s.name").whenNotMatchedInsertAll().execute()),
+    ]
+    for error_class, attempt in attempts:
+        with pytest.raises(IdentityColumnError) as e:
+            attempt()
+        assert e.value.error_class == error_class
+    with pytest.raises(Exception, match="DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"):
+        full.write.format("lakelog").mode("append").save(path)
+    assert lakelog.Table(path).version == version
+    t.alias("t").merge(full.drop("id").alias("s"), "t.name = s.name").whenNotMatchedInsertAll().execute()
+    rows = lakelog.Table(path).to_pyarrow().to_pylist()
+    ids = [r["id"] for r in rows]
+    (zed,) = [r["id"] for r in rows if r["name"] == "Zed"]  # (from its task's range: beyond 44, not dense)
+    assert len(ids) == len(set(ids)) == 45 and zed > 44
+    assert json.loads(lakelog.Table(path).snapshot.metadata.schema_string)["fields"][0]["metadata"]["delta.identity.highWaterMark"] == zed
+
+
 def test_change_feed_reads_on_spark_and_spark_row_level_operations_record_it(spark, tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]}), partition_by="p",

@@ -191,7 +191,8 @@ class _Merge:
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_schema = op.schema
         if op.features is not None:
-            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action != "delete"))
+            op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action == "update"),
+                                                      inserts=[c.assignments or {} for c in self.clauses if c.action == "insert"])
 
     def _relations(self) -> dict[str, str]:
         """Per clause kind, the relation (empty tables of the target's and the source's schemas) its

@@ -10,7 +10,8 @@
 * Column defaults (``CURRENT_DEFAULT`` field metadata, the ``allowColumnDefaults`` feature): the
   default is stored when an append does not give the column.
 * Identity columns (``delta.identity.*`` field metadata): rows without a value get the next ones
-  (``identity.py``; the commit raises the high water mark).
+  (``identity.py``; the commit raises the high water mark); an update never sets one, and a column
+  generated always takes no given value (``for_input``, ``for_assignments``).
 
 Every path that writes new rows (appends and overwrites, the rows an update or merge changes or inserts,
 in Python and in Spark tasks) hands its batches to ``DataWriter``, which calls ``WriterFeatures.apply``
@@ -30,7 +31,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, GeneratedColumnError, SchemaMismatchError
 from .expressions import referenced_columns, to_engine_sql
-from .identity import START as IDENTITY_START, IdentityColumn, identity_columns
+from .identity import START as IDENTITY_START, IdentityColumn, identity_columns, refuse_explicit, refuse_updates
 
 CONSTRAINT_PREFIX = "delta.constraints."
 GENERATION_KEY = "delta.generationExpression"
@@ -142,21 +143,26 @@ class WriterFeatures:
     def for_input(self, given: Iterable[str]) -> "WriterFeatures":
         """These features for a write whose data has the columns ``given``: the generated, defaulted and
         identity columns it lacks are computed; giving an identity column that does not allow explicit
-        values is refused."""
+        values is refused (IdentityColumnError)."""
+        given = list(given)
+        refuse_explicit(self.identity, given)
         lower = {c.lower() for c in given}
-        explicit = [c.name for c in self.identity if c.name.lower() in lower and not c.allow_explicit]
-        if explicit:
-            raise SchemaMismatchError(
-                f"column(s) {explicit} are identity columns generated always (delta.identity.allowExplicitInsert is false): "
-                "leave them out of the data, and the table gives each row its value"
-            )
         return self.computing(c for c in self.computable if c.lower() not in lower)
 
-    def for_assignments(self, *assigned: Iterable[str]) -> "WriterFeatures":
+    def for_assignments(self, *assigned: Iterable[str], inserts: Iterable[Iterable[str]] = ()) -> "WriterFeatures":
         """These features for an update or merge whose clauses assign ``assigned`` (one collection of
-        columns per clause that writes rows): a generated column is recomputed unless every clause
-        assigns it (its inputs may have changed), else checked."""
-        sets = [{c.lower() for c in a} for a in assigned]
+        columns per clause that updates rows) and ``inserts`` (per clause that inserts rows, the columns
+        it gives): a generated column is recomputed unless every such clause assigns it (its inputs may
+        have changed), else checked. As Delta, an update of an identity column is refused, and so is an
+        insert that gives one generated always (IdentityColumnError); an insert that leaves one out
+        draws its values."""
+        updates = [list(a) for a in assigned]
+        inserted = [list(a) for a in inserts]
+        for a in updates:
+            refuse_updates(self.identity, a)
+        for a in inserted:
+            refuse_explicit(self.identity, a, "the insert clause")
+        sets = [{c.lower() for c in a} for a in updates + inserted]
         return self.computing(g.name for g in self.generated if any(g.name.lower() not in s for s in sets))
 
     # ------------------------------------------------------------ applying

@@ -11,23 +11,27 @@ second to commit conflicts and nothing is duplicated (``write_table`` then write
 the new mark). Parallel writers of one commit (Spark tasks) draw from disjoint ranges (``task``), so
 values are unique but not dense, as in Delta.
 
+Identity values never change once written (an update of an identity column is refused, as Delta's
+``DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED``), and a column generated always
+(``allowExplicitInsert`` false) takes no given value (``DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import orjson
 
-from ..errors import IdentityOverflowError, InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
+from ..errors import IdentityColumnError, IdentityOverflowError, InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
 
 START, STEP, HIGH_WATER_MARK, ALLOW_EXPLICIT = (
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark", "delta.identity.allowExplicitInsert")
 TASK_RANGE = 1 << 32  # values one parallel writer (task) may draw before reaching the next one's range
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
-
+UPDATE_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED"
+EXPLICIT_INSERT_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,31 @@ class IdentityColumn:
                 "The column's sequence is used up in this direction: write the rows to a table (or column) with another start or step",
                 self.name)
         return value
+
+
+def refuse_updates(columns: Iterable[IdentityColumn], assigned: Iterable[str], what: str = "the update") -> None:
+    """IdentityColumnError when ``assigned`` (column names an update sets) holds an identity column."""
+    lower = {str(c).lower() for c in assigned}
+    for col in columns:
+        if col.name.lower() in lower:
+            raise IdentityColumnError(
+                f"UPDATE on IDENTITY column {col.name!r} is not supported ({UPDATE_NOT_SUPPORTED}): {what} sets it, and an identity "
+                f"column's values never change once written; nothing was committed. Leave {col.name!r} out of the assignments "
+                f"(an update-all clause sets every column the source has: drop {col.name!r} from the source, or name the columns to set)",
+                col.name, UPDATE_NOT_SUPPORTED)
+
+
+def refuse_explicit(columns: Iterable[IdentityColumn], given: Iterable[str], what: str = "the data") -> None:
+    """IdentityColumnError when ``given`` (column names a write gives values for) holds an identity column
+    generated always (``allowExplicitInsert`` false)."""
+    lower = {str(c).lower() for c in given}
+    for col in columns:
+        if col.name.lower() in lower and not col.allow_explicit:
+            raise IdentityColumnError(
+                f"providing values for GENERATED ALWAYS AS IDENTITY column {col.name!r} is not supported ({EXPLICIT_INSERT_NOT_SUPPORTED}; "
+                f"delta.identity.allowExplicitInsert is false): {what} gives it; nothing was committed. Leave {col.name!r} out "
+                f"(of the data, of the insert's values, or of the source of an insert-all clause), and the table gives each row its value",
+                col.name, EXPLICIT_INSERT_NOT_SUPPORTED)
 
 
 def _int(v: Any, what: str) -> int:
