@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog
-from lakelog.errors import IdentityColumnError, IdentityOverflowError, InvalidArgumentError
+from lakelog.errors import IdentityColumnError, IdentityOverflowError, InvalidArgumentError, SchemaMismatchError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -245,3 +245,23 @@ def test_appends_cannot_give_values_to_a_generated_always_column(tmp_path):
             lakelog.write_table(path, data)
         assert e.value.error_class == INSERT_REFUSED
     assert lakelog.Table(path).version == 0
+
+
+# ---------------------------------------------------------------- declaration
+
+
+def test_a_column_cannot_be_both_identity_and_generated(tmp_path):
+    path = str(tmp_path / "t")
+    for identity in (["id"], ["ID"], {"id": {"start": 5}}):
+        with pytest.raises(InvalidArgumentError, match="both identity and generated"):
+            lakelog.write_table(path, pa.table({"v": pa.array([1], pa.int64())}), identity_columns=identity, generated_columns={"id": "v + 1"})
+    assert not os.path.exists(os.path.join(path, "_delta_log")) and not _data_files(str(tmp_path))
+    # A table whose schema declares both (made by hand) is not written to.
+    lakelog.write_table(path, pa.table({"v": pa.array([1], pa.int64())}), identity_columns=["id"])
+
+    def both(schema):
+        schema["fields"][1]["metadata"]["delta.generationExpression"] = "v + 1"
+    _commit_metadata(path, both)
+    with pytest.raises(SchemaMismatchError, match="both an identity column and a generated column"):
+        lakelog.write_table(path, pa.table({"v": pa.array([2], pa.int64())}))
+    assert [r["v"] for r in _rows(path)] == [1]

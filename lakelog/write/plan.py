@@ -33,7 +33,7 @@ from ..transaction import DuplicateTransaction, Transaction, backoff_delay, chec
 from .. import clustering, row_tracking
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import declare_columns, keep_field_metadata, with_generated_columns
-from ..writer_features.identity import check_identity_declarations, high_water_marks, with_high_water_marks
+from ..writer_features.identity import check_identity_declarations, check_not_both, high_water_marks, with_high_water_marks
 from ..writer_features.identity import identity_columns as declared_identity
 from .files import DataWriter
 
@@ -451,6 +451,8 @@ def plan_write(
         return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     creates = snapshot is None or (mode == "overwrite" and schema_mode == "overwrite")
     given = list(schema.names)
+    if generated_columns is not None and identity_columns is not None:
+        check_not_both(generated_columns, identity_columns)
     if generated_columns is not None:
         if not creates:
             raise InvalidArgumentError("generated_columns are declared when a write creates the table (or replaces its schema with "

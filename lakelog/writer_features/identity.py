@@ -30,6 +30,7 @@ START, STEP, HIGH_WATER_MARK, ALLOW_EXPLICIT = (
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark", "delta.identity.allowExplicitInsert")
 TASK_RANGE = 1 << 32  # values one parallel writer (task) may draw before reaching the next one's range
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+GENERATION_KEY = "delta.generationExpression"  # (a column with it is generated: it cannot be an identity column too)
 UPDATE_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED"
 EXPLICIT_INSERT_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
 
@@ -159,6 +160,10 @@ def identity_columns(fields: list[dict]) -> list[IdentityColumn]:
         if START not in meta:
             continue
         name = f["name"]
+        if meta.get(GENERATION_KEY):
+            raise SchemaMismatchError(
+                f"column {name!r} is declared both an identity column and a generated column ({GENERATION_KEY}); Delta refuses "
+                "such a column (DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION), and lakelog does not write to the table")
         step = _int(meta.get(STEP, 1), f"{STEP} of column {name!r}")
         if step == 0:
             raise SchemaMismatchError(f"identity column {name!r} has step 0")
@@ -202,6 +207,19 @@ def check_identity_declarations(identity: Any) -> dict[str, dict]:
     return out
 
 
+def check_not_both(generated: Any, identity: Any) -> None:
+    """InvalidArgumentError when ``write_table``'s ``generated_columns`` and ``identity_columns`` name a
+    column in common (Delta: ``DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION``)."""
+    names = [identity] if isinstance(identity, str) else list(identity) if isinstance(identity, (list, tuple, dict)) else []
+    lower = {n.lower() for n in names if isinstance(n, str)}
+    both = sorted(n for n in (generated if isinstance(generated, dict) else {}) if isinstance(n, str) and n.lower() in lower)
+    if both:
+        raise InvalidArgumentError(
+            f"column(s) {both} cannot be both identity and generated columns: an identity column's values come from its "
+            "sequence, a generated column's from its expression (Delta: DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION). "
+            "Declare each column in identity_columns or in generated_columns, not both; nothing was written")
+
+
 def add_identity_metadata(schema_string: str, declared: dict[str, dict]) -> str:
     """``schema_string`` with the declared identity columns' metadata (columns must be ``long``)."""
     schema = orjson.loads(schema_string)
@@ -211,6 +229,11 @@ def add_identity_metadata(schema_string: str, declared: dict[str, dict]) -> str:
         if meta is not None:
             if f["type"] != "long":
                 raise SchemaMismatchError(f"identity column {f['name']!r} must be of type long (bigint), not {f['type']}")
+            if (f.get("metadata") or {}).get(GENERATION_KEY):
+                raise InvalidArgumentError(
+                    f"column {f['name']!r} cannot be both an identity column and a generated column: an identity column's values "
+                    "come from its sequence, a generated column's from its expression (Delta: DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION). "
+                    "Declare it in identity_columns or in generated_columns, not both; nothing was written")
             f["metadata"] = {**(f.get("metadata") or {}), **meta}
     return orjson.dumps(schema).decode()
 
