@@ -12,10 +12,13 @@ import glob
 import json
 import os
 import shutil
+import tempfile
 
 import deltalake
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lakelog
 from lakelog.errors import IdentityColumnError, IdentityOverflowError, InvalidArgumentError, SchemaMismatchError
@@ -24,6 +27,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 UPDATE_REFUSED = "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED"
 INSERT_REFUSED = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
+FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0"))
 
 
 def _field(path: str, column: str = "id") -> dict:
@@ -265,3 +269,144 @@ def test_a_column_cannot_be_both_identity_and_generated(tmp_path):
     with pytest.raises(SchemaMismatchError, match="both an identity column and a generated column"):
         lakelog.write_table(path, pa.table({"v": pa.array([2], pa.int64())}))
     assert [r["v"] for r in _rows(path)] == [1]
+
+
+# ---------------------------------------------------------------- the generator's invariant, at random
+
+
+def _grid_next(start: int, step: int, mark: int | None) -> int:
+    """The model's k of the first value beyond ``mark`` (k >= 0)."""
+    return 0 if mark is None else max(0, (mark - start) // step + 1)
+
+
+def _round_up(start: int, step: int, v: int) -> int:
+    """The sequence's first value at or beyond ``v`` in the step's direction (``v`` not before start)."""
+    return start + step * -((start - v) // step)
+
+
+def _before(step: int, a: int, b: int) -> bool:
+    return a < b if step > 0 else a > b
+
+
+class _Model:
+    """What the table must hold: each row's id, which ids were generated, the mark Delta's rules give."""
+
+    def __init__(self, start: int, step: int, allow: bool):
+        self.start, self.step, self.allow = start, step, allow
+        self.rows: dict[int, int | None] = {}  # v -> id (None: to be checked as generated)
+        self.generated: set[int] = set()
+        self.mark: int | None = None
+        self.next_v = 0
+
+    def draw(self, n: int) -> list[int]:
+        k = _grid_next(self.start, self.step, self.mark)
+        return [self.start + self.step * (k + i) for i in range(n)]
+
+    def commit(self, new_ids: list[int]) -> None:
+        """The mark after a commit that writes rows with ``new_ids`` (generated and explicit)."""
+        moving = [i for i in new_ids if not _before(self.step, i, self.start)]
+        if moving:
+            furthest = max(moving) if self.step > 0 else min(moving)
+            r = _round_up(self.start, self.step, furthest)
+            self.mark = r if self.mark is None else (max(r, self.mark) if self.step > 0 else min(r, self.mark))
+
+    def overflows(self, new_ids: list[int]) -> bool:
+        if any(not LONG_MIN <= i <= LONG_MAX for i in new_ids):
+            return True
+        moving = [i for i in new_ids if not _before(self.step, i, self.start)]
+        if not moving:
+            return False
+        r = _round_up(self.start, self.step, max(moving) if self.step > 0 else min(moving))
+        return not LONG_MIN <= r <= LONG_MAX
+
+
+starts = st.one_of(st.integers(-1000, 1000), st.integers(LONG_MAX - (1 << 20), LONG_MAX), st.integers(LONG_MIN, LONG_MIN + (1 << 20)),
+                   st.integers(LONG_MIN, LONG_MAX))
+steps = st.one_of(st.integers(1, 7), st.integers(-7, -1), st.integers(1, 1 << 40), st.integers(-(1 << 40), -1))
+explicit_value = st.one_of(st.integers(-50, 50), st.integers(LONG_MIN, LONG_MAX), st.integers(-(1 << 45), 1 << 45))
+operations = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 4)),
+    st.tuples(st.just("explicit"), st.lists(st.one_of(st.none(), explicit_value), min_size=1, max_size=3)),
+    st.tuples(st.just("merge"), st.lists(st.one_of(st.none(), explicit_value), min_size=1, max_size=3)),
+    st.tuples(st.just("update"), st.integers(0, 5)),
+    st.tuples(st.just("delete"), st.integers(0, 5)),
+    st.tuples(st.just("set id"), st.integers(0, 5)),
+), min_size=1, max_size=6)
+
+
+@settings(max_examples=FUZZ or 25, deadline=None, derandomize=not FUZZ, suppress_health_check=list(HealthCheck))
+@given(start=starts, step=steps, allow=st.booleans(), ops=operations)
+def test_every_commit_keeps_the_identity_generator_invariant(start, step, allow, ops):
+    """After every commit: generated values are the sequence's next ones (start + k * step, k >= 0,
+    dense for one writer), all values distinct, the mark on the sequence and beyond every generated
+    value and every explicit value that moves it; a refused or overflowing write commits nothing, and
+    deltalake reads what lakelog reads."""
+    tmp = tempfile.mkdtemp(prefix="lakelog-identity-")
+    try:
+        path = os.path.join(tmp, "t")
+        model = _Model(start, step, allow)
+        lakelog.write_table(path, pa.table({"v": pa.array([], pa.int64()), "w": pa.array([], pa.int64())}),
+                            identity_columns={"id": {"start": start, "step": step, "allow_explicit_insert": allow}})
+        for op, arg in ops:
+            version = lakelog.Table(path).version
+            existing = {i for i in model.rows.values()}
+            error = None
+            if op in ("append", "explicit", "merge"):
+                # Explicit values distinct from the table's and from any this write may draw (the user's
+                # own duplicates are theirs to make).
+                reserved = existing | set(model.draw(len(arg) if op != "append" else 0))
+                given = [None] * arg if op == "append" else [v if v is None or v not in reserved else None for v in arg]
+                given = [v if v is None or given.index(v) == n else None for n, v in enumerate(given)]
+                explicit = [v for v in given if v is not None]
+                drawn = model.draw(len(given) - len(explicit))
+                vs = list(range(model.next_v, model.next_v + len(given)))
+                model.next_v += len(given)
+                if not allow and (op == "explicit" or explicit):  # (an append giving the column, even NULLs, gives values)
+                    error = IdentityColumnError
+                elif model.overflows(drawn + explicit):
+                    error = IdentityOverflowError
+                data = {"v": pa.array(vs, pa.int64()), "w": pa.array([0] * len(vs), pa.int64())}
+                if op != "append":
+                    data["id"] = pa.array(given, pa.int64())
+                try:
+                    if op == "merge":
+                        source = pa.table(data)
+                        m = lakelog.Table(path).merge(source, "target.v = source.v").when_matched_update({"w": "source.w"})
+                        (m.when_not_matched_insert({"v": "source.v", "w": "source.w", **({"id": "source.id"} if explicit else {})})).execute()
+                    else:
+                        lakelog.write_table(path, pa.table(data))
+                except (IdentityColumnError, IdentityOverflowError) as e:
+                    assert isinstance(e, error), (op, e)
+                else:
+                    assert error is None, (op, given)
+                    got = {r["v"]: r["id"] for r in lakelog.Table(path).to_pyarrow().to_pylist() if r["v"] in vs}
+                    assert sorted(i for v, i in got.items() if given[v - vs[0]] is None) == sorted(drawn), (op, got)
+                    assert all(got[v] == g for v, g in zip(vs, given) if g is not None)
+                    model.rows.update(got)
+                    model.generated |= set(drawn)
+                    model.commit(drawn + explicit)
+            elif op == "update":
+                lakelog.Table(path).update({"w": "w + 1"}, f"v % 6 = {arg}")
+            elif op == "delete":
+                lakelog.Table(path).delete(f"v % 6 = {arg}")
+                model.rows = {v: i for v, i in model.rows.items() if v % 6 != arg}
+            else:
+                error = IdentityColumnError
+                with pytest.raises(IdentityColumnError, match=UPDATE_REFUSED):
+                    lakelog.Table(path).update({"id": "id + 1"}, f"v % 6 = {arg}")
+            if error is not None:
+                assert lakelog.Table(path).version == version, "a refused write committed"
+            rows = lakelog.Table(path).to_pyarrow().to_pylist()
+            ids = [r["id"] for r in rows]
+            assert {r["v"]: r["id"] for r in rows} == model.rows
+            assert None not in ids and len(set(ids)) == len(ids), "identity values repeat"
+            mark = _mark(path)
+            assert mark == model.mark, (op, mark, model.mark)
+            if mark is not None:
+                assert (mark - start) % step == 0 and not _before(step, mark, start), "the mark is off the sequence"
+                assert all(not _before(step, mark, g) for g in model.generated), "a generated value is beyond the mark"
+            for g in model.generated:
+                assert (g - start) % step == 0 and (g - start) // step >= 0
+            assert _peer_rows(path) == sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
