@@ -47,9 +47,10 @@ REGISTRY: dict[str, Feature] = {
            "Table.add_constraint checks existing rows first, drop_constraint; DELETE always allowed"),
         _f("generatedColumns", False, True, True, _NOTHING, "computed when a write lacks the column, checked when it gives it, "
            "recomputed by update and merge; declared on create with generated_columns="),
-        _f("identityColumns", False, True, True, _NOTHING, "values generated for rows without one (appends, merge inserts; disjoint "
-           "ranges per Spark task), highWaterMark raised in the same commit (a concurrent identity write conflicts; write_table "
-           "retries), explicit values refused unless allowExplicitInsert; declared on create with identity_columns="),
+        _f("identityColumns", False, True, True, _NOTHING, "values start + k * step generated for rows without one (appends, merge "
+           "inserts; disjoint ranges per Spark task), overflow refused, highWaterMark moved in the same commit as Delta's "
+           "updateToValidHighWaterMark (a concurrent identity write conflicts; write_table retries), updates of identity columns "
+           "refused, explicit values refused unless allowExplicitInsert; declared on create with identity_columns= (not also generated)"),
         _f("changeDataFeed", False, True, True, "change data files read by Table.changes (data files' extra _change_type column ignored)",
            "with delta.enableChangeDataFeed (or the legacy delta.enableChangeDataCapture) true, Python delete/update/merge and "
            "predicate overwrites record every changed row in _change_data/ cdc files; appends and dynamic partition overwrites "
