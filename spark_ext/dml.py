@@ -250,9 +250,9 @@ class SparkOperation:
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {normal_path(spark_path(self.storage, a.relative_path)): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
-        self._writes += 1
         task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
-                             columns, self.op.features if columns is not None else None, one_match, prefix)
+                             columns, self.op.features if columns is not None else None, one_match, prefix, self._writes << 20)
+        self._writes += 1
         n_changed = n_copied = n_updated = 0
         adds = []
         keys: set | None = set()

@@ -184,7 +184,7 @@ def change_task(path: str, storage_options: dict | None, schema: pa.Schema, part
 
 
 def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, columns: list[str] | None,
-                  features, one_match: bool = False, prefix: str = "part") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                  features, one_match: bool = False, prefix: str = "part", task_base: int = 0) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go,
     or with ``columns``: structs of a row index and those columns' new values) without those rows, or
     with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
@@ -192,7 +192,8 @@ def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, col
     path, rows deleted or updated, of which updated) and one with the rows copied and, where the entries
     carry MATCHED_KEYS, the distinct ones as a JSON list (null past MATCHED_KEYS_LIMIT). ``one_match``:
     a row index listed twice (a merge matched the row with two source rows) fails the task before it
-    writes."""
+    writes. ``task_base``: as ``writer_task``'s (updated rows without an identity value draw from the
+    task's own range)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         changes, read, n_updated = [], [], []
@@ -228,7 +229,11 @@ def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, col
                 changes.append((add, at[order], values))
                 read.append(spark_file)
                 n_updated.append(updated)
-        done = rewrite_without(state, changes, threads, features, task_context(prefix)[1])
+        ctx, name = task_context(prefix)
+        feats = features
+        if feats is not None and feats.identity:
+            feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
+        done = rewrite_without(state, changes, threads, feats, name)
         n = len(done.adds)
         yield pa.record_batch([
             pa.array([orjson.dumps(a.to_json()["add"]).decode() for a in done.adds] + [None] * (len(read) + 1), pa.string()),
