@@ -410,3 +410,12 @@ def test_every_commit_keeps_the_identity_generator_invariant(start, step, allow,
             assert _peer_rows(path) == sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_an_identity_column_cannot_be_a_partition_column(tmp_path):
+    path = str(tmp_path / "t")
+    with pytest.raises(InvalidArgumentError, match="DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED"):
+        lakelog.write_table(path, pa.table({"x": [1, 2]}), identity_columns=["id"], partition_by=["id"])
+    assert not os.path.exists(os.path.join(path, "_delta_log"))
+    lakelog.write_table(path, pa.table({"x": [1, 2]}), identity_columns=["id"], partition_by=["x"])
+    assert sorted(lakelog.read_table(path).column("id").to_pylist()) == [1, 2]

@@ -33,7 +33,7 @@ from ..transaction import DuplicateTransaction, Transaction, backoff_delay, chec
 from .. import clustering, row_tracking
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import declare_columns, keep_field_metadata, with_generated_columns
-from ..writer_features.identity import check_identity_declarations, check_not_both, high_water_marks, with_high_water_marks
+from ..writer_features.identity import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
 from ..writer_features.identity import identity_columns as declared_identity
 from .files import DataWriter
 
@@ -471,6 +471,8 @@ def plan_write(
         computed = [snapshot.schema.field(c) for c in sorted(existing.computable) if c.lower() not in lower]
         schema = pa.schema(list(schema) + computed)
     table_schema, parts, _ = _plan_schema(schema, snapshot, mode, partition_by, schema_mode)
+    if identity_columns is not None:
+        check_not_partitioned(identity_columns, parts)
     if cluster_by is not None:
         if not creates:
             raise InvalidArgumentError("cluster_by is declared when a write creates the table (or replaces its schema); this table exists")

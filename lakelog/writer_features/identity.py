@@ -220,6 +220,17 @@ def check_not_both(generated: Any, identity: Any) -> None:
             "Declare each column in identity_columns or in generated_columns, not both; nothing was written")
 
 
+def check_not_partitioned(identity: dict[str, dict], partition_columns: list[str]) -> None:
+    """InvalidArgumentError when a declared identity column is a partition column (Delta:
+    ``DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED``: every row would be a partition of its own)."""
+    lower = {n.lower() for n in identity}
+    both = [c for c in partition_columns if c.lower() in lower]
+    if both:
+        raise InvalidArgumentError(
+            f"identity column(s) {both} cannot be partition columns: each row would get a partition of its own (Delta: "
+            "DELTA_IDENTITY_COLUMNS_PARTITION_NOT_SUPPORTED). Partition by another column; nothing was written")
+
+
 def add_identity_metadata(schema_string: str, declared: dict[str, dict]) -> str:
     """``schema_string`` with the declared identity columns' metadata (columns must be ``long``)."""
     schema = orjson.loads(schema_string)
