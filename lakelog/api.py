@@ -32,6 +32,7 @@ def write_table(
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
     cluster_by: list[str] | None = None,
+    column_defaults: dict[str, str] | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -50,6 +51,8 @@ def write_table(
     concurrent writers.
     cluster_by (when the write creates the table): liquid clustering columns; every file gets stats for
     them and ``Table.optimize()`` rewrites the files in Z-order over them.
+    column_defaults ({column: constant Spark SQL expression}, when the write creates the table): stored when
+    a later write lacks the column (Delta's allowColumnDefaults); ``Table.set_column_default`` changes them.
     Timestamps are stored in microseconds; a nanosecond value with a sub-microsecond part is refused
     (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
@@ -61,11 +64,12 @@ def write_table(
             path, data, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
             storage_options=storage_options, app_id=app_id, app_version=app_version, user_metadata=user_metadata,
             generated_columns=generated_columns, identity_columns=identity_columns, cluster_by=cluster_by,
+            column_defaults=column_defaults,
         )
     if mode != "overwrite":
         raise InvalidArgumentError("predicate and partition_overwrite='dynamic' need mode='overwrite'")
-    if generated_columns is not None or identity_columns is not None or cluster_by is not None:
-        raise InvalidArgumentError("generated_columns, identity_columns and cluster_by are declared when a write creates the table, "
+    if generated_columns is not None or identity_columns is not None or cluster_by is not None or column_defaults is not None:
+        raise InvalidArgumentError("generated_columns, identity_columns, column_defaults and cluster_by are declared when a write creates the table, "
                                    "not with predicate or partition_overwrite")
     if predicate is not None and partition_overwrite == "dynamic":
         raise InvalidArgumentError("pass either predicate or partition_overwrite='dynamic', not both")

@@ -1,7 +1,8 @@
-"""Changes to a table's metadata that rewrite no data: table properties, and renaming or dropping
-columns (which column mapping makes possible: files name columns by physical name, so only the
-logical name in ``metaData.schemaString`` changes, and a dropped column's values are simply no
-longer read). Each is one commit of ``metaData`` (and ``protocol`` when a property needs a feature);
+"""Changes to a table's metadata that rewrite no data: table properties; adding columns (older files
+lack them: their rows read NULL there); renaming or dropping columns (which column mapping makes
+possible: files name columns by physical name, so only the logical name in ``metaData.schemaString``
+changes, and a dropped column's values are simply no longer read); a column's default and a NOT NULL
+dropped. Each is one commit of ``metaData`` (and ``protocol`` when a property needs a feature);
 every earlier version still reads as it did, through its own metadata.
 """
 
@@ -11,18 +12,20 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
+import pyarrow as pa
 
 from .actions import Action
 from .column_dependencies import dependents
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
-from .errors import ColumnMappingRequiredError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from .properties import TableProperties, validate_new
-from .schema import schema_from_string
+from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
+from .properties import REGISTRY, TableProperties, validate_new
+from .schema import arrow_field_to_delta, canonical_type, check_column_names, schema_from_string
 from . import row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
 from .write import plan_protocol
+from .writer_features import CONSTRAINT_PREFIX
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -172,21 +175,27 @@ def rename_column(storage: Storage, old: str, new: str) -> int:
 def drop_column(storage: Storage, name: str) -> int:
     """Drop column ``name`` (``"a.b"``: field ``b`` of struct ``a``) in one ``DROP COLUMNS`` commit;
     return the new version. Needs column mapping; partition columns cannot be dropped (as in Delta)."""
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"drop_column takes a non-empty column name, not {name!r}")
-    snap = _mapped_snapshot(storage, f"dropping column {name!r}")
+    return drop_columns(storage, [name])
+
+
+def drop_columns(storage: Storage, names: list[str]) -> int:
+    """Drop the columns ``names`` (each as ``drop_column`` takes it) in one ``DROP COLUMNS`` commit."""
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        raise InvalidArgumentError(f"drop_column(s) takes non-empty column names, not {names!r}")
+    snap = _mapped_snapshot(storage, f"dropping column(s) {list(names)}")
     schema = orjson.loads(snap.metadata.schema_string)
-    fields, idx, names = _locate(schema["fields"], name)
-    _check_unreferenced(snap, names, "drop")
-    if len(names) == 1 and names[0] in snap.partition_columns:
-        raise SchemaMismatchError(f"cannot drop partition column {name!r} (Delta does not allow it); rewrite the table without it instead")
-    if len(fields) == 1:
-        what = "a struct's only field" if len(names) > 1 else "the table's only column"
-        raise SchemaMismatchError(f"cannot drop {name!r}: it is {what}")
-    if len(names) == 1 and len(fields) - 1 == len(snap.partition_columns):
-        raise SchemaMismatchError(f"cannot drop {name!r}: a table needs at least one column that is not a partition column")
-    del fields[idx]
-    return _commit_schema(storage, snap, schema, list(snap.partition_columns), "DROP COLUMNS", {"columns": orjson.dumps([name]).decode()})
+    for name in names:
+        fields, idx, found = _locate(schema["fields"], name)
+        _check_unreferenced(snap, found, "drop")
+        if len(found) == 1 and found[0] in snap.partition_columns:
+            raise SchemaMismatchError(f"cannot drop partition column {name!r} (Delta does not allow it); rewrite the table without it instead")
+        if len(fields) == 1:
+            what = "a struct's only field" if len(found) > 1 else "the table's only column"
+            raise SchemaMismatchError(f"cannot drop {name!r}: it is {what}")
+        if len(found) == 1 and len(fields) - 1 == len(snap.partition_columns):
+            raise SchemaMismatchError(f"cannot drop {name!r}: a table needs at least one column that is not a partition column")
+        del fields[idx]
+    return _commit_schema(storage, snap, schema, list(snap.partition_columns), "DROP COLUMNS", {"columns": orjson.dumps(list(names)).decode()})
 
 
 _SPARK_TYPE_NAMES = {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long", "real": "float", "decimal": "decimal(10,0)"}
@@ -251,3 +260,146 @@ def alter_column_type(storage: Storage, name: str, new_type: str) -> int:
     actions.append(replace(snap.metadata, schema_string=schema_string))
     params = {"column": orjson.dumps({**target.field, "name": target.path}).decode()}
     return Transaction(storage, snap, "CHANGE COLUMN", params).commit(actions).version
+
+
+def unset_properties(storage: Storage, keys: list[str], if_exists: bool = False) -> int:
+    """Remove table properties in one ``UNSET TBLPROPERTIES`` commit; return the table's version after it.
+
+    A key the table does not have is an error unless ``if_exists``. Properties lakelog maintains
+    (``delta.columnMapping.maxColumnId``, ...) and CHECK constraints (``drop_constraint``) are refused;
+    removing ``delta.columnMapping.mode`` is refused as turning column mapping off is. Nothing is committed
+    when nothing would change."""
+    if not isinstance(keys, (list, tuple)) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise InvalidArgumentError(f"unset_properties takes a non-empty list of property names, not {keys!r}")
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    configuration = dict(snap.configuration)
+    removed = []
+    for key in keys:
+        found = key if key in configuration else next((k for k in configuration if k.lower().startswith("delta.") and k.lower() == key.lower()), None)
+        if key.lower().startswith(CONSTRAINT_PREFIX):
+            raise InvalidArgumentError(f"table property {key!r} is a CHECK constraint; drop it with drop_constraint")
+        prop = REGISTRY.get(key.lower())
+        if prop is not None and not prop.settable:
+            raise InvalidTablePropertyError(f"table property {prop.key} is maintained by the engine and cannot be removed", key=prop.key, value=None)
+        if found is None:
+            if if_exists:
+                continue
+            raise InvalidArgumentError(f"the table has no property {key!r} (it has {sorted(configuration)}); to ignore a missing one, pass if_exists=True")
+        del configuration[found]
+        removed.append(found)
+    if not removed:
+        return snap.version
+    check_mode_change(snap.properties.column_mapping_mode, TableProperties(configuration).column_mapping_mode)
+    snap.check_writable(configuration)
+    metadata = replace(snap.metadata, configuration=configuration)
+    params = {"properties": orjson.dumps(removed).decode(), "ifExists": bool(if_exists)}
+    return Transaction(storage, snap, "UNSET TBLPROPERTIES", params).commit([metadata]).version
+
+
+def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
+    """Add nullable columns in one ``ADD COLUMNS`` commit; return the new version. ``columns``: name ->
+    ``pyarrow.DataType`` (or a nullable ``pyarrow.Field``); ``"a.b"`` adds field ``b`` to struct ``a``.
+    New columns go last (in their struct); rows written before read NULL there. NOT NULL columns are
+    refused, as in Delta (older rows have no value)."""
+    if not isinstance(columns, dict) or not columns:
+        raise InvalidArgumentError(f"add_columns takes a non-empty dict of column name -> pyarrow type, not {columns!r}")
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    snap.check_writable()
+    schema = orjson.loads(snap.metadata.schema_string)
+    added = []
+    for name, t in columns.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"add_columns takes non-empty column names, not {name!r}")
+        if isinstance(t, pa.Field):
+            if not t.nullable:
+                raise SchemaMismatchError(f"cannot add column {name!r} as NOT NULL: the table's rows have no value there (Delta refuses it too)")
+            t = t.type
+        if not isinstance(t, pa.DataType):
+            raise InvalidArgumentError(f"add_columns takes a pyarrow type for column {name!r}, not {t!r}")
+        parent, leaf = name.rsplit(".", 1) if "." in name else (None, name)
+        fields = schema["fields"]
+        if parent is not None:
+            parents, idx, _ = _locate(schema["fields"], parent)
+            pt = parents[idx]["type"]
+            if not (isinstance(pt, dict) and pt.get("type") == "struct"):
+                raise SchemaMismatchError(f"cannot add {name!r}: {parent!r} is not a struct")
+            fields = pt["fields"]
+        clash = next((f["name"] for f in fields if f["name"].lower() == leaf.lower()), None)
+        if clash is not None:
+            raise SchemaMismatchError(f"cannot add column {name!r}: a column {clash!r} already exists there (names are case-insensitive)")
+        field = arrow_field_to_delta(pa.field(leaf, canonical_type(t), True))
+        fields.append(field)
+        added.append({"column": {**field, "name": name}})
+    configuration = dict(snap.configuration)
+    if snap.column_mapping.active:
+        # (new fields carry no mapping metadata: they get fresh ids and physical names; the others keep theirs)
+        schema_string, max_id = mapped_schema_string(schema, [snap.metadata.schema_string], int(configuration.get(MAX_COLUMN_ID, "0") or 0))
+        configuration[MAX_COLUMN_ID] = str(max_id)
+    else:
+        schema_string = orjson.dumps(schema).decode()
+    new_schema = schema_from_string(schema_string)
+    check_column_names(new_schema, mapped=snap.column_mapping.active)
+    protocol = plan_protocol(new_schema, snap.protocol, configuration, schema_string)
+    actions: list[Action] = [protocol] if protocol is not None else []
+    actions.append(replace(snap.metadata, schema_string=schema_string, configuration=configuration))
+    return Transaction(storage, snap, "ADD COLUMNS", {"columns": orjson.dumps(added).decode()}).commit(actions).version
+
+
+def set_column_default(storage: Storage, name: str, expression: str | None) -> int:
+    """Set (``expression``: Spark SQL, a constant) or drop (None) the default of top-level column ``name``
+    in one ``CHANGE COLUMN`` commit; return the new version. Writes that lack the column store the
+    default from then on (the ``allowColumnDefaults`` feature is enabled); rows already written keep
+    their values."""
+    from .writer_features import DEFAULT_KEY
+    from .writer_features.generated import check_default
+
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"set_column_default takes a column name, not {name!r}")
+    if expression is not None and (not isinstance(expression, str) or not expression.strip()):
+        raise InvalidArgumentError(f"a column default is a Spark SQL expression (or None to drop it), not {expression!r}")
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    snap.check_writable()
+    schema = orjson.loads(snap.metadata.schema_string)
+    idx = next((i for i, f in enumerate(schema["fields"]) if f["name"] == name), None)
+    if idx is None:
+        idx = next((i for i, f in enumerate(schema["fields"]) if f["name"].lower() == name.lower()), None)
+    if idx is None:
+        raise SchemaMismatchError(f"column {name!r} does not exist (columns: {[f['name'] for f in schema['fields']]}); defaults are set on top-level columns")
+    field = schema["fields"][idx]
+    meta = dict(field.get("metadata") or {})
+    if expression is not None and any(k in meta for k in ("delta.generationExpression", "delta.identity.start")):
+        raise SchemaMismatchError(f"column {field['name']!r} is a generated or identity column; it cannot have a default")
+    if expression is None:
+        if DEFAULT_KEY not in meta:
+            return snap.version
+        del meta[DEFAULT_KEY]
+    else:
+        check_default(expression, snap.schema.field(field["name"]))
+        meta[DEFAULT_KEY] = expression
+    schema["fields"][idx] = {**field, "metadata": meta}
+    schema_string = orjson.dumps(schema).decode()
+    protocol = plan_protocol(snap.schema, snap.protocol, snap.configuration, schema_string)
+    actions: list[Action] = [protocol] if protocol is not None else []
+    actions.append(replace(snap.metadata, schema_string=schema_string))
+    return Transaction(storage, snap, "CHANGE COLUMN", {"column": orjson.dumps(schema["fields"][idx]).decode()}).commit(actions).version
+
+
+def drop_not_null(storage: Storage, name: str) -> int:
+    """Let column ``name`` (``"a.b"`` for a struct's field) hold NULL, in one ``CHANGE COLUMN`` commit;
+    return the new version (unchanged when it already may). Making a column NOT NULL is not offered:
+    Delta refuses it too (rows already written are not checked)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"drop_not_null takes a column name, not {name!r}")
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    snap.check_writable()
+    schema = orjson.loads(snap.metadata.schema_string)
+    fields, idx, names = _locate(schema["fields"], name)
+    if fields[idx].get("nullable", True):
+        return snap.version
+    fields[idx] = {**fields[idx], "nullable": True}
+    params = {"column": orjson.dumps({**fields[idx], "name": ".".join(names)}).decode()}
+    return _commit_schema(storage, snap, schema, list(snap.partition_columns), "CHANGE COLUMN", params)

@@ -284,6 +284,41 @@ class Table:
         self.refresh()
         return version
 
+    def unset_properties(self, keys: list[str], *, if_exists: bool = False) -> int:
+        """Remove table properties in one commit (a missing one is an error unless ``if_exists``);
+        returns the version."""
+        from .schema_changes import unset_properties
+
+        version = unset_properties(self.storage, keys, if_exists)
+        self.refresh()
+        return version
+
+    def add_columns(self, columns: dict[str, Any]) -> int:
+        """Add nullable columns (``{"c": pa.int64(), "s.f": pa.string()}``; ``"s.f"`` is a field of
+        struct ``s``) in one metadata-only commit; rows already written read NULL there. Returns the version."""
+        from .schema_changes import add_columns
+
+        version = add_columns(self.storage, columns)
+        self.refresh()
+        return version
+
+    def set_column_default(self, column: str, expression: str | None) -> int:
+        """Set (a constant Spark SQL expression, e.g. ``"'new'"``) or drop (None) a top-level column's
+        default in one commit: later writes that lack the column store it. Returns the version."""
+        from .schema_changes import set_column_default
+
+        version = set_column_default(self.storage, column, expression)
+        self.refresh()
+        return version
+
+    def drop_not_null(self, column: str) -> int:
+        """Let a NOT NULL column (``"a.b"`` for a struct's field) hold NULL, in one commit; returns the version."""
+        from .schema_changes import drop_not_null
+
+        version = drop_not_null(self.storage, column)
+        self.refresh()
+        return version
+
     def add_constraint(self, constraints: dict[str, str]) -> int:
         """Add CHECK constraints (``{"positive_id": "id > 0"}``, Spark SQL) in one commit, after checking
         every row of the table (``ConstraintViolationError`` naming a violating row otherwise). From then
@@ -327,6 +362,14 @@ class Table:
         from .schema_changes import drop_column
 
         version = drop_column(self.storage, name)
+        self.refresh()
+        return version
+
+    def drop_columns(self, names: list[str]) -> int:
+        """Drop several columns (as ``drop_column``) in one metadata-only commit. Returns the version."""
+        from .schema_changes import drop_columns
+
+        version = drop_columns(self.storage, names)
         self.refresh()
         return version
 

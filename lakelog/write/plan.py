@@ -32,7 +32,7 @@ from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
 from .. import clustering, row_tracking
 from ..writer_features import WriterFeatures
-from ..writer_features.generated import declare_columns, keep_field_metadata, with_generated_columns
+from ..writer_features.generated import check_column_defaults, declare_columns, keep_field_metadata, with_generated_columns
 from ..writer_features.identity import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
 from ..writer_features.identity import identity_columns as declared_identity
 from .files import DataWriter
@@ -191,6 +191,7 @@ class WritePlan:
     features: WriterFeatures | None = None  # constraints, generated columns and defaults every row must meet
     generated_columns: dict[str, str] | None = None  # declared by this write (it creates the table)
     identity_columns: dict[str, dict] | None = None  # declared by this write: name -> delta.identity.* metadata
+    column_defaults: dict[str, str] | None = None  # declared by this write: name -> CURRENT_DEFAULT (Spark SQL)
     cluster_by: list[str] | None = None  # declared by this write: the clustering columns of the new table
     stats_columns: tuple[str, ...] = ()  # columns every file gets stats for (the table's clustering columns)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
@@ -331,8 +332,8 @@ class WritePlan:
             configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
         elif schema_string is None:
             schema_string = schema_to_string(schema)
-        if self.generated_columns or self.identity_columns:
-            schema_string = declare_columns(schema_string, self.generated_columns, self.identity_columns)
+        if self.generated_columns or self.identity_columns or self.column_defaults:
+            schema_string = declare_columns(schema_string, self.generated_columns, self.identity_columns, self.column_defaults)
         elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
             schema_string = keep_field_metadata(schema_string, snapshot.metadata.schema_string)
         schema_string = self._raise_high_water_marks(schema_string, adds)
@@ -421,6 +422,7 @@ def plan_write(
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
     cluster_by: list[str] | None = None,
+    column_defaults: dict[str, str] | None = None,
 ) -> WritePlan:
     """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``).
 
@@ -464,6 +466,11 @@ def plan_write(
         identity_columns = check_identity_declarations(identity_columns)
         lower = {n.lower() for n in schema.names}
         schema = pa.schema(list(schema) + [pa.field(n, pa.int64(), True) for n in identity_columns if n.lower() not in lower])
+    if column_defaults is not None:
+        if not creates:
+            raise InvalidArgumentError("column_defaults are declared when a write creates the table (or replaces its schema); this table exists; "
+                                       "Table.set_column_default changes one")
+        column_defaults = check_column_defaults(column_defaults, schema, generated_columns, identity_columns)
     existing = snapshot.writer_features if not creates else None
     if existing is not None:
         # Generated and defaulted columns the data lacks are computed, not missing (non-nullable ones too).
@@ -490,7 +497,8 @@ def plan_write(
         mapped, _ = mapped_schema(table_schema, conf, [snapshot.metadata.schema_string if snapshot is not None else None])
         mapping = ColumnMapping(mode_after, mapped)
     if creates:
-        schema_string = declare_columns(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns, identity_columns)
+        schema_string = declare_columns(mapping.schema_string if mapping is not None else schema_to_string(table_schema), generated_columns,
+                                        identity_columns, column_defaults)
     else:
         schema_string = snapshot.metadata.schema_string
     features = WriterFeatures.of(schema_string, conf)
@@ -514,6 +522,7 @@ def plan_write(
         features=features,
         generated_columns=dict(generated_columns) if generated_columns else None,
         identity_columns=identity_columns or None,
+        column_defaults=column_defaults or None,
         cluster_by=cluster_by,
         stats_columns=stats_columns,
     )
@@ -534,6 +543,7 @@ def write_table(
     generated_columns: dict[str, str] | None = None,
     identity_columns: Any = None,
     cluster_by: list[str] | None = None,
+    column_defaults: dict[str, str] | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
 
@@ -548,7 +558,7 @@ def write_table(
         data_schema, batches = to_arrow_stream(data)
         plan = plan_write(path, data_schema, mode=mode, partition_by=partition_by, schema_mode=schema_mode, configuration=configuration,
                           storage_options=storage_options, generated_columns=generated_columns, identity_columns=identity_columns,
-                          cluster_by=cluster_by)
+                          cluster_by=cluster_by, column_defaults=column_defaults)
         if plan.skip:
             return plan.read_version
         if app_id is not None and plan.snapshot is not None:

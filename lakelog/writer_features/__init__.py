@@ -283,6 +283,8 @@ class WriterFeatures:
                     sql = to_engine_sql(g.expression, f"generation expression of column {g.name!r}")
                     if t is not None:
                         engine.check_value(sql, rel, t, f"generation expression of column {g.name!r}")
+                for name, text in self.defaults:
+                    engine.check_value(to_engine_sql(text, f"default of column {name!r}"), rel, schema.field(name).type, f"default of column {name!r}")
             finally:
                 engine.unregister(rel)
 

@@ -1,5 +1,5 @@
-"""Declaring generated columns, and keeping field metadata (generation expressions, invariants,
-defaults, comments) when a schema is rewritten."""
+"""Declaring generated columns and column defaults, and keeping field metadata (generation expressions,
+invariants, defaults, comments) when a schema is rewritten."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import orjson
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
-from . import GENERATION_KEY
+from . import DEFAULT_KEY, GENERATION_KEY
 from .expressions import referenced_columns, to_engine_sql
 
 
@@ -64,11 +64,67 @@ def add_generation_expressions(schema_string: str, generated: dict[str, str]) ->
     return orjson.dumps(schema).decode()
 
 
-def declare_columns(schema_string: str, generated: dict[str, str] | None, identity: dict[str, dict] | None) -> str:
-    """``schema_string`` with the generated and identity columns a write creating the table declares."""
+def check_column_defaults(defaults: Any, schema: pa.Schema, generated: dict[str, str] | None, identity: Any) -> dict[str, str]:
+    """``column_defaults`` of ``write_table`` ({column: Spark SQL expression}), checked against the new
+    table's ``schema``: top-level columns that are neither generated nor identity columns."""
+    if not isinstance(defaults, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in defaults.items()):
+        raise InvalidArgumentTypeError(f"column_defaults must be a dict of column name -> Spark SQL expression, not {defaults!r}")
+    if not defaults:
+        raise InvalidArgumentError("column_defaults is empty; pass None for a table without column defaults")
+    names = {n.lower(): n for n in schema.names}
+    computed = {n.lower() for n in (generated or {})} | {n.lower() for n in (identity or {})}
+    out = {}
+    for name, text in defaults.items():
+        if name.lower() not in names:
+            raise SchemaMismatchError(f"column_defaults names column {name!r}, which the table does not have (columns: {schema.names})")
+        if name.lower() in computed:
+            raise SchemaMismatchError(f"column {name!r} is a generated or identity column; it cannot also have a default")
+        check_default(text, schema.field(names[name.lower()]))
+        out[names[name.lower()]] = text
+    return out
+
+
+def check_default(text: str, field: pa.Field) -> None:
+    """Refuse a default for ``field`` that is not one constant Spark SQL expression whose value the column
+    stores by ``write_table``'s rule (no lossy cast: ``1.5`` is no bigint default)."""
+    from ..conform import cast_batch
+    from ..sql import Engine, quote_ident
+
+    what = f"default of column {field.name!r}"
+    sql = to_engine_sql(text, what)
+    if referenced_columns(text):
+        raise SchemaMismatchError(f"the {what} ({text}) reads columns {sorted(referenced_columns(text))}; a default is a constant expression")
+    engine = Engine()
+    try:
+        value = engine.query(f"SELECT ({sql}) AS {quote_ident(field.name)}", f"invalid {what} ({text})")
+    finally:
+        engine.close()
+    if not pa.types.is_null(value.schema.field(0).type):
+        try:
+            cast_batch(value.to_batches()[0], pa.schema([field.with_nullable(True)]))
+        except SchemaMismatchError as e:
+            raise SchemaMismatchError(f"the {what} ({text}) does not fit the column: {e}") from None
+
+
+def add_column_defaults(schema_string: str, defaults: dict[str, str]) -> str:
+    """``schema_string`` with ``CURRENT_DEFAULT`` on the named top-level fields."""
+    if not defaults:
+        return schema_string
+    schema = orjson.loads(schema_string)
+    by_name = {k.lower(): v for k, v in defaults.items()}
+    for f in schema["fields"]:
+        text = by_name.get(f["name"].lower())
+        if text is not None:
+            f["metadata"] = {**(f.get("metadata") or {}), DEFAULT_KEY: text}
+    return orjson.dumps(schema).decode()
+
+
+def declare_columns(schema_string: str, generated: dict[str, str] | None, identity: dict[str, dict] | None,
+                    defaults: dict[str, str] | None = None) -> str:
+    """``schema_string`` with the generated, identity and defaulted columns a write creating the table declares."""
     from .identity import add_identity_metadata
 
-    schema_string = add_generation_expressions(schema_string, generated or {})
+    schema_string = add_column_defaults(add_generation_expressions(schema_string, generated or {}), defaults or {})
     return add_identity_metadata(schema_string, identity) if identity else schema_string
 
 
