@@ -51,6 +51,7 @@ from .options import partition_overwrite_mode as _partition_overwrite_mode
 from .options import replace_where as _replace_where
 from .options import storage_options as _storage_options
 from .options import table_path as _path
+from .options import table_properties as _table_properties
 from .options import version as _version
 from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
@@ -266,6 +267,7 @@ class LakelogWriter(DataSourceArrowWriter):
         if self.replace_where is not None and self.overwrite_schema:
             raise InvalidArgumentError("options replaceWhere and overwriteSchema cannot be combined: a partial overwrite keeps the table's schema (mergeSchema may add columns)")
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        table_properties = _table_properties(options)
         self.plan = lakelog.plan_write(
             _path(options),
             arrow_schema,
@@ -274,7 +276,11 @@ class LakelogWriter(DataSourceArrowWriter):
             schema_mode="merge" if _bool(options, "mergeSchema") else ("overwrite" if self.overwrite_schema else None),
             storage_options=_storage_options(options),
             cluster_by=_partition_by(options, "clusterBy"),
+            configuration=table_properties,
         )
+        if table_properties is not None and self.plan.read_version >= 0 and not self.overwrite_schema and not self.plan.skip:
+            raise InvalidArgumentError("option tableProperties applies when the write creates the table or replaces its schema "
+                                       "(overwriteSchema); this table exists: set its properties with lakelog.Table.set_properties")
         partitioned = bool(self.plan.partition_columns)
         if self.replace_where is not None:
             if partitioned and self.partition_overwrite_mode == "dynamic":

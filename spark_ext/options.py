@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
@@ -97,3 +98,18 @@ def replace_where(options) -> str | None:
     if not str(v).strip():
         raise InvalidArgumentError("option replaceWhere is empty: give a SQL predicate, e.g. \"day = '2026-01-01'\", or leave the option out")
     return str(v)
+
+
+def table_properties(options) -> dict[str, str] | None:
+    """Option ``tableProperties``: a JSON object of the table properties a write that creates the table
+    (or replaces its schema) gives it; None when absent."""
+    v = options.get("tableProperties")
+    if v is None:
+        return None
+    try:
+        props = json.loads(str(v))
+    except ValueError:
+        props = None
+    if not isinstance(props, dict) or not all(isinstance(k, str) for k in props):
+        raise InvalidArgumentError(f"option tableProperties must be a JSON object of property name -> value, not {v!r}")
+    return {k: val if isinstance(val, str) else json.dumps(val) for k, val in props.items()}
