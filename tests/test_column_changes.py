@@ -1,7 +1,7 @@
 """Table.add_columns, drop_columns, unset_properties, set_column_default, drop_not_null and
 write_table(column_defaults=...): metadata-only commits (what ALTER TABLE and CREATE TABLE in
-spark_ext.sql run). Older rows read NULL in added columns, deltalake reads what lakelog reads, and a
-refused change commits nothing."""
+spark_ext.sql run), and the column order of a CREATE TABLE with identity columns. Older rows read NULL
+in added columns, deltalake reads what lakelog reads, and a refused change commits nothing."""
 
 from __future__ import annotations
 
@@ -143,3 +143,14 @@ def test_drop_not_null(tmp_path):
     write_table(path, pa.table({"id": pa.array([None], pa.int64()), "s": [{"x": None}]}))
     assert read_table(path).to_pylist() == [{"id": None, "s": {"x": None}}]
     assert t.history(1)[0]["operation"] == "CHANGE COLUMN"
+
+
+def test_a_void_column_holds_the_place_of_an_identity_column_the_write_declares(tmp_path):
+    path = str(tmp_path / "i")
+    data = pa.schema([pa.field("id", pa.null()), pa.field("name", pa.string())]).empty_table()
+    write_table(path, data, identity_columns={"id": {"start": 5, "step": 2}})
+    assert Table(path).schema == pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])  # (not appended last)
+    write_table(path, pa.table({"name": ["a", "b"]}))
+    assert read_table(path).sort_by("id").to_pylist() == [{"id": 5, "name": "a"}, {"id": 7, "name": "b"}]
+    with pytest.raises(SchemaMismatchError, match="identity"):
+        write_table(path, pa.table({"id": pa.array([1], pa.int64()), "name": ["c"]}))

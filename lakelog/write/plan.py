@@ -464,6 +464,12 @@ def plan_write(
         if not creates:
             raise InvalidArgumentError("identity_columns are declared when a write creates the table (or replaces its schema); this table exists")
         identity_columns = check_identity_declarations(identity_columns)
+        # A void column of the data holds the place of an identity column it declares (a CREATE TABLE's
+        # column order); it gives no values.
+        declared = {n.lower() for n in identity_columns}
+        held = {f.name.lower() for f in schema if f.name.lower() in declared and pa.types.is_null(f.type)}
+        schema = pa.schema([pa.field(f.name, pa.int64(), True) if f.name.lower() in held else f for f in schema])
+        given = [c for c in given if c.lower() not in held]
         lower = {n.lower() for n in schema.names}
         schema = pa.schema(list(schema) + [pa.field(n, pa.int64(), True) for n in identity_columns if n.lower() not in lower])
     if column_defaults is not None:
