@@ -4,6 +4,10 @@ run by DuckDB on a model table, and against the Python API."""
 
 from __future__ import annotations
 
+import datetime
+import json
+
+import deltalake
 import duckdb
 import pyarrow as pa
 import pytest
@@ -167,3 +171,114 @@ def test_other_statements_pass_through_and_errors_say_where(spark, table):
         sql(spark, "SELECT 1; SELECT 2")
     with pytest.raises(SqlError, match="line 1"):
         sql(spark, "MERGE INTO lakelog.`x` USING")
+
+
+# ---------------------------------------------------------------- clauses that were ignored or misread
+
+def _fields(path: str) -> dict[str, dict]:
+    return {f["name"]: f for f in json.loads(lakelog.Table(path).metadata.schema_string)["fields"]}
+
+
+def test_create_table_partitioned_by_and_tblproperties_are_the_tables(spark, tmp_path, table):
+    path, ctas = str(tmp_path / "p"), str(tmp_path / "c")
+    sql(spark, "DROP TABLE IF EXISTS parts")
+    try:
+        sql(spark, f"CREATE TABLE parts (id BIGINT, p STRING) USING lakelog PARTITIONED BY (p) LOCATION '{path}' "
+                   "TBLPROPERTIES ('delta.appendOnly' = 'true', team = 'ops')")
+        t = lakelog.Table(path)
+        assert t.partition_columns == ["p"] and t.metadata.configuration == {"delta.appendOnly": "true", "team": "ops"}
+        dt = deltalake.DeltaTable(path)
+        assert dt.metadata().partition_columns == ["p"] and dt.metadata().configuration["team"] == "ops"
+    finally:
+        sql(spark, "DROP TABLE IF EXISTS parts")
+    sql(spark, f"CREATE TABLE lakelog.`{ctas}` USING lakelog PARTITIONED BY (p) TBLPROPERTIES (delta.enableChangeDataFeed = true) "
+               "AS SELECT id, x, s AS p FROM src")
+    t = lakelog.Table(ctas)
+    assert t.partition_columns == ["p"] and t.metadata.configuration == {"delta.enableChangeDataFeed": "true"} and t.version == 0
+    assert _rows(lakelog.read_table(ctas)) == _rows(SOURCE.rename_columns(["id", "x", "p"]))
+
+
+def test_insert_replace_where_replaces_the_rows_it_selects(spark, table):
+    sql(spark, f"INSERT INTO lakelog.`{table}` REPLACE WHERE id >= 5 SELECT id, x, upper(s) AS s FROM src WHERE id >= 6")
+    con = _model()
+    con.sql("DELETE FROM t WHERE id >= 5")
+    con.sql("INSERT INTO t SELECT id, x, upper(s) FROM src WHERE id >= 6")
+    assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall())
+    assert lakelog.Table(table).history(1)[0]["operationParameters"] == {"mode": "Overwrite", "predicate": "id >= 5"}
+    with pytest.raises(Exception, match="REPLACE WHERE|predicate"):  # every row written must satisfy the predicate
+        sql(spark, f"INSERT INTO lakelog.`{table}` REPLACE WHERE id >= 5 SELECT 1 AS id, 1 AS x, 'z' AS s")
+    assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall())
+
+
+def test_insert_by_name_matches_columns_by_name(spark, tmp_path):
+    path = str(tmp_path / "n")
+    lakelog.write_table(path, pa.table({"a": pa.array([1], pa.int64()), "b": pa.array([2], pa.int64())}))
+    sql(spark, f"INSERT INTO lakelog.`{path}` BY NAME SELECT 20 AS b, 10 AS a")
+    assert sorted(lakelog.read_table(path).to_pylist(), key=lambda r: r["a"]) == [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
+    with pytest.raises(SqlError, match="no column 'c'"):
+        sql(spark, f"INSERT INTO lakelog.`{path}` BY NAME SELECT 1 AS c")
+
+
+def test_update_sets_the_struct_field_it_names(spark, tmp_path):
+    path = str(tmp_path / "s")
+    st = pa.struct([("a", pa.int64()), ("b", pa.string())])
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "a": [7, 8, 9], "s": pa.array([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}, None], st)}))
+    sql(spark, f"UPDATE lakelog.`{path}` SET s.a = 42 WHERE id <> 2")
+    assert sorted(lakelog.read_table(path).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "a": 7, "s": {"a": 42, "b": "x"}},
+        {"id": 2, "a": 8, "s": {"a": 2, "b": "y"}},
+        {"id": 3, "a": 9, "s": {"a": 42, "b": None}},  # (as Delta: a NULL struct gets the assigned field, the others NULL)
+    ]
+
+
+def test_alter_table_set_tblproperties_changes_the_tables_properties(spark, tmp_path):
+    path = str(tmp_path / "a")
+    lakelog.write_table(path, ROWS)
+    sql(spark, "DROP TABLE IF EXISTS props")
+    sql(spark, f"CREATE TABLE props USING lakelog LOCATION '{path}'")
+    try:
+        sql(spark, "ALTER TABLE props SET TBLPROPERTIES ('team' = 'ops', 'delta.logRetentionDuration' = 'interval 60 days')")
+        assert lakelog.Table(path).metadata.configuration == {"team": "ops", "delta.logRetentionDuration": "interval 60 days"}
+        assert lakelog.Table(path).history(1)[0]["operation"] == "SET TBLPROPERTIES"
+        assert {r["key"]: r["value"] for r in sql(spark, "SHOW TBLPROPERTIES props").collect()}["team"] == "ops"
+    finally:
+        sql(spark, "DROP TABLE IF EXISTS props")
+
+
+def test_delete_and_update_with_a_target_alias(spark, table):
+    ref = f"lakelog.`{table}`"
+    sql(spark, f"DELETE FROM {ref} AS e WHERE e.id = 1")
+    sql(spark, f"UPDATE {ref} e SET e.x = e.x * 2, s = concat(e.s, '!') WHERE e.id IN (2, 3)")
+    con = _model()
+    con.sql("DELETE FROM t WHERE id = 1")
+    con.sql("UPDATE t SET x = x * 2, s = concat(s, '!') WHERE id IN (2, 3)")
+    assert _rows(lakelog.read_table(table)) == sorted(con.sql("SELECT * FROM t").fetchall())
+
+
+def test_insert_with_a_static_partition(spark, tmp_path):
+    path = str(tmp_path / "sp")
+    lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]}), partition_by="p")
+    sql(spark, f"INSERT INTO lakelog.`{path}` PARTITION (p='b') VALUES (2), (3)")
+    assert sorted(lakelog.read_table(path).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "p": "a"}, {"id": 2, "p": "b"}, {"id": 3, "p": "b"}]
+    assert {f.split("/")[0] for f in lakelog.Table(path).files()} == {"p=a", "p=b"}
+
+
+def test_create_table_column_default_generated_and_identity(spark, tmp_path):
+    path = str(tmp_path / "g")
+    sql(spark, "DROP TABLE IF EXISTS gen")
+    try:
+        sql(spark, "CREATE TABLE gen (id BIGINT GENERATED ALWAYS AS IDENTITY (START WITH 10 INCREMENT BY 5), ts TIMESTAMP, "
+                   "day DATE GENERATED ALWAYS AS (CAST(ts AS DATE)), status STRING NOT NULL DEFAULT 'new') "
+                   f"USING lakelog LOCATION '{path}'")
+        fields = _fields(path)
+        assert list(fields) == ["id", "ts", "day", "status"]
+        assert fields["day"]["metadata"]["delta.generationExpression"] == "CAST(ts AS DATE)"
+        assert fields["status"]["metadata"]["CURRENT_DEFAULT"] == "'new'" and fields["status"]["nullable"] is False
+        assert {k: fields["id"]["metadata"][k] for k in ("delta.identity.start", "delta.identity.step", "delta.identity.allowExplicitInsert")} == \
+            {"delta.identity.start": 10, "delta.identity.step": 5, "delta.identity.allowExplicitInsert": False}
+        lakelog.write_table(path, pa.table({"ts": pa.array([datetime.datetime(2024, 5, 6, 7, 8)], pa.timestamp("us", "UTC"))}))
+        assert lakelog.read_table(path).to_pylist() == [
+            {"id": 10, "ts": datetime.datetime(2024, 5, 6, 7, 8, tzinfo=datetime.timezone.utc), "day": datetime.date(2024, 5, 6), "status": "new"}]
+    finally:
+        sql(spark, "DROP TABLE IF EXISTS gen")

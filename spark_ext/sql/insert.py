@@ -1,0 +1,241 @@
+"""``INSERT INTO|OVERWRITE [TABLE] t [PARTITION (spec)] [(columns) | BY NAME] {VALUES ... | query}`` and
+``INSERT INTO t REPLACE WHERE predicate query`` on lakelog tables, as one ``format("lakelog")`` write.
+
+Columns match the table's by position (the table's columns, static partition columns left out), by the
+column list, or by name (``BY NAME``); columns the statement does not give are filled by the table
+(NULL, their default, generated or identity values). A static partition value (``PARTITION (p='b')``)
+fills its column; with OVERWRITE it also says what is replaced (``p = 'b'``), unless the session's
+``spark.sql.sources.partitionOverwriteMode`` is dynamic, which replaces the partitions the rows hold.
+``REPLACE WHERE`` replaces the rows the predicate selects, and every row written must satisfy it.
+Values of another primitive type are cast to the column's when the cast keeps each value (``2.5`` into
+a double column, ``200.0`` into a bigint one, not ``2.5``: the write fails and nothing is committed);
+nested values are matched to the column's struct fields by name by the write, as any
+``format("lakelog")`` write does.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, NullType, StructType
+
+import lakelog
+from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
+
+from ..table import LakelogTable
+from .reads import Scope
+from .syntax import SqlError, refuse_args, spark_sql, sqlglot
+from .tables import PROVIDER, path_of
+
+SESSION_MODE = "spark.sql.sources.partitionOverwriteMode"
+
+
+def insert_target(spark: SparkSession, tree):
+    """(table node, path) when an INSERT writes into a lakelog table, else None."""
+    _, exp = sqlglot()
+    table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        return None
+    path = path_of(spark, table)
+    return None if path is None else (table, path)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class _Columns:
+    """The target table's columns: names (case-insensitive lookup), Spark types, partition columns and
+    what fills the columns an INSERT leaves out."""
+
+    def __init__(self, spark: SparkSession, path: str):
+        table = lakelog.Table(path)
+        self.names = list(table.schema.names)
+        self.by_lower = {n.lower(): n for n in self.names}
+        self.partitions = {c.lower() for c in table.partition_columns}
+        self.types = {f.name: f.dataType for f in LakelogTable.forPath(spark, path).toDF().schema.fields}
+        fields = json.loads(table.metadata.schema_string)["fields"]
+        self.meta = {f["name"]: f.get("metadata") or {} for f in fields}
+
+    def resolve(self, name: str, what: str) -> str:
+        found = self.by_lower.get(name.lower())
+        if found is None:
+            raise SqlError(f"{what}: the table has no column {name!r} (columns: {self.names})")
+        return found
+
+
+def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
+    _, exp = sqlglot()
+    refuse_args(tree, {"this", "expression", "overwrite", "by_name", "where"}, "INSERT")
+    table, path = insert_target(spark, tree)
+    refuse_args(table, {"this", "db", "catalog", "partition"}, "INSERT")
+    overwrite, by_name, where = bool(tree.args.get("overwrite")), bool(tree.args.get("by_name")), tree.args.get("where")
+    listed = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else None
+    spec = table.args.get("partition")
+    what = "INSERT OVERWRITE" if overwrite else "INSERT INTO"
+    if where is not None:
+        what = "INSERT INTO ... REPLACE WHERE"
+        if overwrite or listed is not None or by_name or spec is not None:
+            raise SqlError("REPLACE WHERE goes with INSERT INTO t REPLACE WHERE <predicate> <query> (no OVERWRITE, PARTITION, column list or BY NAME)")
+    if listed is not None and by_name:
+        raise SqlError(f"{what}: give a column list or BY NAME, not both")
+    cols = _Columns(spark, path)
+    static, dynamic = _partition_spec(spec, cols, what)
+    query = tree.expression
+    if isinstance(query, exp.Values):
+        query = _fill_defaults(query, _value_targets(cols, listed, static), cols, what)
+    df = scope.query(query)
+    if listed is not None:
+        targets = [cols.resolve(c, what) for c in listed]
+        if len({t.lower() for t in targets}) != len(targets):
+            raise SqlError(f"{what}: the column list names a column twice")
+    elif by_name:
+        targets = [cols.resolve(c, f"{what} BY NAME") for c in df.columns]
+        if len({t.lower() for t in targets}) != len(targets):
+            raise SqlError(f"{what} BY NAME: the query gives a column twice ({df.columns})")
+    else:  # by position, as Spark inserts: the table's columns but the static partition ones
+        targets = [n for n in cols.names if n not in static]
+    clash = [t for t in targets if t in static]
+    if clash:
+        raise SqlError(f"{what}: column(s) {clash} get a static value in PARTITION and cannot also be given by the query")
+    missing_dynamic = [c for c in dynamic if c not in targets]
+    if missing_dynamic:
+        raise SqlError(f"{what}: dynamic partition column(s) {missing_dynamic} must be among the columns the query gives")
+    if len(targets) != len(df.columns):
+        how = "names" if listed is not None else "expects"
+        raise SqlError(f"{what}: the statement {how} {len(targets)} column(s) ({targets}) but the query gives {len(df.columns)}"
+                       + ("; name the columns, or use BY NAME" if listed is None and not by_name else ""))
+    df = df.toDF(*[f"__c{i}" for i in range(len(targets))])
+    values = [(t, F.col(f"__c{i}"), None) for i, t in enumerate(targets)]
+    values += [(c, F.expr(v), v) for c, v in static.items()]
+    df = _fit(df, values, cols, what)
+    writer = df.write.format(PROVIDER)
+    if where is not None:
+        from lakelog.writer_features.expressions import to_engine_sql
+
+        writer = writer.mode("overwrite").option("replaceWhere", to_engine_sql(spark_sql(where), "REPLACE WHERE predicate"))
+    elif overwrite:
+        writer = writer.mode("overwrite")
+        dynamic_mode = str(spark.conf.get(SESSION_MODE, "static")).strip().lower() == "dynamic"
+        if cols.partitions and dynamic_mode:
+            writer = writer.option("partitionOverwriteMode", "dynamic")
+        elif static:
+            writer = writer.option("replaceWhere", _static_predicate(static))
+        else:
+            writer = writer.option("partitionOverwriteMode", "static")
+    else:
+        writer = writer.mode("append")
+    save(writer, path)
+    return spark.createDataFrame([], "num_affected_rows long")
+
+
+def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], list[str]]:
+    """({column: value as Spark SQL} of the static partition values, [dynamic partition columns])."""
+    _, exp = sqlglot()
+    static: dict[str, str] = {}
+    dynamic: list[str] = []
+    if spec is None:
+        return static, dynamic
+    refuse_args(spec, {"expressions"}, f"{what}, PARTITION")
+    for item in spec.expressions:
+        if isinstance(item, exp.EQ) and isinstance(item.this, exp.Column):
+            name, value = item.this.name, item.expression
+            if not isinstance(value, (exp.Literal, exp.Null, exp.Boolean)) and not (
+                    isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal)) and not isinstance(value, exp.Cast):
+                raise SqlError(f"{what}: PARTITION takes literal values, not {spark_sql(value)}")
+            column = cols.resolve(name, f"{what}, PARTITION")
+            static[column] = spark_sql(value)
+        elif isinstance(item, exp.Column):
+            column = cols.resolve(item.name, f"{what}, PARTITION")
+            dynamic.append(column)
+        else:
+            raise SqlError(f"{what}: PARTITION takes column = value or column, not {spark_sql(item)}")
+        if column.lower() not in cols.partitions:
+            raise SqlError(f"{what}: PARTITION names {column!r}, which is not a partition column of the table "
+                           f"(partition columns: {sorted(cols.partitions) or 'none'})")
+    named = list(static) + dynamic
+    if len({n.lower() for n in named}) != len(named):
+        raise SqlError(f"{what}: PARTITION names a column twice")
+    return static, dynamic
+
+
+def _static_predicate(static: dict[str, str]) -> str:
+    """The replaceWhere predicate (DuckDB SQL) of static partition values."""
+    from lakelog.writer_features.expressions import to_engine_sql
+
+    terms = [f"{_q(c)} IS NULL" if v.upper() == "NULL" else f"{_q(c)} = {v}" for c, v in static.items()]
+    return to_engine_sql(" AND ".join(terms), "PARTITION values")
+
+
+def _value_targets(cols: _Columns, listed: list[str] | None, static: dict[str, str]) -> list[str | None]:
+    if listed is not None:
+        return [cols.by_lower.get(c.lower()) for c in listed]
+    return [n for n in cols.names if n not in static]
+
+
+def _fill_defaults(values, targets: list[str | None], cols: _Columns, what: str):
+    """VALUES with each DEFAULT keyword replaced by its column's default (NULL when it has none)."""
+    sg, exp = sqlglot()
+    values = values.copy()
+    for row in values.expressions:
+        for i, item in enumerate(row.expressions):
+            if not _is_default(item):
+                continue
+            column = targets[i] if i < len(targets) else None
+            if column is None:
+                continue  # (the arity error follows)
+            meta = cols.meta.get(column, {})
+            if GENERATION_KEY in meta or "delta.identity.start" in meta:
+                raise SqlError(f"{what}: DEFAULT for generated or identity column {column!r}; leave the column out of the column list instead")
+            text = meta.get(DEFAULT_KEY)
+            item.replace(sg.parse_one(f"CAST(({text}) AS {cols.types[column].simpleString()})", read="spark") if text is not None else exp.Null())
+    return values
+
+
+def _is_default(item) -> bool:
+    """Whether a VALUES item is the DEFAULT keyword."""
+    _, exp = sqlglot()
+    if isinstance(item, exp.Var):
+        return item.name.upper() == "DEFAULT"
+    if isinstance(item, exp.Column) and not item.table and isinstance(item.this, exp.Identifier):
+        return not item.this.quoted and item.name.upper() == "DEFAULT"
+    return False
+
+
+_MARK = "lakelog INSERT: "
+
+
+def _fit(df: DataFrame, values: list[tuple[str, Column, str | None]], cols: _Columns, what: str) -> DataFrame:
+    """The rows to write: each value under its column's name. An untyped NULL is cast to the column's
+    type; a value of another primitive type is cast when the cast keeps it (cast back, it is the value it
+    was), and the write fails naming the column and value otherwise. Nested values keep their type:
+    the write matches struct fields by name (a cast here would match them by position)."""
+    staged = df.select(*[v.alias(f"__v{i}") for i, (_, v, _) in enumerate(values)])
+    out = []
+    for i, (column, _, _) in enumerate(values):
+        src, target = F.col(f"__v{i}"), cols.types[column]
+        own = staged.schema.fields[i].dataType
+        if own == target or isinstance(own, (StructType, ArrayType, MapType)) or isinstance(target, (StructType, ArrayType, MapType)):
+            out.append(src.alias(column))
+        elif isinstance(own, NullType):
+            out.append(src.cast(target).alias(column))
+        else:
+            cast = src.cast(target)
+            message = F.concat(F.lit(f"{_MARK}{what}: the value "), F.coalesce(src.cast("string"), F.lit("?")),
+                               F.lit(f" does not fit column {column!r} of type {target.simpleString()} without loss; cast it explicitly to say how"))
+            out.append(F.when(cast.cast(own).eqNullSafe(src), cast).otherwise(F.raise_error(message)).alias(column))
+    return staged.select(*out)
+
+
+def save(writer, path: str) -> None:
+    """``writer.save(path)``; a value ``_fit`` refused becomes a SqlError (nothing is committed)."""
+    try:
+        writer.save(path)
+    except Exception as e:
+        text = str(e)
+        if _MARK in text:
+            message = text[text.index(_MARK) + len(_MARK):].splitlines()[0]
+            raise SqlError(message.split(" SQLSTATE")[0].strip().rstrip(".")) from None
+        raise
