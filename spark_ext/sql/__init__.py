@@ -140,6 +140,8 @@ def _names_lakelog_table(spark: SparkSession, tokens: list) -> bool:
         return False
     db = spark.catalog.currentDatabase().lower()
     for i, t in enumerate(texts):
+        if tokens[i].token_type.name == "STRING":
+            continue
         name = t.lower()
         if i + 2 < len(texts) and texts[i + 1] == "." and f"{name}.{texts[i + 2].lower()}" in known:
             return True

@@ -59,11 +59,11 @@ def run_alter(spark: SparkSession, toks: Tokens, ref, path: str) -> DataFrame:
         name = toks.name("a constraint name")
         toks.end()
         t.drop_constraint(name, if_exists=if_exists)
-    elif toks.word("ADD", optional=True):
-        toks.word("COLUMN", "COLUMNS")
+    elif toks.peek_word() == "ADD" and toks.peek_word(1) in ("COLUMN", "COLUMNS"):
+        toks.i += 2
         t.add_columns(_new_columns(spark, toks))
-    elif toks.word("DROP", optional=True):
-        toks.word("COLUMN", "COLUMNS")
+    elif toks.peek_word() == "DROP" and toks.peek_word(1) in ("COLUMN", "COLUMNS"):
+        toks.i += 2
         if_exists = toks.words("IF", "EXISTS")
         names = _column_list(toks)
         toks.end()

@@ -222,10 +222,10 @@ def _fit(df: DataFrame, values: list[tuple[str, Column, str | None]], cols: _Col
         elif isinstance(own, NullType):
             out.append(src.cast(target).alias(column))
         else:
-            cast = src.cast(target)
+            cast = src.try_cast(target)  # (NULL where the value has no such value: refused below, as a loss)
             message = F.concat(F.lit(f"{_MARK}{what}: the value "), F.coalesce(src.cast("string"), F.lit("?")),
                                F.lit(f" does not fit column {column!r} of type {target.simpleString()} without loss; cast it explicitly to say how"))
-            out.append(F.when(cast.cast(own).eqNullSafe(src), cast).otherwise(F.raise_error(message)).alias(column))
+            out.append(F.when(cast.try_cast(own).eqNullSafe(src), cast).otherwise(F.raise_error(message)).alias(column))
     return staged.select(*out)
 
 
