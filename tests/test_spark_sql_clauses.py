@@ -153,14 +153,14 @@ def test_insert_forms_match_a_duckdb_model(spark, tmp_path):
     con.sql("CREATE TABLE more AS SELECT * FROM (VALUES (10, 10.0, 'a'), (11, 11.0, 'b'), (12, 12.0, 'd')) AS m(id, v, p)")
     steps = [
         (f"INSERT INTO {ref} (p, id) VALUES ('e', 4)", ["INSERT INTO t (p, id) VALUES ('e', 4)"]),
-        (f"INSERT INTO TABLE {ref} BY NAME SELECT 'f' AS p, 5.5 AS v, 5 AS id", ["INSERT INTO t (p, v, id) VALUES ('f', 5.5, 5)"]),
+        (f"INSERT INTO TABLE {ref} BY NAME SELECT 'f' AS p, 5.5D AS v, 5 AS id", ["INSERT INTO t (p, v, id) VALUES ('f', 5.5, 5)"]),
         (f"INSERT INTO {ref} (id, v, p, d) VALUES (6, 6.0, 'a', DEFAULT)", ["INSERT INTO t VALUES (6, 6.0, 'a', 'dflt')"]),
         (f"INSERT INTO {ref} PARTITION (p = 'g') VALUES (7, 7.0, 'w')", ["INSERT INTO t VALUES (7, 7.0, 'g', 'w')"]),
         (f"INSERT INTO {ref} PARTITION (p) (id, p) SELECT id, p FROM more WHERE id = 10", ["INSERT INTO t (id, p) VALUES (10, 'a')"]),
         (f"INSERT OVERWRITE {ref} PARTITION (p = 'a') (id, v) VALUES (20, 20.0)",
          ["DELETE FROM t WHERE p = 'a'", "INSERT INTO t (id, v, p) VALUES (20, 20.0, 'a')"]),
         (f"INSERT INTO {ref} REPLACE WHERE id >= 5 AND id < 8 SELECT id + 100 - 100 AS id, v, p, 'rw' AS d FROM more WHERE id = 11 "
-         "UNION ALL SELECT 6, 66.0, 'b', 'rw'", ["DELETE FROM t WHERE id >= 5 AND id < 8", "INSERT INTO t VALUES (6, 66.0, 'b', 'rw')"]),
+         "UNION ALL SELECT 6, 66.0D, 'b', 'rw'", ["DELETE FROM t WHERE id >= 5 AND id < 8", "INSERT INTO t VALUES (6, 66.0, 'b', 'rw')"]),
     ]
     for ours, theirs in steps:
         if "id = 11" in ours:  # (11 is outside the predicate: every row written must satisfy it)
@@ -195,14 +195,14 @@ def test_insert_overwrite_with_dynamic_partition_overwrite_mode(spark, tmp_path)
     ("INSERT INTO {t} (id, id) VALUES (1, 2)", "twice"),
     ("INSERT OVERWRITE {t} REPLACE WHERE id = 1 SELECT 1, 'a'", "REPLACE WHERE"),
     ("INSERT INTO {t} PARTITION (p = 'a') (id, p) VALUES (1, 'b')", "static value"),
-    ("INSERT INTO {t} VALUES (2.5, 'a')", "does not fit column 'id'"),
-    ("INSERT INTO {t} SELECT 1e300 AS id, 'a' AS p", "does not fit column 'id'"),
+    ("INSERT INTO {t} VALUES (2.5, 'a')", "not exactly a long value, the type of column 'id'"),
+    ("INSERT INTO {t} SELECT 1e300 AS id, 'a' AS p", "column 'id' of type long cannot store"),
     ("INSERT INTO {t} BY NAME SELECT 1 AS id, 'a' AS p, 2 AS q", "no column 'q'"),
 ])
 def test_insert_refusals_commit_nothing(spark, tmp_path, stmt, says):
     path = str(tmp_path / "r")
     lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]}), partition_by="p")
-    with pytest.raises(SqlError, match=says):
+    with pytest.raises((SqlError, lakelog.errors.SchemaMismatchError), match=says):  # (a lossy value: write_table's own refusal)
         sql(spark, stmt.format(t=f"lakelog.`{path}`"))
     assert lakelog.Table(path).version == 0
 
@@ -283,7 +283,7 @@ def test_alter_table_forms_are_lakelog_commits(spark, tmp_path):
     sql(spark, f"CREATE TABLE alt USING lakelog LOCATION '{path}'")
     try:
         steps = [
-            ("ALTER TABLE alt SET TBLPROPERTIES ('team' = 'ops', delta.appendOnly = false)", "SET TBLPROPERTIES"),
+            ("ALTER TABLE alt SET TBLPROPERTIES ('team' = 'ops', delta.appendOnly = false, delta.enableTypeWidening = true)", "SET TBLPROPERTIES"),
             ("ALTER TABLE alt UNSET TBLPROPERTIES IF EXISTS ('team', 'nope')", "UNSET TBLPROPERTIES"),
             ("ALTER TABLE alt ADD COLUMNS (n DOUBLE, s.b STRING, m MAP<STRING, STRUCT<k: INT, l: ARRAY<INT>>>)", "ADD COLUMNS"),
             ("ALTER TABLE alt ADD COLUMN z STRING", "ADD COLUMNS"),

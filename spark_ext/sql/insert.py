@@ -7,10 +7,9 @@ column list, or by name (``BY NAME``); columns the statement does not give are f
 fills its column; with OVERWRITE it also says what is replaced (``p = 'b'``), unless the session's
 ``spark.sql.sources.partitionOverwriteMode`` is dynamic, which replaces the partitions the rows hold.
 ``REPLACE WHERE`` replaces the rows the predicate selects, and every row written must satisfy it.
-Values of another primitive type are cast to the column's when the cast keeps each value (``2.5`` into
-a double column, ``200.0`` into a bigint one, not ``2.5``: the write fails and nothing is committed);
-nested values are matched to the column's struct fields by name by the write, as any
-``format("lakelog")`` write does.
+Values meet the columns as ``write_table``'s data does (``spark_ext.assignments``): a type the column
+does not store without loss is refused before any job (a VALUES literal or a static partition value is
+checked by value: ``2.5`` fits a double column, not a bigint one), and struct fields go by name.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ import json
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, NullType, StructType
 
 import lakelog
 from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
 
+from ..assignments import by_name, checked_type
 from ..table import LakelogTable
 from .reads import Scope
 from .syntax import SqlError, refuse_args, spark_sql, sqlglot
@@ -55,6 +54,7 @@ class _Columns:
         self.names = list(table.schema.names)
         self.by_lower = {n.lower(): n for n in self.names}
         self.partitions = {c.lower() for c in table.partition_columns}
+        self.arrow = {f.name: f.type for f in table.schema}
         self.types = {f.name: f.dataType for f in LakelogTable.forPath(spark, path).toDF().schema.fields}
         fields = json.loads(table.metadata.schema_string)["fields"]
         self.meta = {f["name"]: f.get("metadata") or {} for f in fields}
@@ -110,7 +110,7 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
     df = df.toDF(*[f"__c{i}" for i in range(len(targets))])
     values = [(t, F.col(f"__c{i}"), None) for i, t in enumerate(targets)]
     values += [(c, F.expr(v), v) for c, v in static.items()]
-    df = _fit(df, values, cols, what)
+    df = _fit(spark, df, values, cols, what, literal_rows=isinstance(tree.expression, exp.Values))
     writer = df.write.format(PROVIDER)
     if where is not None:
         from lakelog.writer_features.expressions import to_engine_sql
@@ -127,7 +127,7 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
             writer = writer.option("partitionOverwriteMode", "static")
     else:
         writer = writer.mode("append")
-    save(writer, path)
+    writer.save(path)
     return spark.createDataFrame([], "num_affected_rows long")
 
 
@@ -204,38 +204,22 @@ def _is_default(item) -> bool:
     return False
 
 
-_MARK = "lakelog INSERT: "
-
-
-def _fit(df: DataFrame, values: list[tuple[str, Column, str | None]], cols: _Columns, what: str) -> DataFrame:
-    """The rows to write: each value under its column's name. An untyped NULL is cast to the column's
-    type; a value of another primitive type is cast when the cast keeps it (cast back, it is the value it
-    was), and the write fails naming the column and value otherwise. Nested values keep their type:
-    the write matches struct fields by name (a cast here would match them by position)."""
+def _fit(spark: SparkSession, df: DataFrame, values: list[tuple[str, Column, str | None]], cols: _Columns, what: str,
+         literal_rows: bool) -> DataFrame:
+    """The rows to write: each value meets its column as ``write_table``'s data does (``checked_type``:
+    a lossy type is refused before any job; VALUES literals and static partition values are checked by
+    value), then struct fields go by name and leaves are cast (``by_name``), e.g. an untyped NULL."""
     staged = df.select(*[v.alias(f"__v{i}") for i, (_, v, _) in enumerate(values)])
+    hint = "Cast it in the statement to say how to convert it: CAST(... AS {})"
     out = []
-    for i, (column, _, _) in enumerate(values):
+    for i, (column, value, static_text) in enumerate(values):
         src, target = F.col(f"__v{i}"), cols.types[column]
         own = staged.schema.fields[i].dataType
-        if own == target or isinstance(own, (StructType, ArrayType, MapType)) or isinstance(target, (StructType, ArrayType, MapType)):
-            out.append(src.alias(column))
-        elif isinstance(own, NullType):
-            out.append(src.cast(target).alias(column))
+        if static_text is not None:  # (a literal: checked once, not over the query's rows)
+            checked_type(value, own, column, cols.arrow[column], target, what=f"{what}, PARTITION", text=static_text,
+                         literals=spark.range(1), cast_hint=hint.format(target.simpleString()))
         else:
-            cast = src.try_cast(target)  # (NULL where the value has no such value: refused below, as a loss)
-            message = F.concat(F.lit(f"{_MARK}{what}: the value "), F.coalesce(src.cast("string"), F.lit("?")),
-                               F.lit(f" does not fit column {column!r} of type {target.simpleString()} without loss; cast it explicitly to say how"))
-            out.append(F.when(cast.try_cast(own).eqNullSafe(src), cast).otherwise(F.raise_error(message)).alias(column))
+            checked_type(src, own, column, cols.arrow[column], target, what=what, text=f"{column} (VALUES)" if literal_rows else column,
+                         literals=staged if literal_rows else None, cast_hint=hint.format(target.simpleString()))
+        out.append(by_name(src, own, target).cast(target).alias(column))
     return staged.select(*out)
-
-
-def save(writer, path: str) -> None:
-    """``writer.save(path)``; a value ``_fit`` refused becomes a SqlError (nothing is committed)."""
-    try:
-        writer.save(path)
-    except Exception as e:
-        text = str(e)
-        if _MARK in text:
-            message = text[text.index(_MARK) + len(_MARK):].splitlines()[0]
-            raise SqlError(message.split(" SQLSTATE")[0].strip().rstrip(".")) from None
-        raise
