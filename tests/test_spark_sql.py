@@ -96,7 +96,7 @@ def test_statements_on_a_generated_always_identity_column_are_refused(spark, tmp
     assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' ranges: beyond 2, not dense)
 
 
-def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path):
+def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path, table):  # (table: the src view)
     path = str(tmp_path / "c")
     lakelog.write_table(path, ROWS)
     sql(spark, "DROP TABLE IF EXISTS sales")
