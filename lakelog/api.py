@@ -48,7 +48,7 @@ def write_table(
     Spark and deltalake honour them too). CHECK constraints: ``Table.add_constraint``.
     identity_columns (when the write creates the table): ``["id"]`` or ``{"id": {"start": 1, "step": 1,
     "allow_explicit_insert": False}}``: bigint columns whose values every write generates, unique across
-    concurrent writers.
+    concurrent writers; one the data lacks goes last, and a void (all-null) column of the data holds its place.
     cluster_by (when the write creates the table): liquid clustering columns; every file gets stats for
     them and ``Table.optimize()`` rewrites the files in Z-order over them.
     column_defaults ({column: constant Spark SQL expression}, when the write creates the table): stored when
