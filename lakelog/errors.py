@@ -128,6 +128,17 @@ class InvalidTimestampError(InvalidArgumentError):
     """A time-travel timestamp lakelog cannot read; the message lists the accepted forms."""
 
 
+class ConflictingBoundsError(InvalidArgumentError):
+    """A range of versions given one of its bounds twice, as a version and as a timestamp (the change
+    data feed's ``starting_version`` and ``starting_timestamp``, or its ending pair; Spark's
+    ``startingVersion``/``startingTimestamp`` options): as Delta (``DELTA_MULTIPLE_CDC_BOUNDARY``),
+    refused rather than one silently ignored. ``bounds`` lists the conflicting pairs of names."""
+
+    def __init__(self, message: str, bounds: list[tuple[str, str]] | None = None):
+        super().__init__(message)
+        self.bounds = list(bounds or [])
+
+
 class ConvertError(LakelogError):
     """``convert``: the source cannot be converted as it is (layout, unreadable or unsupported Parquet
     files, nothing to convert)."""

@@ -91,17 +91,19 @@ class Table:
         return deleted rows or physical column names; use ``read_batches`` or ``to_pyarrow`` there."""
         return scan.dataset(self._snapshot, filters)
 
-    def changes(self, starting_version: int = 0, ending_version: int | None = None, *, starting_timestamp: Any = None,
+    def changes(self, starting_version: int | None = None, ending_version: int | None = None, *, starting_timestamp: Any = None,
                 ending_timestamp: Any = None, columns: list[str] | None = None) -> pa.Table:
         """The change data feed of versions ``starting_version``..``ending_version`` (default: the latest),
         or of the versions committed between two timestamps: the rows each version inserted, deleted or
         updated, with ``_change_type`` (``insert``, ``delete``, ``update_preimage``, ``update_postimage``),
-        ``_commit_version`` and ``_commit_timestamp``, as Delta's ``table_changes`` returns them. A range
-        whose changes were not recorded or are gone is a ``ChangeFeedUnavailableError`` naming the version."""
+        ``_commit_version`` and ``_commit_timestamp``, as Delta's ``table_changes`` returns them. With
+        neither ``starting_version`` nor ``starting_timestamp`` the range starts at version 0; a bound given
+        both as a version and as a timestamp is a ``ConflictingBoundsError``. A range whose changes were
+        not recorded or are gone is a ``ChangeFeedUnavailableError`` naming the version."""
         reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)
         return pa.Table.from_batches(list(reader.batches(columns)), schema=reader.schema_of(columns))
 
-    def changes_batches(self, starting_version: int = 0, ending_version: int | None = None, *, starting_timestamp: Any = None,
+    def changes_batches(self, starting_version: int | None = None, ending_version: int | None = None, *, starting_timestamp: Any = None,
                         ending_timestamp: Any = None, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """``changes`` as a stream of record batches, one data file's changes at a time (bounded memory)."""
         reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)

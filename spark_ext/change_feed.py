@@ -14,7 +14,7 @@ from pyspark.sql.types import StructType
 
 import lakelog
 from lakelog.change_feed import change_schema
-from lakelog.change_feed.read import ChangeReader, version_range
+from lakelog.change_feed.read import ChangeReader, check_bounds, version_range
 from lakelog.errors import InvalidArgumentError
 from lakelog.storage import Storage
 
@@ -26,12 +26,17 @@ def reads_change_feed(options) -> bool:
     return boolean(options, "readChangeFeed")
 
 
+OPTION_BOUNDS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
+
+
 def _range(options) -> tuple[int, int | None, Storage]:
     storage = Storage(table_path(options), storage_options(options))
+    starting_ts, ending_ts = options.get("startingTimestamp"), options.get("endingTimestamp")
+    check_bounds(options.get("startingVersion"), options.get("endingVersion"), starting_ts, ending_ts, OPTION_BOUNDS)
     start, end = option_version(options, "startingVersion"), option_version(options, "endingVersion")
-    if start is None and options.get("startingTimestamp") is None:
+    if start is None and starting_ts is None:
         raise InvalidArgumentError("readChangeFeed needs option startingVersion or startingTimestamp (as Delta's does)")
-    start, end = version_range(storage, start or 0, end, options.get("startingTimestamp"), options.get("endingTimestamp"))
+    start, end = version_range(storage, start, end, starting_ts, ending_ts, OPTION_BOUNDS)
     return start, end, storage
 
 
@@ -90,6 +95,7 @@ class LakelogChangeStreamReader(DataSourceStreamReader):
         self.output_schema = to_arrow_schema(schema, timezone="UTC")
         self.starting = options.get("startingVersion")
         self.starting_timestamp = options.get("startingTimestamp")
+        check_bounds(self.starting, None, self.starting_timestamp, None, OPTION_BOUNDS)
         self.max_versions = int(options.get("maxVersionsPerTrigger", 0) or 0)
 
     def _latest(self) -> int:
@@ -97,7 +103,7 @@ class LakelogChangeStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:
         if self.starting_timestamp is not None:
-            start, _ = version_range(self.storage, 0, None, self.starting_timestamp, None)
+            start, _ = version_range(self.storage, None, None, self.starting_timestamp, None, OPTION_BOUNDS)
             return {"version": start, "snapshot": False}
         if self.starting is None:
             return {"version": self._latest(), "snapshot": True}

@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 
 import lakelog
 from lakelog.actions import AddFile, RemoveFile
-from lakelog.errors import LakelogError, VersionNotFoundError
+from lakelog.errors import ConflictingBoundsError, LakelogError, VersionNotFoundError
 from lakelog.log import DeltaLog
 from lakelog.snapshot import commit_times, to_epoch_ms
 from lakelog.storage import Storage
@@ -78,7 +78,7 @@ class LakelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.starting_version = opt.version(options, "startingVersion")
         self.starting_timestamp = options.get("startingTimestamp")
         if self.starting_version is not None and self.starting_timestamp is not None:
-            raise LakelogError("set either option startingVersion or startingTimestamp, not both")
+            raise ConflictingBoundsError("set either option startingVersion or startingTimestamp, not both", [("startingVersion", "startingTimestamp")])
         self.skip_change_commits = opt.boolean(options, "skipChangeCommits")
         self.ignore_deletes = opt.boolean(options, "ignoreDeletes")
         self.max_files = opt.positive_int(options, "maxFilesPerTrigger")

@@ -197,3 +197,53 @@ def test_changes_from_a_table_opened_before_log_cleanup_name_the_missing_version
     with pytest.raises(ChangeFeedUnavailableError, match="version 1 is no longer in the log"):
         t.changes(1, 4)
     assert sorted(t.changes(3, 4).column("id").to_pylist()) == [3, 4]
+
+
+def test_a_bound_given_as_a_version_and_a_timestamp_is_refused(tmp_path):
+    """As Delta (DELTA_MULTIPLE_CDC_BOUNDARY): a starting (or ending) bound given both ways is refused,
+    naming both arguments, never one silently ignored; either alone still reads, and so do a version for
+    one bound and a timestamp for the other."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from lakelog.errors import ConflictingBoundsError
+    from spark_ext.change_feed import LakelogChangeReader, LakelogChangeStreamReader
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3]}), configuration={"delta.enableChangeDataFeed": "true"})
+    t = lakelog.Table(path)
+    t.delete("id = 1")  # 1
+    t.delete("id = 2")  # 2
+    early, late = "2000-01-01T00:00:00Z", "2999-01-01T00:00:00Z"
+    with pytest.raises(ConflictingBoundsError, match="starting_version=2 with starting_timestamp=.*give starting_version or starting_timestamp") as e:
+        t.changes(2, starting_timestamp=early)
+    assert e.value.bounds == [("starting_version", "starting_timestamp")] and isinstance(e.value, InvalidArgumentError)
+    with pytest.raises(ConflictingBoundsError, match="ending_version=1 with ending_timestamp") as e:
+        t.changes(0, 1, ending_timestamp=late)
+    assert e.value.bounds == [("ending_version", "ending_timestamp")]
+    with pytest.raises(ConflictingBoundsError) as e:
+        list(t.changes_batches(0, 1, starting_timestamp=early, ending_timestamp=late))
+    assert e.value.bounds == [("starting_version", "starting_timestamp"), ("ending_version", "ending_timestamp")]
+    with pytest.raises(ConflictingBoundsError):  # version 0 is a bound too
+        t.changes(0, starting_timestamp=late)
+    # one bound each way, or either alone: read as before
+    assert _rows(t.changes(2, ending_timestamp=late), ("id",)) == [(2, "delete", 2)]
+    assert _rows(t.changes(starting_timestamp=early, ending_version=1), ("id",)) == sorted(
+        [(1, "insert", 0), (2, "insert", 0), (3, "insert", 0), (1, "delete", 1)])
+    assert len(t.changes()) == 5
+    # Spark's readers, with Delta's option names (built as Spark builds them; the Spark tests run them end to end)
+    schema = from_arrow_schema(t.schema, prefer_timestamp_ntz=True)
+
+    def options(**kw):
+        return CaseInsensitiveDict({"path": path, "readChangeFeed": "true", **{k: str(v) for k, v in kw.items()}})
+
+    with pytest.raises(ConflictingBoundsError, match="startingVersion='2' with startingTimestamp") as e:
+        LakelogChangeReader(options(startingVersion=2, startingTimestamp=early), schema)
+    assert e.value.bounds == [("startingVersion", "startingTimestamp")]
+    with pytest.raises(ConflictingBoundsError, match="endingVersion='1' with endingTimestamp"):
+        LakelogChangeReader(options(startingVersion=0, endingVersion=1, endingTimestamp=late), schema)
+    with pytest.raises(ConflictingBoundsError, match="startingVersion='1' with startingTimestamp"):
+        LakelogChangeStreamReader(options(startingVersion=1, startingTimestamp=early), schema)
+    ranged = LakelogChangeReader(options(startingVersion=2, endingTimestamp=late), schema)
+    assert (ranged.start, ranged.end) == (2, 2)
+    assert LakelogChangeReader(options(startingTimestamp=early, endingVersion=1), schema).start == 0

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..deletion_vectors import DeletionVectors
-from ..errors import ChangeFeedUnavailableError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
+from ..errors import ChangeFeedUnavailableError, ConflictingBoundsError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
 from ..parquet_read import parquet_format
 from ..properties import TableProperties
@@ -41,22 +41,43 @@ def change_schema(schema: pa.Schema) -> pa.Schema:
         pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC")))
 
 
-def version_range(storage: Storage, starting_version, ending_version, starting_timestamp, ending_timestamp) -> tuple[int, int | None]:
+PYTHON_BOUNDS = ("starting_version", "starting_timestamp", "ending_version", "ending_timestamp")
+
+
+def check_bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, names: tuple[str, ...] = PYTHON_BOUNDS) -> None:
+    """Refuse a bound given both as a version and as a timestamp (``ConflictingBoundsError`` naming each
+    such pair, by ``names``: the starting version, starting timestamp, ending version and ending
+    timestamp arguments as the caller spells them), as Delta does."""
+    given = [(names[0], starting_version, names[1], starting_timestamp), (names[2], ending_version, names[3], ending_timestamp)]
+    both = [(vn, v, tn, t) for vn, v, tn, t in given if v is not None and t is not None]
+    if both:
+        said = " and ".join(f"{vn}={v!r} with {tn}={t!r}" for vn, v, tn, t in both)
+        choose = "; ".join(f"give {vn} or {tn}, not both" for vn, _, tn, _ in both)
+        raise ConflictingBoundsError(
+            f"the change data feed was given {said}: a bound is a version or a timestamp, so one would be ignored. {choose}",
+            [(vn, tn) for vn, _, tn, _ in both],
+        )
+
+
+def version_range(storage: Storage, starting_version, ending_version, starting_timestamp, ending_timestamp,
+                  names: tuple[str, ...] = PYTHON_BOUNDS) -> tuple[int, int | None]:
     """Versions from the arguments of ``Table.changes`` (a timestamp: the first version committed at or
-    after the start, the last at or before the end)."""
+    after the start, the last at or before the end; no start: version 0). A bound given both ways is a
+    ``ConflictingBoundsError`` (see ``check_bounds``; ``names``: how the caller spells the arguments)."""
     from ..commit_times import CommitTimes
     from ..snapshot import _latest_for_times, to_epoch_ms
 
+    check_bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, names)
     if starting_timestamp is None and ending_timestamp is None:
-        return starting_version, ending_version
+        return (0 if starting_version is None else starting_version), ending_version
     log = DeltaLog(storage)
     listing = log.list()
     times = CommitTimes(log, listing, *_latest_for_times(storage, listing))
-    start, end = starting_version, ending_version
+    start, end = (0 if starting_version is None else starting_version), ending_version
     if starting_timestamp is not None:
         first = times.first_at_or_after(to_epoch_ms(starting_timestamp))
         if first is None:
-            raise VersionNotFoundError(f"no version was committed at or after starting_timestamp {starting_timestamp!r}")
+            raise VersionNotFoundError(f"no version was committed at or after {names[1]} {starting_timestamp!r}")
         start = first
     if ending_timestamp is not None:
         end = times.latest_at_or_before(to_epoch_ms(ending_timestamp))
