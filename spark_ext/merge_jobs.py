@@ -538,13 +538,14 @@ class SparkMerge:
         codes = {"delete": [k for k, c in enumerate(self.numbered) if c.action == "delete"],
                  "update": [k for k, c in enumerate(self.numbered) if c.action == "update"]}
         if files and (codes["delete"] or codes["update"]):
-            tgt = self._target(files, file_column=False, row_id=True)
+            # A target row is (FILE, ROW_ID): merge-on-read's ROW_ID is a file row index, the same in every file.
+            tgt = self._target(files, row_id=True)
             joined = tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action())
+            row = [tgt[FILE], tgt[ROW_ID]]
             if self.check_cardinality:  # per target row the source row a clause applies for (at most one: checked)
-                best = F.max(ACTION).over(Window.partitionBy(tgt[ROW_ID]))
-                joined = joined.withColumn("__lakelog_best", best).where(F.col(ACTION) == F.col("__lakelog_best")).dropDuplicates([ROW_ID])
-            else:  # (only an unconditional matched delete: any matching source row will do)
-                joined = joined.dropDuplicates([ROW_ID])
+                best = F.max(ACTION).over(Window.partitionBy(*row))
+                joined = joined.withColumn("__lakelog_best", best).where(F.col(ACTION) == F.col("__lakelog_best"))
+            joined = joined.dropDuplicates([FILE, ROW_ID])  # (else only an unconditional matched delete: any matching source row will do)
             target_cols = [tgt[_q(n)].alias(n) for n in self.target_names]
             if codes["delete"]:
                 self.run.write_changes(joined.where(F.col(ACTION).isin(codes["delete"])).select(*target_cols), "delete")
