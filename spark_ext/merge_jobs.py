@@ -369,10 +369,11 @@ class SparkMerge:
             for add, _ in touched:
                 op.remove(add)
             parts.append(self._rewritten([add for add, _ in touched], cond))
-        if self.inserts:
-            parts.append(self._inserted(files, cond))
+        inserted = self._inserted(files, cond) if self.inserts else None  # (against every candidate file)
+        if inserted is not None:
+            parts.append(inserted)
         if self.run.records_changes:
-            self._record_changes([add for add, _ in touched], cond)
+            self._record_changes([add for add, _ in touched], cond, inserted)
         if parts:
             df = parts[0]
             for p in parts[1:]:
@@ -532,9 +533,10 @@ class SparkMerge:
             out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
         return out
 
-    def _record_changes(self, files, cond: Column) -> None:
-        """The change data feed: the target rows a clause deletes or updates (before and after) and the
-        rows inserted, written as change data files from Spark's tasks."""
+    def _record_changes(self, files, cond: Column, inserted: DataFrame | None) -> None:
+        """The change data feed: the target rows of the touched ``files`` a clause deletes or updates
+        (before and after) and the rows ``inserted`` (the rows the merge writes as inserts), written as
+        change data files from Spark's tasks."""
         codes = {"delete": [k for k, c in enumerate(self.numbered) if c.action == "delete"],
                  "update": [k for k, c in enumerate(self.numbered) if c.action == "update"]}
         if files and (codes["delete"] or codes["update"]):
@@ -553,8 +555,8 @@ class SparkMerge:
                 updated = joined.where(F.col(ACTION).isin(codes["update"]))
                 self.run.write_changes(updated.select(*target_cols), "update_preimage")
                 self.run.write_changes(self._apply(tgt, updated).drop(KIND), "update_postimage")
-        if self.inserts:
-            self.run.write_changes(self._inserted(files, cond).drop(KIND), "insert")
+        if inserted is not None:
+            self.run.write_changes(inserted.drop(KIND), "insert")
 
     def _apply(self, tgt: DataFrame, joined: DataFrame) -> DataFrame:
         deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]

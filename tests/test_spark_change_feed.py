@@ -157,3 +157,29 @@ def test_a_spark_merge_on_a_deletion_vector_table_records_changes_in_every_file(
     got = sorted((r["_change_type"], r["id"], r["v"]) for r in t.changes(2).to_pylist())
     assert got == [("delete", 1, 10), ("delete", 2, 20), ("delete", 3, 30), ("delete", 13, 130),
                    ("update_postimage", 11, 0), ("update_postimage", 12, 0), ("update_preimage", 11, 110), ("update_preimage", 12, 120)]
+
+
+@pytest.mark.parametrize("deletion_vectors", [False, True])
+def test_a_spark_merge_records_as_inserts_only_the_rows_it_inserts(spark, tmp_path, deletion_vectors):
+    """The feed's inserts were the source rows matching no target row of the files the merge changed,
+    not of all candidate files: with no file changed, every source row was recorded as inserted, and
+    rows matching a row of an unchanged file too."""
+    path = str(tmp_path / "t")
+    conf = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": str(deletion_vectors).lower()}
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}), configuration=conf)
+    lakelog.write_table(path, pa.table({"id": [11, 12], "v": [110, 120]}), mode="append")
+    t = LakelogTable.forPath(spark, path)
+    source = spark.createDataFrame([(2, 0), (12, 5), (50, 7)], "id long, v long")
+    versions = [
+        t.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()["version"],  # inserts 50
+        t.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdate("s.v > 100", {"v": "s.v"})
+        .whenNotMatchedInsertAll().execute()["version"],  # changes nothing
+        # (not one key equality: the unmatched rows are found against the target's files, not from matched keys)
+        t.alias("t").merge(source.alias("s"), "t.id = s.id AND s.v >= 0").whenMatchedUpdate("s.v = 5", {"v": "s.v"})
+        .whenNotMatchedInsertAll("s.v > 0").execute()["version"],  # updates 12: one file changed, not the others
+    ]
+    feed = sorted((r["_commit_version"], r["_change_type"], r["id"], r["v"]) for r in lakelog.Table(path).changes(2).to_pylist())
+    assert versions[1] in (versions[0], versions[0] + 1)  # (a merge that changes nothing may commit nothing)
+    assert feed == [(versions[0], "insert", 50, 7), (versions[2], "update_postimage", 12, 5), (versions[2], "update_preimage", 12, 120)]
+    assert sorted((r["id"], r["v"]) for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [
+        (1, 10), (2, 20), (3, 30), (11, 110), (12, 5), (50, 7)]
