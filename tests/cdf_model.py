@@ -99,6 +99,12 @@ def source_condition(rng: random.Random) -> Expr:
     ])
 
 
+ON_KEY = Expr("t.id = src.id", lambda t, s: eq(t["id"], s["id"]))
+# Two terms: the merge cannot find its unmatched source rows from the matched keys alone; a source row
+# with a NULL x matches nothing, so its insert may repeat an id the table has.
+ON_KEY_AND_X = Expr("t.id = src.id AND src.x IS NOT NULL", lambda t, s: and3(eq(t["id"], s["id"]), s["x"] is not None))
+
+
 def _plus(a, n):
     return (0 if a is None else a) + n
 
@@ -133,6 +139,8 @@ class Op:
     sets: dict[str, Expr] | None = None  # update
     source: list[Row] = field(default_factory=list)  # merge; append: the rows
     clauses: list[Clause] = field(default_factory=list)  # merge
+    on: Expr = field(default_factory=lambda: ON_KEY)  # merge: its condition
+    notes: set[str] = field(default_factory=set)  # merge: situations it met (see coverage)
     rows_after: list[Row] = field(default_factory=list)  # the model's table after it
     changes: Counter = field(default_factory=Counter)  # (change type, row tuple) -> count
 
@@ -143,7 +151,7 @@ class Op:
             return f"append({[key(r) for r in self.source]!r})"
         if self.kind == "update":
             return f"update({self.condition.sql if self.condition else None!r}, {({c: e.sql for c, e in self.sets.items()})!r})"
-        return f"merge(source={[key(r) for r in self.source]!r}, 't.id = src.id')." + ".".join(c.text() for c in self.clauses)
+        return f"merge(source={[key(r) for r in self.source]!r}, {self.on.sql!r})." + ".".join(c.text() for c in self.clauses)
 
 
 def key(row: Row) -> tuple:
@@ -178,19 +186,22 @@ def _first(clauses: list[Clause], applies: Callable[[Clause], bool]) -> Clause |
 
 
 def _apply_merge(op: Op, rows: list[Row]) -> list[Row]:
-    by_id = {s["id"]: s for s in op.source if s["id"] is not None}  # (source keys are unique: no row matched twice)
     matched = [c for c in op.clauses if c.kind == "matched"]
     by_source = [c for c in op.clauses if c.kind == "not_matched_by_source"]
     inserts = [c for c in op.clauses if c.kind == "not_matched"]
-    target_ids = {t["id"] for t in rows if t["id"] is not None}
+    # (source keys are unique and the condition includes key equality: no target row is matched twice)
+    match = {id(t): next((s for s in op.source if op.on.fn(t, s) is True), None) for t in rows}
+    matched_sources = {id(s) for s in match.values() if s is not None}
     out = []
     for t in rows:
-        s = by_id.get(t["id"]) if t["id"] is not None else None
+        s = match[id(t)]
         if s is not None:
             clause = _first(matched, lambda c: c.condition.fn(t, s))
         else:
             clause = _first(by_source, lambda c: c.condition.fn(t))
         if clause is None:
+            if s is not None:
+                op.notes.add("a match left unchanged")
             out.append(t)
         elif clause.action == "delete":
             op.changes[("delete", key(t))] += 1
@@ -202,8 +213,10 @@ def _apply_merge(op: Op, rows: list[Row]) -> list[Row]:
             op.changes[("update_preimage", key(t))] += 1
             op.changes[("update_postimage", key(new))] += 1
             out.append(new)
+    if not op.changes and matched_sources:
+        op.notes.add("no target row changed")
     for s in op.source:
-        if s["id"] is not None and s["id"] in target_ids:
+        if id(s) in matched_sources:
             continue
         clause = _first(inserts, lambda c: c.condition.fn(s))
         if clause is not None:
@@ -325,7 +338,7 @@ def plan(seed: int, n_ops: tuple[int, int] = (3, 4)) -> Sequence:
             op = Op("update", condition=target_condition(rng, "") if rng.random() < 0.9 else None, sets=d.update_sets())
             rows = _apply_update(op, rows)
         else:
-            op = Op("merge", source=d.merge_source(rows), clauses=d.clauses())
+            op = Op("merge", source=d.merge_source(rows), clauses=d.clauses(), on=ON_KEY_AND_X if rng.random() < 0.3 else ON_KEY)
             rows = _apply_merge(op, rows)
         op.rows_after = rows
         ops.append(op)
@@ -338,7 +351,8 @@ def plan(seed: int, n_ops: tuple[int, int] = (3, 4)) -> Sequence:
 
 def coverage(sequences: list[Sequence]) -> set[str]:
     """What the sequences exercise: operation kinds with and without conditions, each merge clause
-    label, and each shape with a merge that has a not-matched-by-source clause."""
+    label, each shape with a merge that has a not-matched-by-source clause, and merges that insert
+    while they leave a matched row unchanged or change no target row (on one key and on two terms)."""
     seen = set()
     for q in sequences:
         for op in q.ops:
@@ -346,6 +360,8 @@ def coverage(sequences: list[Sequence]) -> set[str]:
                 seen.update(c.label for c in op.clauses)
                 if any(c.kind == "not_matched_by_source" for c in op.clauses):
                     seen.add(f"by source on {q.shape}")
+                if any(c.kind == "not_matched" for c in op.clauses):
+                    seen.update(f"inserts, {note}, on {op.on.sql}" for note in op.notes)
             elif op.kind != "append":
                 seen.add(f"{op.kind}{' if' if op.condition is not None else ''}")
     return seen
