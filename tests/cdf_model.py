@@ -3,13 +3,14 @@ randomized change feed tests of the Spark paths (tests/test_spark_change_feed.py
 
 ``plan(seed)`` draws a table shape (deletion vectors or not, partitioned or not), the appends that
 create it (several files, each over its own range of ids, so a merge's key range prunes some) and a
-sequence of DELETE, UPDATE and MERGE operations, each with its Spark SQL text and the same semantics as
-Python functions: SQL three-valued logic (a clause or row applies only where its condition is TRUE),
+sequence of DELETE, UPDATE and MERGE operations and overwrites (Spark's ``replaceWhere`` and dynamic
+partition overwrite), each with its Spark SQL text and the same semantics as Python functions: SQL three-valued logic (a clause or row applies only where its condition is TRUE),
 Delta's merge rules (per kind, the first clause whose condition is TRUE wins; the last may omit it;
 target rows no source row matches get the not-matched-by-source clauses, source rows no target row
 matches the not-matched ones). Running the model gives each operation's expected rows and its expected
 change rows (``delete``, ``update_preimage``/``update_postimage`` for every row an update clause
-selects, even when no value changes, ``insert``). No Spark here: the plan is drawn from the model alone,
+selects, even when no value changes, ``insert``; an overwrite deletes the rows it replaces and
+inserts the rows written). No Spark here: the plan is drawn from the model alone,
 so ``coverage`` can check cheaply what a set of seeds exercises.
 """
 
@@ -134,10 +135,10 @@ class Clause:
 
 @dataclass
 class Op:
-    kind: str  # "delete" | "update" | "merge" | "append" (lakelog's, to refill an emptied table)
-    condition: Expr | None = None  # delete, update
+    kind: str  # "delete" | "update" | "merge" | "overwrite" | "append" (lakelog's, to refill an emptied table)
+    condition: Expr | None = None  # delete, update; overwrite: its predicate (None: dynamic partition overwrite)
     sets: dict[str, Expr] | None = None  # update
-    source: list[Row] = field(default_factory=list)  # merge; append: the rows
+    source: list[Row] = field(default_factory=list)  # merge; append, overwrite: the rows written
     clauses: list[Clause] = field(default_factory=list)  # merge
     on: Expr = field(default_factory=lambda: ON_KEY)  # merge: its condition
     notes: set[str] = field(default_factory=set)  # merge: situations it met (see coverage)
@@ -149,6 +150,9 @@ class Op:
             return f"delete({self.condition.sql if self.condition else None!r})"
         if self.kind == "append":
             return f"append({[key(r) for r in self.source]!r})"
+        if self.kind == "overwrite":
+            how = f"replaceWhere {self.condition.sql!r}" if self.condition is not None else "partitionOverwriteMode dynamic"
+            return f"overwrite({[key(r) for r in self.source]!r}, {how})"
         if self.kind == "update":
             return f"update({self.condition.sql if self.condition else None!r}, {({c: e.sql for c, e in self.sets.items()})!r})"
         return f"merge(source={[key(r) for r in self.source]!r}, {self.on.sql!r})." + ".".join(c.text() for c in self.clauses)
@@ -320,18 +324,47 @@ class _Drawer:
         return source
 
 
+def _apply_overwrite(op: Op, rows: list[Row], partitioned: bool) -> list[Row]:
+    """A predicate overwrite (``op.condition``) or, without one, a dynamic partition overwrite: the
+    rows selected (those of the partitions ``op.source`` holds; every row of an unpartitioned table)
+    are replaced by ``op.source``."""
+    parts = {r["p"] for r in op.source}
+    out = []
+    for t in rows:
+        goes = op.condition.fn(t) is True if op.condition is not None else (not partitioned or t["p"] in parts)
+        if goes:
+            op.changes[("delete", key(t))] += 1
+        else:
+            out.append(t)
+    for r in op.source:
+        op.changes[("insert", key(r))] += 1
+    return out + list(op.source)
+
+
 def plan(seed: int, n_ops: tuple[int, int] = (3, 4)) -> Sequence:
     """The sequence of ``seed``: its shape (from the seed, so consecutive seeds cover all four), the
     appends that create the table, and ``n_ops`` (at least, at most) operations with their expected
     rows and changes."""
     rng = random.Random(seed)
+    deletion_vectors, partitioned = seed % 2 == 1, seed % 4 >= 2
     d = _Drawer(rng)
     appends = [d.fresh(rng.randint(3, 6)) for _ in range(rng.randint(2, 3))]
     rows = [r for batch in appends for r in batch]
     ops = []
     for _ in range(rng.randint(*n_ops)):
-        kind = rng.choices(["delete", "update", "merge"], weights=[1, 1, 3])[0]
-        if kind == "delete":
+        kind = rng.choices(["delete", "update", "merge", "overwrite"], weights=[1, 1, 3, 1])[0]
+        if kind == "overwrite":  # Spark's replaceWhere, or a dynamic partition overwrite
+            new = d.fresh(rng.randint(1, 3))
+            k = rng.randint(-1, 4)
+            condition = rng.choice([None, Expr("p = 'a'", lambda t: eq(t["p"], "a")), Expr(f"x > {k}", lambda t: gt(t["x"], k))])
+            for r in new:  # (the rows written satisfy the predicate)
+                if condition is not None and condition.sql.startswith("p"):
+                    r["p"] = "a"
+                elif condition is not None:
+                    r["x"] = k + rng.randint(1, 3)
+            op = Op("overwrite", condition=condition, source=new)
+            rows = _apply_overwrite(op, rows, partitioned)
+        elif kind == "delete":
             op = Op("delete", condition=target_condition(rng, "") if rng.random() < 0.9 else None)
             rows = _apply_delete(op, rows)
         elif kind == "update":
@@ -346,7 +379,7 @@ def plan(seed: int, n_ops: tuple[int, int] = (3, 4)) -> Sequence:
             extra = d.fresh(4)
             rows = rows + extra
             ops.append(Op("append", source=extra, rows_after=rows, changes=Counter(("insert", key(r)) for r in extra)))
-    return Sequence(seed, seed % 2 == 1, seed % 4 >= 2, appends, ops)
+    return Sequence(seed, deletion_vectors, partitioned, appends, ops)
 
 
 def coverage(sequences: list[Sequence]) -> set[str]:
@@ -362,6 +395,9 @@ def coverage(sequences: list[Sequence]) -> set[str]:
                     seen.add(f"by source on {q.shape}")
                 if any(c.kind == "not_matched" for c in op.clauses):
                     seen.update(f"inserts, {note}, on {op.on.sql}" for note in op.notes)
+            elif op.kind == "overwrite":
+                seen.add(f"overwrite where {op.condition.sql.split()[0]}" if op.condition is not None else
+                         f"overwrite partitions on {q.shape.split('-')[1]}")
             elif op.kind != "append":
                 seen.add(f"{op.kind}{' if' if op.condition is not None else ''}")
     return seen
