@@ -38,6 +38,8 @@ COPIED, UPDATED, INSERTED = 0, 1, 2
 # overlaps reading and writing: 5-10% faster on local[2]).
 REWRITE_THREADS = 2
 MATCHED_KEYS = "__lakelog_matched_key"  # (a merge's changed rows) the source key that matched, as text
+ROW_ID = "__lakelog_row_id"  # (a merge) a target row's id: with FILE, names the row
+ACTION = "__lakelog_action"  # (a merge) the number of the clause that applies to a row (-1: none)
 MATCHED_KEYS_LIMIT = 10_000  # distinct matched source keys a merge brings to the driver for its inserts
 ONE_MATCH_MESSAGE = (
     "the merge matched a target row with more than one source row, so it cannot tell which one to apply; "

@@ -26,7 +26,7 @@ The source is persisted for the operation, so every job of it sees the same rows
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
 job also collects, per file, the file row indexes (``_metadata.row_index``) of the target rows an
 update or delete clause changes, which the driver marks deleted in deletion vectors; the second job
-writes only the updated and inserted rows (no row is copied).
+writes only the updated and inserted rows (no row is copied). The change data feed: ``spark_ext.merge_changes``.
 """
 
 from __future__ import annotations
@@ -51,16 +51,14 @@ from lakelog.write import plan_protocol, evolved_metadata
 
 from .assignments import by_name, checked_type, value_types
 from .dml import SparkOperation, as_column, condition_text, hit_column, _q
-from .dml_tasks import (COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROWS, UPDATE_FLAG,
-                        UPDATED)
+from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
+                        UPDATE_FLAG, UPDATED)
+from .merge_changes import record_changes
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
 S_MARK = "__lakelog_source"  # TRUE on every source row
-ROW_ID = "__lakelog_row_id"
-ACTION = "__lakelog_action"  # the number of the clause that applies (-1: none)
 KEY_SET_LIMIT = 1000  # distinct source keys of a partition column pruned as a set (beyond: a range)
-
 
 
 @dataclass
@@ -373,7 +371,7 @@ class SparkMerge:
         if inserted is not None:
             parts.append(inserted)
         if self.run.records_changes:
-            self._record_changes([add for add, _ in touched], cond, inserted)
+            record_changes(self, [add for add, _ in touched], cond, inserted)
         if parts:
             df = parts[0]
             for p in parts[1:]:
@@ -532,31 +530,6 @@ class SparkMerge:
             kept = self._target(files, file_column=False)
             out = out.unionByName(self._apply(kept, kept.join(self.src, cond, "left_semi").withColumn(ACTION, F.lit(-1))))
         return out
-
-    def _record_changes(self, files, cond: Column, inserted: DataFrame | None) -> None:
-        """The change data feed: the target rows of the touched ``files`` a clause deletes or updates
-        (before and after) and the rows ``inserted`` (the rows the merge writes as inserts), written as
-        change data files from Spark's tasks."""
-        codes = {"delete": [k for k, c in enumerate(self.numbered) if c.action == "delete"],
-                 "update": [k for k, c in enumerate(self.numbered) if c.action == "update"]}
-        if files and (codes["delete"] or codes["update"]):
-            # A target row is (FILE, ROW_ID): merge-on-read's ROW_ID is a file row index, the same in every file.
-            tgt = self._target(files, row_id=True)
-            joined = tgt.join(self.src, cond, "left").withColumn(ACTION, self._target_action())
-            row = [tgt[FILE], tgt[ROW_ID]]
-            if self.check_cardinality:  # per target row the source row a clause applies for (at most one: checked)
-                best = F.max(ACTION).over(Window.partitionBy(*row))
-                joined = joined.withColumn("__lakelog_best", best).where(F.col(ACTION) == F.col("__lakelog_best"))
-            joined = joined.dropDuplicates([FILE, ROW_ID])  # (else only an unconditional matched delete: any matching source row will do)
-            target_cols = [tgt[_q(n)].alias(n) for n in self.target_names]
-            if codes["delete"]:
-                self.run.write_changes(joined.where(F.col(ACTION).isin(codes["delete"])).select(*target_cols), "delete")
-            if codes["update"]:
-                updated = joined.where(F.col(ACTION).isin(codes["update"]))
-                self.run.write_changes(updated.select(*target_cols), "update_preimage")
-                self.run.write_changes(self._apply(tgt, updated).drop(KIND), "update_postimage")
-        if inserted is not None:
-            self.run.write_changes(inserted.drop(KIND), "insert")
 
     def _apply(self, tgt: DataFrame, joined: DataFrame) -> DataFrame:
         deletes = [k for k, c in enumerate(self.numbered) if c.action == "delete"]

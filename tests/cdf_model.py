@@ -356,7 +356,7 @@ def plan(seed: int, n_ops: tuple[int, int] = (3, 4)) -> Sequence:
         if kind == "overwrite":  # Spark's replaceWhere, or a dynamic partition overwrite
             new = d.fresh(rng.randint(1, 3))
             k = rng.randint(-1, 4)
-            condition = rng.choice([None, Expr("p = 'a'", lambda t: eq(t["p"], "a")), Expr(f"x > {k}", lambda t: gt(t["x"], k))])
+            condition = rng.choice([None, Expr("p = 'a'", lambda t: eq(t["p"], "a")), Expr(f"x > {k}", lambda t, k=k: gt(t["x"], k))])
             for r in new:  # (the rows written satisfy the predicate)
                 if condition is not None and condition.sql.startswith("p"):
                     r["p"] = "a"

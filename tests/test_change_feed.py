@@ -203,8 +203,8 @@ def test_a_bound_given_as_a_version_and_a_timestamp_is_refused(tmp_path):
     """As Delta (DELTA_MULTIPLE_CDC_BOUNDARY): a starting (or ending) bound given both ways is refused,
     naming both arguments, never one silently ignored; either alone still reads, and so do a version for
     one bound and a timestamp for the other."""
-    from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.datasource import CaseInsensitiveDict
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     from lakelog.errors import ConflictingBoundsError
     from spark_ext.change_feed import LakelogChangeReader, LakelogChangeStreamReader
