@@ -203,3 +203,31 @@ def test_a_spark_merge_records_as_inserts_only_the_rows_it_inserts(spark, tmp_pa
     assert feed == [(versions[0], "insert", 50, 7), (versions[2], "update_postimage", 12, 5), (versions[2], "update_preimage", 12, 120)]
     assert sorted((r["id"], r["v"]) for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [
         (1, 10), (2, 20), (3, 30), (11, 110), (12, 5), (50, 7)]
+
+
+def test_spark_refuses_a_change_feed_bound_given_as_a_version_and_a_timestamp(spark, tmp_path):
+    """As Delta's DELTA_MULTIPLE_CDC_BOUNDARY: the batch and the streaming reader name both options;
+    before, startingTimestamp won and startingVersion was silently ignored."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": [1, 2]}), configuration={"delta.enableChangeDataFeed": "true"})
+    LakelogTable.forPath(spark, path).delete("id = 1")
+
+    def read(**options):
+        reader = spark.read.format("lakelog").option("readChangeFeed", "true")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return sorted((r["id"], r["_change_type"]) for r in reader.load(path).collect())
+
+    with pytest.raises(Exception, match=r"ConflictingBoundsError.*startingVersion='1' with startingTimestamp='2000-01-01'"):
+        read(startingVersion=1, startingTimestamp="2000-01-01")
+    with pytest.raises(Exception, match=r"ConflictingBoundsError.*endingVersion='1' with endingTimestamp"):
+        read(startingVersion=0, endingVersion=1, endingTimestamp="2999-01-01")
+    assert read(startingVersion=1, endingTimestamp="2999-01-01") == [(1, "delete")]
+    stream = spark.readStream.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 1) \
+        .option("startingTimestamp", "2000-01-01").load(path)
+    with pytest.raises(Exception, match=r"ConflictingBoundsError.*startingVersion='1' with startingTimestamp"):
+        q = stream.writeStream.format("memory").queryName("both_bounds").trigger(availableNow=True).start()
+        try:
+            q.awaitTermination(120)
+        finally:
+            q.stop()
