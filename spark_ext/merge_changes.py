@@ -5,7 +5,8 @@ matched or not-matched-by-source clause deletes (``delete``) or updates (``updat
 ``update_postimage`` with the clause's values), and the rows it inserts (``insert``: the very rows it
 writes as inserts, found against every candidate file, not only the changed ones). A target row is
 named by its file and row id: under merge-on-read the row id is the row's position in its file, which
-rows of other files share.
+rows of other files share. Change rows have the table's schema after the merge (columns and struct
+fields that schema evolution adds are NULL in deletes and pre-images).
 """
 
 from __future__ import annotations
@@ -15,10 +16,23 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from .assignments import by_name
 from .dml import _q
 from .dml_tasks import ACTION, FILE, KIND, ROW_ID
 
 BEST = "__lakelog_best"  # per target row, the highest clause number applying for any of its source rows
+
+
+def _as_stored(merge: Any, tgt: DataFrame) -> list[Column]:
+    """The target rows' columns in the merge's output schema: a column schema evolution adds is NULL, a
+    struct that gained fields has them NULL (change rows are written with the table's new schema)."""
+    cols = []
+    for name in merge.out_names:
+        if name in merge.target_names:
+            cols.append(by_name(tgt[_q(name)], merge.old_types[name].dataType, merge.types[name]).alias(name))
+        else:
+            cols.append(F.lit(None).cast(merge.types[name]).alias(name))
+    return cols
 
 
 def record_changes(merge: Any, files: list, cond: Column, inserted: DataFrame | None) -> None:
@@ -34,7 +48,7 @@ def record_changes(merge: Any, files: list, cond: Column, inserted: DataFrame | 
             joined = joined.withColumn(BEST, best).where(F.col(ACTION) == F.col(BEST))
         # (else the only matched clause is an unconditional delete: any matching source row will do)
         joined = joined.dropDuplicates([FILE, ROW_ID])
-        target_cols = [tgt[_q(n)].alias(n) for n in merge.target_names]
+        target_cols = _as_stored(merge, tgt)
         if codes["delete"]:
             run.write_changes(joined.where(F.col(ACTION).isin(codes["delete"])).select(*target_cols), "delete")
         if codes["update"]:

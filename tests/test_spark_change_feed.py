@@ -231,3 +231,26 @@ def test_spark_refuses_a_change_feed_bound_given_as_a_version_and_a_timestamp(sp
             q.awaitTermination(120)
         finally:
             q.stop()
+
+
+@pytest.mark.parametrize("deletion_vectors", [False, True])
+def test_a_spark_merge_that_adds_a_column_records_its_changes_in_the_new_schema(spark, tmp_path, deletion_vectors):
+    """withSchemaEvolution on a table with the feed: rows before the merge have no value for the new
+    column (NULL in deletes and pre-images), rows it writes have the source's."""
+    path = str(tmp_path / "t")
+    conf = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": str(deletion_vectors).lower()}
+    lakelog.write_table(path, pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}), configuration=conf)
+    lakelog.write_table(path, pa.table({"id": [11, 12], "v": [110, 120]}), mode="append")
+    source = spark.createDataFrame([(2, 0, "e2"), (12, 5, "e12"), (50, 7, "e50")], "id long, v long, extra string")
+    m = (LakelogTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+         .whenMatchedDelete("s.v = 0").whenMatchedUpdateAll().whenNotMatchedInsertAll()
+         .whenNotMatchedBySourceUpdate("t.id = 1", {"v": "t.v + 1"}).whenNotMatchedBySourceDelete("t.id = 11")
+         .withSchemaEvolution().execute())
+    t = lakelog.Table(path)
+    assert t.schema.names == ["id", "v", "extra"]
+    got = sorted((r["_change_type"], r["id"], r["v"], r["extra"]) for r in t.changes(m["version"]).to_pylist())
+    assert got == [("delete", 2, 20, None), ("delete", 11, 110, None), ("insert", 50, 7, "e50"),
+                   ("update_postimage", 1, 11, None), ("update_postimage", 12, 5, "e12"),
+                   ("update_preimage", 1, 10, None), ("update_preimage", 12, 120, None)]
+    assert sorted((r["id"], r["v"], r["extra"]) for r in t.to_pyarrow().to_pylist()) == [
+        (1, 11, None), (3, 30, None), (12, 5, "e12"), (50, 7, "e50")]
