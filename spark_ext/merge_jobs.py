@@ -368,8 +368,7 @@ class SparkMerge:
                 op.remove(add)
             parts.append(self._rewritten([add for add, _ in touched], cond))
         inserted = self._inserted(files, cond) if self.inserts else None  # (against every candidate file)
-        if inserted is not None:
-            parts.append(inserted)
+        parts += [inserted] if inserted is not None else []
         if self.run.records_changes:
             record_changes(self, [add for add, _ in touched], cond, inserted)
         if parts:
