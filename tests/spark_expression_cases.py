@@ -35,6 +35,7 @@ COLUMNS = {
     "ts": pa.timestamp("us", tz="UTC"), "ts2": pa.timestamp("us", tz="UTC"), "ntz": pa.timestamp("us"),
     "bin": pa.binary(),
     "st": pa.struct([("n", pa.int32()), ("s", pa.string())]),
+    "arr": pa.list_(pa.int32()),
 }
 
 _SPECIAL_CHARS = sorted(set(UPPER) | set(LOWER))
@@ -176,6 +177,8 @@ def table(rng: random.Random, n: int) -> pa.Table:
         elif pa.types.is_timestamp(t):
             cols[name] = pa.array([_micros(rng) for _ in range(n)], pa.int64()).cast(t)
             continue
+        elif pa.types.is_list(t):
+            vals = [None if rng.random() < 0.1 else [_int(rng, *I32) for _ in range(rng.randint(0, 3))] for _ in range(n)]
         elif pa.types.is_binary(t):
             vals = [None if rng.random() < 0.1 else rng.choice([b"", b"abc", "é".encode(), bytes([0, 255])]) for _ in range(n)]
         else:  # the struct
@@ -332,6 +335,7 @@ CASES: dict[str, list[str]] = {
                    "ntz < TIMESTAMP_NTZ '1970-01-01 00:00:00'", "TIMESTAMP '2024-1-1 1:2:3'"],
     "TRUE": ["TRUE", "FALSE AND b", "NULL", "coalesce(NULL, i32)", "i32 + NULL"],
     "column references": ["I32 + 1", "st.n", "st.s", "ST.N * 2", "`i64`"],
+    "[]": ["arr[0]", "arr[1] + 1", "arr[n]", "arr[i8]", "coalesce(arr[0], -1)", "arr IS NULL"],
 }
 
 # every cast pair the layer accepts, from a column of the source type

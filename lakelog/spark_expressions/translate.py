@@ -22,7 +22,7 @@ from sqlglot.errors import SqlglotError
 
 from ..errors import PredicateError, UnsupportedExpressionError
 from . import types as T
-from .catalog import FUNCTIONS, NODES, Sql, entry, quote
+from .catalog import FUNCTIONS, NODES, Sql, entry, quote, raise_sql
 from .types import SparkType
 
 
@@ -190,7 +190,7 @@ entry(("current_timestamp", "current_date", "now"), "datetime",
       "column defaults only: the time of the write (UTC); refused in CHECK constraints and generated columns")
 
 
-_NODE_NAMES = {exp.RegexpLike: "RLIKE", exp.Bracket: "[] (element access)", exp.Interval: "INTERVAL", exp.BitwiseAnd: "&",
+_NODE_NAMES = {exp.RegexpLike: "RLIKE", exp.Interval: "INTERVAL", exp.BitwiseAnd: "&",
                exp.BitwiseOr: "|", exp.BitwiseXor: "^", exp.BitwiseNot: "~", exp.BitwiseLeftShift: "<<", exp.BitwiseRightShift: ">>",
                exp.Lambda: "a lambda", exp.Star: "*", exp.Placeholder: "a parameter", exp.Array: "ARRAY[...]"}
 
@@ -235,6 +235,23 @@ def _dot(tr: Translator, n: exp.Dot) -> Sql:
         tr.invalid(f"no field {n.name!r} in {base.type}")
     return Sql(f"struct_extract({base.text}, {quote(field[0])})", field[1], base.fails)
 
+
+def _bracket(tr: Translator, n: exp.Bracket) -> Sql:
+    base = tr.node(n.this)
+    if base.type.name != "array" or len(n.expressions) != 1:
+        tr.refuse(f"[] on {base.type}" if base.type.name != "array" else "[] with several indexes")
+    index = tr.node(n.expressions[0])
+    if not (index.type.integral or index.type.void):
+        tr.invalid(f"an array index is an integer, not {index.type}")
+    index = tr.cast(index, T.LONG)
+    element = base.type.fields[0][1]
+    # Spark (ANSI): 0-based; an index outside the array is an error (INVALID_ARRAY_INDEX)
+    bad = raise_sql("INVALID_ARRAY_INDEX", "the index is outside the array")
+    return tr.null_skip([base, index], lambda a, i: f"(CASE WHEN {i} < 0 OR {i} >= len({a}) THEN {bad} ELSE {a}[{i} + 1] END)", element,
+                        fails=True)
+
+
+entry("[]", "operator", "arr[i]: the element at 0-based index i of an array; an index outside it is an error (ANSI)")
 
 _SAFE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "%": "\\%", "_": "\\_"}
 
@@ -367,6 +384,7 @@ def _paren(tr: Translator, n: exp.Paren) -> Sql:
 NODES.update({
     exp.Column: _column,
     exp.Dot: _dot,
+    exp.Bracket: _bracket,
     exp.Literal: _literal,
     exp.Neg: _negative,
     exp.Concat: _concat_literals,

@@ -25,6 +25,8 @@ class SparkType:
             return f"decimal({self.precision},{self.scale})"
         if self.name == "struct":
             return "struct<" + ",".join(f"{n}:{t}" for n, t in self.fields) + ">"
+        if self.name == "array":
+            return f"array<{self.fields[0][1]}>"
         return self.name
 
     @property
@@ -34,6 +36,8 @@ class SparkType:
             return f"DECIMAL({self.precision},{self.scale})"
         if self.name == "struct":
             return "STRUCT(" + ", ".join(f'"{n}" {t.duckdb}' for n, t in self.fields) + ")"
+        if self.name == "array":
+            return f"{self.fields[0][1].duckdb}[]"
         return _DUCKDB[self.name]
 
     @property
@@ -43,6 +47,8 @@ class SparkType:
             return pa.decimal128(self.precision, self.scale)
         if self.name == "struct":
             return pa.struct([(n, t.arrow) for n, t in self.fields])
+        if self.name == "array":
+            return pa.list_(self.fields[0][1].arrow)
         return _ARROW[self.name]
 
     # ---- families
@@ -72,7 +78,7 @@ class SparkType:
 
     @property
     def atomic(self) -> bool:
-        return self.name not in ("struct", "array", "map", "other")
+        return self.name not in ("struct", "array", "other")
 
 
 def decimal(precision: int, scale: int) -> SparkType:
@@ -104,7 +110,7 @@ _ARROW = {
 
 def from_arrow(t: pa.DataType) -> SparkType:
     """The Spark type of a column lakelog reads as Arrow type ``t`` (``other`` for one no supported
-    function takes: arrays, maps; a reference to it is allowed, any use is refused by name)."""
+    function takes, such as a map: a reference to it is allowed, any use is refused by name)."""
     if pa.types.is_boolean(t):
         return BOOLEAN
     for check, st in ((pa.types.is_int8, BYTE), (pa.types.is_int16, SHORT), (pa.types.is_int32, INT), (pa.types.is_int64, LONG),
@@ -121,6 +127,8 @@ def from_arrow(t: pa.DataType) -> SparkType:
         return TIMESTAMP if t.tz is not None else TIMESTAMP_NTZ
     if pa.types.is_struct(t):
         return SparkType("struct", fields=tuple((t.field(i).name, from_arrow(t.field(i).type)) for i in range(t.num_fields)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return SparkType("array", fields=(("element", from_arrow(t.value_type)),))
     return SparkType("other")
 
 
