@@ -22,10 +22,12 @@ entry(("+", "-", "*"), "operator",
       "result type is narrowed below the exact result's scale (past 38 digits)")
 entry("/", "operator",
       "always fractional: DOUBLE, or DECIMAL(p1 - s1 + s2 + max(6, s1 + p2 + 1), max(6, s1 + p2 + 1)) rounded HALF_UP "
-      "(narrowed past 38 digits as Spark narrows it); a zero divisor is an error (DIVIDE_BY_ZERO), for doubles too")
+      "(narrowed past 38 digits as Spark narrows it; refused where the quotient would need to be rounded above the dividend's "
+      "scale, or the divisor has 38 digits); a zero divisor is an error (DIVIDE_BY_ZERO), for doubles too")
 entry("div", "operator", "integral division of integral operands, truncated toward zero, BIGINT; zero divisor and overflow are errors")
 entry("%", "operator",
-      "remainder with the dividend's sign (Java's %); integral, float, double and decimal; a zero divisor is an error")
+      "remainder with the dividend's sign (Java's %); integral, float, double and decimal (refused where the operands at "
+      "a common scale need more than 38 digits); a zero divisor is an error")
 entry(("unary -", "unary +"), "operator", "negation overflows with an error for the smallest integer; -0.0 for 0.0")
 
 _ZERO = "DIVIDE_BY_ZERO"

@@ -28,6 +28,9 @@ fails where Spark fails:
   the row; nothing is committed. Spark's lazy evaluation is kept: the right side of AND/OR where the
   left decides, the branches CASE/if/coalesce do not take, and the arguments after a NULL one in
   NULL-intolerant functions are not evaluated, so they cannot fail there.
+- lakelog applies ANSI mode whatever the writing session's `spark.sql.ansi.enabled`: a Spark session
+  with ANSI mode off would store NULL (or a wrapped integer) where lakelog, like Spark 4 by default,
+  fails the write.
 - Timestamps are evaluated in UTC, as Spark does with `spark.sql.session.timeZone=UTC` (the default on
   Databricks): the fields of a TIMESTAMP, the date it casts to and its text are those of its UTC time.
   A table's computed values then do not depend on the time zone of the session that wrote a row.
