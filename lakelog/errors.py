@@ -162,6 +162,19 @@ class PredicateError(LakelogError, ValueError):
     """A SQL predicate or expression is malformed, names an unknown column or has a type error."""
 
 
+class UnsupportedExpressionError(PredicateError, UnsupportedFeatureError):
+    """A table's CHECK constraint, invariant, generation expression or column default (Spark SQL) uses a
+    function, operator or cast lakelog cannot evaluate exactly as Spark does (see
+    specs/spark-expressions.md). ``construct`` names it and ``what`` the constraint or column; raised
+    when rows are written (reading the table is unaffected). Also a ``PredicateError`` (an expression
+    lakelog cannot use) and an ``UnsupportedFeatureError`` (a table lakelog cannot write)."""
+
+    def __init__(self, message: str, construct: str | None = None, what: str | None = None):
+        super().__init__(message)
+        self.construct = construct
+        self.what = what
+
+
 class PredicateViolationError(LakelogError):
     """Rows of the data do not satisfy the predicate they must satisfy (a predicate overwrite)."""
 
@@ -194,6 +207,12 @@ class ConstraintViolationError(LakelogError):
         self.constraint = constraint
         self.expression = expression
         self.row = row
+
+
+class ExpressionEvaluationError(ConstraintViolationError):
+    """A table's CHECK constraint, invariant, generation expression or default fails to evaluate for a row
+    being written (an integer overflow, a division by zero, an invalid cast: what Spark in ANSI mode
+    fails the write for); nothing was committed. ``row`` is one such row."""
 
 
 class GeneratedColumnError(ConstraintViolationError):

@@ -603,6 +603,22 @@ def test_constraints_and_generated_columns_hold_on_every_spark_write_path(spark,
     assert sorted((r["id"], r["v2"]) for r in deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()) == [(1, 22), (2, 50), (4, 80), (6, 120)]
 
 
+def test_spark_writes_meet_table_expressions_with_spark_semantics(spark, tmp_path):
+    # dayofweek counts Saturday as 7 in Spark (6 in DuckDB): the CHECK and the generated column say so on Spark paths too
+    import datetime as dt
+
+    path = str(tmp_path / "t")
+    sunday, saturday = dt.date(2024, 1, 7), dt.date(2024, 1, 6)
+    lakelog.write_table(path, pa.table({"d": pa.array([sunday], pa.date32())}), generated_columns={"dow": "dayofweek(d)"})
+    lakelog.Table(path).add_constraint({"no_saturday": "dayofweek(d) <> 7"})
+    with pytest.raises(Exception, match="no_saturday"):
+        spark.createDataFrame([(saturday,)], "d date").write.format("lakelog").mode("append").save(path)
+    with pytest.raises(Exception, match="no_saturday"):
+        LakelogTable.forPath(spark, path).update("true", {"d": "date_sub(d, 1)"})
+    spark.createDataFrame([(dt.date(2024, 1, 5),)], "d date").write.format("lakelog").mode("append").save(path)
+    assert sorted((r["d"], r["dow"]) for r in lakelog.Table(path).to_pyarrow().to_pylist()) == [(dt.date(2024, 1, 5), 6), (sunday, 1)]
+
+
 def test_identity_values_from_parallel_spark_tasks_are_unique(spark, tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"name": ["seed"]}), identity_columns=["id"])

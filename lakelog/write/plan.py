@@ -512,6 +512,8 @@ def plan_write(
         features = features.for_input(given)
         if creates:
             features.check_expressions(table_schema)
+        else:
+            features.check_supported(table_schema)  # refuse what lakelog cannot evaluate as Spark before writing
     return WritePlan(
         path=str(path),
         storage_options=storage_options,

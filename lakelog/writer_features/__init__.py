@@ -29,8 +29,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, GeneratedColumnError, SchemaMismatchError
-from .expressions import referenced_columns, to_engine_sql
+from ..errors import ConstraintViolationError, GeneratedColumnError, PredicateError, SchemaMismatchError
+from .expressions import condition_sql, evaluation_error, failing_row, referenced_columns, value_sql
 from .identity import START as IDENTITY_START, IdentityColumn, identity_columns, refuse_explicit, refuse_updates
 
 CONSTRAINT_PREFIX = "delta.constraints."
@@ -215,20 +215,29 @@ class WriterFeatures:
         return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
     def _generate(self, engine, batch: pa.RecordBatch) -> pa.RecordBatch:
-        exprs: list[tuple[str, str, str, bool]] = []  # (column, engine SQL, label, generated)
+        exprs: list[tuple[str, str, str, str, bool]] = []  # (column, engine SQL, label, expression, generated)
+        schema = batch.schema
         for g in self.generated:
-            exprs.append((g.name, to_engine_sql(g.expression, f"generation expression of column {g.name!r}"), f"generated column {g.name!r} ({g.expression})", True))
+            what = f"generation expression of column {g.name!r}"
+            exprs.append((g.name, value_sql(g.expression, schema, what, schema.field(g.name).type), f"generated column {g.name!r}",
+                          g.expression, True))
         identity = {c.name for c in self.identity}
         for name, text in self.defaults:
             if name in self.computed and name not in identity:
-                exprs.append((name, to_engine_sql(text, f"default of column {name!r}"), f"default of column {name!r} ({text})", False))
+                what = f"default of column {name!r}"
+                exprs.append((name, value_sql(text, schema, what, schema.field(name).type, default=True), what, text, False))
         if not exprs:
             return batch
-        selects = [f"CAST(({sql}) AS {engine.sql_type(batch.schema.field(name).type)})" for name, sql, _, _ in exprs]
+        selects = [f"CAST(({sql}) AS {engine.sql_type(schema.field(name).type)})" for name, sql, _, _, _ in exprs]
+        table = pa.Table.from_batches([batch])
         # Row k of the values belongs to row k of the batch (evaluate carries positions; the engine keeps no order).
-        values = engine.evaluate(pa.Table.from_batches([batch]), ", ".join(selects), "; ".join(label for _, _, label, _ in exprs))
+        try:
+            values = engine.evaluate(table, ", ".join(selects), "; ".join(f"{label} ({text})" for _, _, label, text, _ in exprs))
+        except PredicateError as e:
+            self._raise_evaluation(engine, table, [(label, text, name, select) for (name, _, label, text, _), select in zip(exprs, selects)], e)
         columns = list(batch.columns)
-        for i, (name, _, label, generated) in enumerate(exprs):
+        for i, (name, _, label, text, generated) in enumerate(exprs):
+            label = f"{label} ({text})"
             idx = batch.schema.get_field_index(name)
             f = batch.schema.field(idx)
             value = values.column(i).combine_chunks().cast(f.type)
@@ -241,6 +250,8 @@ class WriterFeatures:
             elif generated:
                 given = batch.column(idx)
                 same = pc.or_kleene(pc.fill_null(pc.equal(given, value), False), pc.and_(pc.is_null(given), pc.is_null(value)))
+                if pa.types.is_floating(f.type):  # Spark's <=> holds NaN equal to NaN
+                    same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(given), pc.is_nan(value)), False))
                 if not pc.all(same).as_py():
                     at = pc.index(same, False).as_py()
                     row = batch.slice(at, 1).to_pylist()[0]
@@ -251,14 +262,34 @@ class WriterFeatures:
                     )
         return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
+    @staticmethod
+    def _raise_evaluation(engine, table: pa.Table, rules: list[tuple[str, str, str, str]], error: PredicateError) -> None:
+        """Raise ExpressionEvaluationError for the first rule (label, expression, name, select SQL) and row of
+        ``table`` that fail to evaluate, as Spark in ANSI mode fails the write; else re-raise ``error``."""
+        for label, text, name, select in rules:
+            def runs(rows: pa.Table, select=select) -> None:
+                engine.evaluate(rows, select, label)
+
+            row = failing_row(table, runs)
+            if row is not None:
+                try:
+                    runs(pa.Table.from_pylist([row], schema=table.schema))
+                except PredicateError as e:
+                    raise evaluation_error(label, text, name, row, e, _show) from None
+        raise error
+
     def _check(self, engine, batch: pa.RecordBatch) -> None:
-        rel = engine.register(pa.Table.from_batches([batch]))
+        table = pa.Table.from_batches([batch])
+        sqls = [condition_sql(c.expression, batch.schema, c.label) for c in self.constraints]
+        rel = engine.register(table)
         try:
-            sqls = [to_engine_sql(c.expression, c.label) for c in self.constraints]
-            counts = engine.query(
-                "SELECT " + ", ".join(f"count(*) FILTER (WHERE NOT coalesce(({s}), false)) AS v{i}" for i, s in enumerate(sqls)) + f" FROM {rel}",
-                "; ".join(f"{c.label} ({c.expression})" for c in self.constraints),
-            ).to_pylist()[0]
+            try:
+                counts = engine.query(
+                    "SELECT " + ", ".join(f"count(*) FILTER (WHERE NOT coalesce(({s}), false)) AS v{i}" for i, s in enumerate(sqls)) + f" FROM {rel}",
+                    "; ".join(f"{c.label} ({c.expression})" for c in self.constraints),
+                ).to_pylist()[0]
+            except PredicateError as e:
+                self._raise_evaluation(engine, table, [(c.label, c.expression, c.name, f"({s})") for c, s in zip(self.constraints, sqls)], e)
             for (n, c, s) in zip(counts.values(), self.constraints, sqls):
                 if n:
                     sample = engine.query(f"SELECT * FROM {rel} WHERE NOT coalesce(({s}), false) LIMIT 1", c.label).to_pylist()[0]
@@ -270,21 +301,38 @@ class WriterFeatures:
         finally:
             engine.unregister(rel)
 
+    def check_supported(self, schema: pa.Schema) -> None:
+        """Translate every expression over ``schema`` (the table's): ``UnsupportedExpressionError`` naming
+        one lakelog cannot evaluate exactly as Spark, before any row is written."""
+        for c in self.constraints:
+            condition_sql(c.expression, schema, c.label)
+        for g in self.generated:
+            if g.name in schema.names:
+                value_sql(g.expression, schema, f"generation expression of column {g.name!r}", schema.field(g.name).type)
+        for name, text in self.defaults:
+            if name in schema.names:
+                value_sql(text, schema, f"default of column {name!r}", schema.field(name).type, default=True)
+
     def check_expressions(self, schema: pa.Schema) -> None:
-        """Bind every expression against an empty table of ``schema`` (PredicateError when one does not)."""
+        """Translate and bind every expression against an empty table of ``schema`` (PredicateError, or
+        UnsupportedExpressionError, when one does not)."""
+        self.check_supported(schema)
         engine, lock = self._engine()
         with lock:
             rel = engine.empty_relation(schema)
             try:
                 for c in self.constraints:
-                    engine.check_predicate(to_engine_sql(c.expression, c.label), rel, f"{c.label}")
+                    engine.query(f"SELECT ({condition_sql(c.expression, schema, c.label)}) FROM {rel}", f"invalid {c.label} {c.expression!r}")
                 for g in self.generated:
-                    t = schema.field(g.name).type if g.name in schema.names else None
-                    sql = to_engine_sql(g.expression, f"generation expression of column {g.name!r}")
-                    if t is not None:
-                        engine.check_value(sql, rel, t, f"generation expression of column {g.name!r}")
+                    if g.name in schema.names:
+                        what = f"generation expression of column {g.name!r}"
+                        engine.query(f"SELECT ({value_sql(g.expression, schema, what, schema.field(g.name).type)}) FROM {rel}",
+                                     f"invalid {what} {g.expression!r}")
                 for name, text in self.defaults:
-                    engine.check_value(to_engine_sql(text, f"default of column {name!r}"), rel, schema.field(name).type, f"default of column {name!r}")
+                    if name in schema.names:
+                        what = f"default of column {name!r}"
+                        engine.query(f"SELECT ({value_sql(text, schema, what, schema.field(name).type, default=True)}) FROM {rel}",
+                                     f"invalid {what} {text!r}")
             finally:
                 engine.unregister(rel)
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
 from . import DEFAULT_KEY, GENERATION_KEY
-from .expressions import referenced_columns, to_engine_sql
+from .expressions import constant_sql, referenced_columns, value_sql, value_type
 
 
 def check_generated_columns(generated: Any) -> dict[str, str]:
@@ -36,15 +36,13 @@ def with_generated_columns(schema: pa.Schema, generated: Any) -> pa.Schema:
         fields = list(schema)
         for name, text in generated.items():
             what = f"generation expression of column {name!r}"
-            reads = referenced_columns(text) if to_engine_sql(text, what) else frozenset()
+            reads = referenced_columns(text)
             bad = sorted(reads & lower)
             if bad:
                 raise SchemaMismatchError(f"the {what} ({text}) reads generated column(s) {bad}; a generation expression may read only other columns")
-            result = engine.query(f"SELECT ({to_engine_sql(text, what)}) AS v FROM {rel}", f"invalid {what} ({text})")
+            t = schema.field(name).type if name in schema.names else value_type(text, base, what)  # Spark's type of the expression
+            engine.query(f"SELECT ({value_sql(text, base, what, t)}) AS v FROM {rel}", f"invalid {what} ({text})")
             if name not in schema.names:
-                t = result.schema.field(0).type
-                if pa.types.is_null(t):
-                    raise SchemaMismatchError(f"the {what} ({text}) has no type (it is NULL); cast it, e.g. CAST(NULL AS STRING)")
                 fields.append(pa.field(name, t, True))
         return pa.schema(fields)
     finally:
@@ -91,9 +89,9 @@ def check_default(text: str, field: pa.Field) -> None:
     from ..sql import Engine, quote_ident
 
     what = f"default of column {field.name!r}"
-    sql = to_engine_sql(text, what)
     if referenced_columns(text):
         raise SchemaMismatchError(f"the {what} ({text}) reads columns {sorted(referenced_columns(text))}; a default is a constant expression")
+    sql = constant_sql(text, what)  # Spark's value, or UnsupportedExpressionError naming what lakelog cannot evaluate
     engine = Engine()
     try:
         value = engine.query(f"SELECT ({sql}) AS {quote_ident(field.name)}", f"invalid {what} ({text})")
