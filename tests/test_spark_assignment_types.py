@@ -72,7 +72,7 @@ def test_spark_sql_insert_values_fit_their_column(spark, table_path):
 
     lakelog.write_table(table_path, pa.table({"id": [1], "x": [10], "s": pa.array([{"a": 1, "b": 10}], AB)}))
     ref = f"lakelog.`{table_path}`"
-    with pytest.raises(SchemaMismatchError, match=r"INSERT: the literal x \(VALUES\) .* column 'x'.*CAST\(\.\.\. AS bigint\)"):
+    with pytest.raises(SchemaMismatchError, match=r"INSERT INTO: the literal x \(VALUES\) .* column 'x'.*CAST\(\.\.\. AS bigint\)"):
         sql(spark, f"INSERT INTO {ref} VALUES (2, 2.5, named_struct('a', 2, 'b', 20))")
     with pytest.raises(SchemaMismatchError, match="type double, which column 'x' of type long"):
         sql(spark, f"INSERT INTO {ref} SELECT 2 AS id, CAST(id AS double) / 2 AS x, named_struct('a', 2, 'b', 20) AS s FROM range(3)")
