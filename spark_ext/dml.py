@@ -42,7 +42,8 @@ from lakelog.dml.file_rewrites import TableState
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError
-from lakelog.sql import Resolver, parse_expression, prune_expression, table_columns
+from lakelog.predicate_pruning import Resolver, prune_expression
+from lakelog.sql import parse_expression, table_columns
 from lakelog.storage import Storage
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,

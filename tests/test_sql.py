@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import lakelog
 from lakelog.dml.rewrite import RowLevelOperation, compile_predicate
 from lakelog.errors import PredicateError
-from lakelog.sql import Engine, filters_to_sql, parse_expression, prune_expression
+from lakelog.predicate_pruning import prune_expression
+from lakelog.sql import Engine, filters_to_sql, parse_expression
 from lakelog.storage import Storage
 
 FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0"))

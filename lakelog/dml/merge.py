@@ -33,7 +33,8 @@ from ..assignment_types import check_assignment, value_types
 from ..conform import to_microseconds
 from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
-from ..sql import column_refs, equality_column_pairs, parse_expression, prune_expression, quote_ident, table_columns, value_expressions
+from ..predicate_pruning import prune_expression
+from ..sql import column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID

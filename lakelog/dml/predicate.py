@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from ..errors import PredicateError
-from ..sql import Engine, filters_to_sql, prune_expression, table_columns
+from ..predicate_pruning import prune_expression
+from ..sql import Engine, filters_to_sql, table_columns
 from .internal_columns import POS
 
 
