@@ -1,0 +1,148 @@
+"""What every store shares: listing entries, the typed conflict answer, and the ``Store`` seam.
+
+A ``Store`` is one kind of filesystem behind ``Storage``: how it is opened from a location and
+storage options, and how it creates a file only if absent. ``Storage`` (``core.py``) holds the
+lakelog options, fault injection and the operations; it asks its store for the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.fs as pafs
+
+
+class ConditionalWriteConflict(OSError):
+    """The store refused a conditional create because another conditional write of the same object was
+    in progress (S3: 409 ``ConditionalRequestConflict``). Nothing was written by this request; the
+    object may or may not exist now, so the caller looks again and retries."""
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    name: str  # base name
+    path: str  # fs-native full path
+    size: int
+    mtime_ms: int
+
+
+def _mtime_ms(entry: dict) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "created", "updated"):
+        v = entry.get(key)
+        if v is None:
+            continue
+        if isinstance(v, dt.datetime):
+            return int(v.timestamp() * 1000)
+        if isinstance(v, str):
+            return int(dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() * 1000)
+        return int(float(v) * 1000)
+    return 0
+
+
+def exists_error(path: str, cause: BaseException | None = None) -> FileExistsError:
+    e = FileExistsError(errno.EEXIST, f"{path} already exists", path)
+    e.__cause__ = cause
+    return e
+
+
+class Store:
+    """One kind of store behind ``Storage``. This base is any fsspec filesystem: no atomic create.
+
+    Subclasses with a conditional create set ``atomic_create``; those whose endpoint may not honour the
+    condition (S3-compatible services, emulators) also set ``probe_once``, and name the condition in
+    ``label``, ``create_word``, ``condition`` and ``scope_word`` for the probe's messages.
+    """
+
+    atomic_create = False
+    probe_once = False
+    label = "store"
+    create_word = "create"
+    condition = ""
+    scope_word = "bucket"
+    probe_advice = ""
+
+    def __init__(self, fs: Any, root: str, secrets: tuple[str, ...] = ()):
+        self.fs = fs
+        self.root = root
+        self.secrets = tuple(s for s in secrets if s)  # values never to show in an error message
+
+    @classmethod
+    def connect(cls, location: str, options: dict[str, Any]) -> "Store":
+        """Open ``location`` with fsspec; ``options`` are the fsspec options (lakelog's own removed)."""
+        import fsspec  # here, not at module level: keeps ``import lakelog`` cheap (fsspec pulls in ssl and asyncio)
+
+        opts = dict(options)
+        # No listings cache: lakelog always needs the store's current answer. With s3fs's cache, a listing
+        # of a directory (vacuum, check) made later reads treat files created since then as missing.
+        opts.setdefault("use_listings_cache", False)
+        try:
+            fs, root = fsspec.core.url_to_fs(location, **opts)
+        except TypeError:  # a filesystem class that does not take the option
+            opts.pop("use_listings_cache")
+            fs, root = fsspec.core.url_to_fs(location, **opts)
+        return cls(fs, root)
+
+    # ------------------------------------------------------------ identity
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        p = self.fs.protocol
+        return tuple(p) if isinstance(p, (tuple, list)) else (p,)
+
+    def scope(self) -> str:
+        """The bucket (or container) a root lies in: the unit whose conditional create is probed."""
+        return self.root.lstrip("/").split("/", 1)[0]
+
+    def token(self) -> str:
+        return str(getattr(self.fs, "_fs_token", id(self.fs)))
+
+    def redact(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return text
+
+    # ------------------------------------------------------------ access
+    def arrow_fs(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
+
+    def put(self, path: str, data: bytes) -> None:
+        self.fs.pipe_file(path, data)
+
+    def makedirs(self, path: str) -> None:
+        self.fs.makedirs(path, exist_ok=True)
+
+    # ------------------------------------------------------------ put-if-absent
+    def create(self, path: str, data: bytes) -> None:
+        """One conditional create with the store's answers typed: ``FileExistsError`` (the name exists),
+        ``ConditionalWriteConflict`` (nothing written, look again), other ``OSError`` (outcome unknown)."""
+        raise NotImplementedError
+
+    def rejects_condition(self, e: BaseException) -> bool:
+        """The store answered that it does not implement the condition (rather than failing otherwise)."""
+        return False
+
+    def put_if_absent(self, path: str, data: bytes, single_writer: bool) -> None:
+        if not self.atomic_create:
+            self._unsafe_create(path, data)
+        elif single_writer and self.probe_once:
+            if self.fs.exists(path):
+                raise exists_error(path)  # the store may ignore the condition
+            try:
+                self.create(path, data)
+            except OSError as e:
+                if not self.rejects_condition(e):
+                    raise
+                self.fs.pipe_file(path, data)  # single writer on a store that rejects the condition
+        else:
+            self.create(path, data)
+
+    def _unsafe_create(self, path: str, data: bytes) -> None:
+        """Check-then-write: only used with ``lakelog.single_writer`` on stores without put-if-absent."""
+        if self.fs.exists(path):
+            raise FileExistsError(path)
+        # The first commit creates _delta_log: stores with real directories (a local disk behind
+        # fsspec's dir:// or a mounted filesystem) need it to exist before a file is written into it.
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        self.fs.pipe_file(path, data)

@@ -1,0 +1,226 @@
+"""``Storage``: a table root on some store, with lakelog's options and the fault-injection points."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError
+from .base import FileInfo, Store, _mtime_ms
+from .conditional import SINGLE_WRITER_ADVICE, verify_conditional_create
+from .local import LocalStore
+from .location import resolve_location
+from .memory import MemoryStore
+from .s3 import S3Store
+
+_LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts", "lakelog.fault_injector")
+# Operations reported to a fault injector (``lakelog.fault_injector``); those in DONE_OPS are reported
+# again as "<op>:done" once they succeeded.
+OPS = ("read", "read_many", "exists", "list_dir", "list_files", "open_input", "open_output", "put_if_absent", "put", "delete", "makedirs")
+DONE_OPS = ("put_if_absent", "put", "delete")
+_BY_PROTOCOL: dict[str, type[Store]] = {"file": LocalStore, "local": LocalStore, "memory": MemoryStore, "s3": S3Store, "s3a": S3Store}
+
+
+def open_store(location: str, options: dict[str, Any]) -> Store:
+    """The store for ``location`` (a resolved location), opened with fsspec ``options``."""
+    store = Store.connect(location, options)
+    for proto in store.protocols:
+        if proto in _BY_PROTOCOL:
+            return _BY_PROTOCOL[proto](store.fs, store.root)
+    return store
+
+
+class Storage:
+    """A table root on some store (an fsspec filesystem).
+
+    ``storage_options`` go to the store's fsspec filesystem, except the ``lakelog.*`` keys described in
+    the package docstring (``lakelog.single_writer`` allows committing on stores without atomic
+    put-if-absent, which is only safe when a single process ever writes the table;
+    ``lakelog.max_commit_attempts`` bounds the commit retries; ``lakelog.fault_injector`` is the tests'
+    hook into every operation, see ``_before``).
+    """
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None):
+        if not isinstance(uri, (str, os.PathLike)):
+            raise InvalidArgumentTypeError(f"a table path must be a str (a local path or a URL) or a path object, not {type(uri).__name__}: {uri!r}")
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise InvalidArgumentTypeError(
+                f"storage_options must be a dict of fsspec options (e.g. {{'endpoint_url': ...}}), not {type(storage_options).__name__}"
+            )
+        opts = dict(storage_options or {})
+        unknown = sorted(k for k in opts if isinstance(k, str) and k.startswith("lakelog.") and k not in _LAKELOG_OPTIONS)
+        if unknown:
+            raise InvalidArgumentError(f"unknown lakelog storage option(s) {unknown}; known: {list(_LAKELOG_OPTIONS)}")
+        self.single_writer = str(opts.pop("lakelog.single_writer", "false")).lower() in ("1", "true", "yes")
+        self.fault_injector = opts.pop("lakelog.fault_injector", None)
+        if self.fault_injector is not None and not callable(self.fault_injector):
+            raise InvalidArgumentError(f"lakelog.fault_injector must be a callable(op, path), not {self.fault_injector!r}")
+        attempts = opts.pop("lakelog.max_commit_attempts", None)
+        try:
+            self.max_commit_attempts: int | None = None if attempts in (None, "") else int(attempts)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}") from None
+        if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
+            raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
+        uri = os.fspath(uri)
+        self.store = open_store(resolve_location(uri), opts)
+        self.fs = self.store.fs
+        self.protocol = self.store.protocols[0]
+        self.is_local = isinstance(self.store, LocalStore)
+        self.uri = uri
+        root = self.store.root
+        self.root = root.rstrip("/") if root not in ("/", "") else root
+        self.log_dir = self.join("_delta_log")
+        self._arrow_fs: pafs.FileSystem | None = None
+
+    # ------------------------------------------------------------ paths
+    def join(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *[p.strip("/") for p in parts if p]])
+
+    def log_file(self, name: str) -> str:
+        return f"{self.log_dir}/{name}"
+
+    # ------------------------------------------------------------ fault injection
+    def _before(self, op: str, path: str) -> None:
+        """The injection point every public operation passes before touching the store.
+
+        With ``lakelog.fault_injector`` set, it is called as ``injector(op, path)``; an exception it raises
+        fails the operation before anything happened. Without one this does nothing.
+        """
+        if self.fault_injector is not None:
+            self.fault_injector(op, path)
+
+    def _after(self, op: str, path: str) -> None:
+        """Called once a write operation succeeded: ``injector(op + ":done", path)`` (a lost reply)."""
+        if self.fault_injector is not None:
+            self.fault_injector(f"{op}:done", path)
+
+    @property
+    def arrow_fs(self) -> pafs.FileSystem:
+        if self._arrow_fs is None:
+            self._arrow_fs = self.store.arrow_fs()
+        return self._arrow_fs
+
+    # ------------------------------------------------------------ reads
+    def read(self, path: str) -> bytes:
+        self._before("read", path)
+        return self.fs.cat_file(path)
+
+    def read_many(self, paths: list[str]) -> dict[str, bytes]:
+        """Read several files in one bulk fetch: {path as given: bytes}; FileNotFoundError if one is missing."""
+        if not paths:
+            return {}
+        self._before("read_many", paths[0])
+        return dict(zip(paths, self.read_each(paths, on_error="raise")))
+
+    def read_each(self, paths: list[str], on_error: str = "raise") -> list:
+        """The bytes of each of ``paths``, in order, fetched concurrently where the store allows; with
+        ``on_error="return"`` a failed read is its exception in the list. Never globs: fsspec's ``cat``
+        expands ``[``, ``*`` and ``?`` in paths, which a table path may hold."""
+        return self.fs.cat_ranges(list(paths), None, None, on_error=on_error)
+
+    def exists(self, path: str) -> bool:
+        self._before("exists", path)
+        return self.fs.exists(path)
+
+    def open_input(self, path: str):
+        """A seekable binary input file (pyarrow ``NativeFile``) for reading ``path``."""
+        self._before("open_input", path)
+        return self.arrow_fs.open_input_file(path)
+
+    def open_output(self, path: str):
+        """A binary output stream (pyarrow ``NativeFile``) creating or replacing ``path``.
+
+        Used for data files only: they become visible when a commit names them, never by being written.
+        """
+        self._before("open_output", path)
+        return self.arrow_fs.open_output_stream(path)
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        """Every file under ``path``, recursively (fresh listing; ``FileInfo.name`` is the path relative to
+        ``path``); a missing directory -> []."""
+        self._before("list_files", path)
+        base = path.rstrip("/")
+        self.fs.invalidate_cache(base)
+        try:
+            found = self.fs.find(base, detail=True, withdirs=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        prefix = base + "/"
+        for name, e in found.items():
+            name = name.rstrip("/")
+            if e.get("type") == "directory" or not name.startswith(prefix):
+                continue
+            out.append(FileInfo(name[len(prefix):], name, int(e.get("size") or 0), _mtime_ms(e)))
+        return out
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """List files directly in ``path`` (fresh, no cached listing); missing dir -> []."""
+        self._before("list_dir", path)
+        self.fs.invalidate_cache(path)
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for e in entries:
+            if e.get("type") == "directory":
+                continue
+            name = e["name"].rstrip("/")
+            out.append(FileInfo(name.rsplit("/", 1)[-1], name, int(e.get("size") or 0), _mtime_ms(e)))
+        return out
+
+    def list_log(self) -> list[FileInfo]:
+        return self.list_dir(self.log_dir)
+
+    # ------------------------------------------------------------ writes
+    @property
+    def is_s3(self) -> bool:
+        return isinstance(self.store, S3Store)
+
+    def check_atomic_commits(self) -> None:
+        """Raise StorageError unless commits to this store are safe against concurrent writers.
+
+        Known stores only; object stores whose endpoint may ignore the condition are also probed once
+        per process and bucket: a store that accepts a second conditional create of one object cannot
+        do put-if-absent.
+        """
+        if not self.store.atomic_create:
+            if not self.single_writer:
+                raise StorageError(
+                    f"the {self.protocol!r} filesystem has no atomic put-if-absent, so concurrent commits could "
+                    "overwrite each other. Use a local path, s3:// or memory://, or pass "
+                    f"{SINGLE_WRITER_ADVICE}."
+                )
+            return
+        if self.store.probe_once and not self.single_writer:
+            verify_conditional_create(self.store, self.log_dir)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data`` atomically; raise FileExistsError if it already exists.
+
+        A ``ConditionalWriteConflict`` means nothing was written by this call; other OSErrors leave the
+        outcome unknown (the object may have been created): callers look again.
+        """
+        self.check_atomic_commits()
+        self._before("put_if_absent", path)
+        self.store.put_if_absent(path, data, self.single_writer)
+        self._after("put_if_absent", path)
+
+    def put(self, path: str, data: bytes) -> None:
+        """Write (or replace) ``path`` so readers see the old or the new content, never a torn one."""
+        self._before("put", path)
+        self.store.put(path, data)
+        self._after("put", path)
+
+    def makedirs(self, path: str) -> None:
+        self._before("makedirs", path)
+        self.store.makedirs(path)
+
+    def delete(self, path: str) -> None:
+        self._before("delete", path)
+        self.fs.rm_file(path)
+        self._after("delete", path)
