@@ -1,8 +1,12 @@
-# Every target sets itself up on a fresh machine (Python 3.11 + Java 17): it creates .venv and installs.
+# Every target sets itself up on a fresh machine (Python 3.11 + Java 17 + Node 20 with npm): it creates
+# .venv and installs, and Azurite (the Azure Storage emulator the tests start) into .emulators/.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+EMULATORS := .emulators
+AZURITE_VERSION := 3.37.0
+AZURITE := $(EMULATORS)/node_modules/.bin/azurite-blob
 
 .PHONY: venv test demo bench clean
 
@@ -14,7 +18,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --upgrade pip
 	@PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
-		$(BIN)/python -m pip install -qq -e '.[dev,spark,s3]' --config-settings editable_mode=compat
+		$(BIN)/python -m pip install -qq -e '.[dev,spark,s3,azure,gcs]' --config-settings editable_mode=compat
+	@test -x $(AZURITE) || npm install --prefix $(EMULATORS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -30,4 +35,4 @@ bench: venv
 	$(BIN)/python -m benchmarks --spark $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache .hypothesis
+	rm -rf $(VENV) $(EMULATORS) demo_output .pytest_cache .hypothesis

@@ -214,6 +214,113 @@ def s3_faults(s3_endpoint):
     s3_endpoint.middleware.clear()
 
 
+# ---------------------------------------------------------------- Azure (Azurite) and GCS (fake-gcs-server)
+
+CLOUD_BUCKET = "lakelog-tests"
+
+
+class CloudEndpoint:
+    """An emulator started for the session, and the options that reach it.
+
+    ``storage_options`` work for lakelog and ``deltalake_options`` for delta-rs (the same names where
+    delta-rs has them); ``proxy_options`` reach the emulator through ``proxy`` (a ``FaultProxy``).
+    The session's environment also points bare ``az://`` / ``gs://`` paths at it.
+    """
+
+    def __init__(self, kind, emulator, proxy, storage_options, deltalake_options, proxy_options, env):
+        self.kind, self.emulator, self.proxy = kind, emulator, proxy
+        self.storage_options, self.deltalake_options, self.proxy_options = storage_options, deltalake_options, proxy_options
+        self.env = env
+        self.scheme = "az" if kind == "azure" else "gs"
+        self.bucket = CLOUD_BUCKET
+
+    def new_table_uri(self, bucket: str | None = None) -> str:
+        return f"{self.scheme}://{bucket or self.bucket}/{uuid.uuid4().hex}/table"
+
+    def make_bucket(self, name: str) -> None:
+        from lakelog.storage import Storage
+
+        fs = Storage(f"{self.scheme}://{name}", self.storage_options).fs
+        try:
+            fs.mkdir(name)
+        except FileExistsError:
+            pass
+
+
+def _session_env(mp: pytest.MonkeyPatch, env: dict) -> None:
+    for name, value in env.items():
+        mp.setenv(name, value)
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azurite (blob service) on 127.0.0.1 for the session, with the container ``lakelog-tests``."""
+    import adlfs  # noqa: F401  (every test dependency is installed by `make test`: a missing one is an error)
+
+    from tests.emulators import FaultProxy, start_azurite
+
+    emulator = start_azurite(str(tmp_path_factory.mktemp("azurite")))
+    proxy = FaultProxy(emulator.url, "azure")
+    mp = pytest.MonkeyPatch()
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN"):
+        mp.delenv(name, raising=False)
+    env = {"AZURITE_BLOB_STORAGE_URL": emulator.url, "AZURE_STORAGE_USE_EMULATOR": "true"}
+    _session_env(mp, env)
+    opts = {"azure_storage_use_emulator": "true"}
+    endpoint = CloudEndpoint("azure", emulator, proxy, opts, dict(opts), {**opts, "azure_storage_endpoint": proxy.url}, env)
+    try:
+        endpoint.make_bucket(CLOUD_BUCKET)
+        yield endpoint
+    finally:
+        mp.undo()
+        proxy.stop()
+        emulator.stop()
+
+
+def _gcs_service_account(path, url: str) -> str:
+    """A service account file for emulators, as delta-rs reads them: ``gcs_base_url`` and ``disable_oauth``."""
+    import json
+
+    path.write_text(json.dumps({"gcs_base_url": url, "disable_oauth": True, "client_email": "", "private_key": "", "private_key_id": ""}))
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """fake-gcs-server on 127.0.0.1 for the session, with the bucket ``lakelog-tests``."""
+    import gcsfs  # noqa: F401
+
+    from tests.emulators import FaultProxy, start_fake_gcs
+
+    workdir = tmp_path_factory.mktemp("fake-gcs")
+    emulator = start_fake_gcs(str(workdir))
+    proxy = FaultProxy(emulator.url, "gcs")
+    # Google's default credentials are never looked up on the metadata server: point it at a closed local port.
+    env = {"STORAGE_EMULATOR_HOST": emulator.url, "NO_GCE_CHECK": "true", "GCE_METADATA_HOST": "127.0.0.1:9", "GCE_METADATA_IP": "127.0.0.1:9"}
+    mp = pytest.MonkeyPatch()
+    mp.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    _session_env(mp, env)
+    opts = {"google_service_account": _gcs_service_account(workdir / "service-account.json", emulator.url)}
+    proxy_opts = {"google_service_account": _gcs_service_account(workdir / "proxy-service-account.json", proxy.url)}
+    endpoint = CloudEndpoint("gcs", emulator, proxy, opts, dict(opts), proxy_opts, env)
+    try:
+        endpoint.make_bucket(CLOUD_BUCKET)
+        yield endpoint
+    finally:
+        mp.undo()
+        proxy.stop()
+        emulator.stop()
+
+
+@pytest.fixture(params=["azure", "gcs"])
+def cloud(request):
+    """Each emulated cloud store in turn (``CloudEndpoint``), its fault proxy cleared around the test."""
+    endpoint = request.getfixturevalue("azurite" if request.param == "azure" else "gcs_server")
+    endpoint.proxy.clear()
+    yield endpoint
+    endpoint.proxy.clear()
+
+
 _exit_status = {}
 
 

@@ -11,7 +11,7 @@ from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageErro
 from .base import FileInfo, Store, _mtime_ms
 from .conditional import SINGLE_WRITER_ADVICE, verify_conditional_create
 from .local import LocalStore
-from .location import resolve_location
+from .location import resolve_location, url_scheme
 from .memory import MemoryStore
 from .s3 import S3Store
 
@@ -20,11 +20,22 @@ _LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts", "lak
 # again as "<op>:done" once they succeeded.
 OPS = ("read", "read_many", "exists", "list_dir", "list_files", "open_input", "open_output", "put_if_absent", "put", "delete", "makedirs")
 DONE_OPS = ("put_if_absent", "put", "delete")
+AZURE_SCHEMES = ("az", "abfs", "abfss")
+GCS_SCHEMES = ("gs", "gcs")
 _BY_PROTOCOL: dict[str, type[Store]] = {"file": LocalStore, "local": LocalStore, "memory": MemoryStore, "s3": S3Store, "s3a": S3Store}
 
 
 def open_store(location: str, options: dict[str, Any]) -> Store:
     """The store for ``location`` (a resolved location), opened with fsspec ``options``."""
+    scheme = url_scheme(location)
+    if scheme in AZURE_SCHEMES:
+        from .azure import AzureStore  # imports adlfs and the Azure SDK: only for Azure locations
+
+        return AzureStore.connect(location, options)
+    if scheme in GCS_SCHEMES:
+        from .gcs import GcsStore
+
+        return GcsStore.connect(location, options)
     store = Store.connect(location, options)
     for proto in store.protocols:
         if proto in _BY_PROTOCOL:
@@ -192,7 +203,7 @@ class Storage:
             if not self.single_writer:
                 raise StorageError(
                     f"the {self.protocol!r} filesystem has no atomic put-if-absent, so concurrent commits could "
-                    "overwrite each other. Use a local path, s3:// or memory://, or pass "
+                    "overwrite each other. Use a local path, s3://, az://, abfs[s]://, gs:// or memory://, or pass "
                     f"{SINGLE_WRITER_ADVICE}."
                 )
             return

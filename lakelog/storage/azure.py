@@ -1,0 +1,123 @@
+"""Azure Blob Storage and ADLS Gen2 through adlfs: commits are conditional creates (``If-None-Match: *``).
+
+adlfs's ``pipe_file(mode="create")`` uploads with ``overwrite=False``, which the Azure SDK sends as
+``If-None-Match: *``; the answers are typed here (409 ``BlobAlreadyExists`` and 412 ``ConditionNotMet``:
+the name exists). The create itself is never retried by the SDK: an answer with an unknown outcome
+reaches the commit loop, which looks at the version again and recognises its own commit by ``txnId``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from typing import Any
+
+from .base import Store, exists_error
+from .options import translate, truthy
+
+# Azurite's account and key: published by Microsoft, the same for every installation.
+EMULATOR_ACCOUNT = "devstoreaccount1"
+EMULATOR_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+EMULATOR_URL = "http://127.0.0.1:10000"
+
+# delta-rs / object_store key names (lower case) -> adlfs keyword, or a lakelog-side setting.
+_ALIASES = {
+    **dict.fromkeys(("azure_storage_account_name", "account_name"), "account_name"),
+    **dict.fromkeys(("azure_storage_account_key", "azure_storage_access_key", "azure_storage_master_key",
+                     "access_key", "account_key", "master_key"), "account_key"),
+    **dict.fromkeys(("azure_storage_sas_key", "azure_storage_sas_token", "sas_key", "sas_token"), "sas_token"),
+    **dict.fromkeys(("azure_storage_client_id", "azure_client_id", "client_id"), "client_id"),
+    **dict.fromkeys(("azure_storage_client_secret", "azure_client_secret", "client_secret"), "client_secret"),
+    **dict.fromkeys(("azure_storage_tenant_id", "azure_storage_authority_id", "azure_tenant_id", "azure_authority_id",
+                     "tenant_id", "authority_id"), "tenant_id"),
+    **dict.fromkeys(("azure_storage_connection_string", "connection_string"), "connection_string"),
+    **dict.fromkeys(("azure_storage_use_emulator", "use_emulator"), "use_emulator"),
+    **dict.fromkeys(("azure_storage_endpoint", "azure_endpoint", "endpoint"), "endpoint"),
+    **dict.fromkeys(("azure_skip_signature", "skip_signature"), "anon"),
+    **dict.fromkeys(("azure_use_azure_cli", "azure_storage_use_azure_cli", "use_azure_cli"), "use_azure_cli"),
+}
+_SECRET_KEYS = ("account_key", "sas_token", "client_secret", "connection_string")
+_SECRET_ENV = ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CLIENT_SECRET", "AZURE_STORAGE_CONNECTION_STRING")
+
+
+def adlfs_options(options: dict[str, Any]) -> dict[str, Any]:
+    """adlfs keyword arguments for delta-rs-style (or adlfs) ``options``; see the module docstring."""
+    from adlfs import AzureBlobFileSystem
+
+    kw = translate(options, _ALIASES, AzureBlobFileSystem, "Azure")
+    emulator = kw.pop("use_emulator", None)
+    endpoint = kw.pop("endpoint", None)
+    if emulator is None and not kw.keys() & {"account_key", "sas_token", "connection_string", "client_secret", "credential"}:
+        emulator = os.environ.get("AZURE_STORAGE_USE_EMULATOR")
+    if "anon" in kw:
+        kw["anon"] = truthy(kw["anon"])
+    if truthy(kw.pop("use_azure_cli", False)):
+        from azure.identity.aio import AzureCliCredential
+
+        kw.setdefault("credential", AzureCliCredential())
+    if emulator is not None and truthy(emulator):
+        account = kw.pop("account_name", None) or EMULATOR_ACCOUNT
+        key = kw.pop("account_key", None) or EMULATOR_KEY
+        url = (endpoint or os.environ.get("AZURITE_BLOB_STORAGE_URL") or EMULATOR_URL).rstrip("/")
+        kw["connection_string"] = f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={url}/{account};"
+    elif endpoint is not None:
+        account = kw.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME", "")
+        if "account_key" in kw:
+            kw["connection_string"] = f"AccountName={account};AccountKey={kw.pop('account_key')};BlobEndpoint={endpoint.rstrip('/')};"
+        elif "sas_token" in kw:
+            kw["connection_string"] = f"BlobEndpoint={endpoint.rstrip('/')};SharedAccessSignature={kw.pop('sas_token').lstrip('?')};"
+        else:
+            kw["account_host"] = re.sub(r"^https://", "", endpoint.rstrip("/"))
+    return kw
+
+
+def _secrets(kw: dict[str, Any]) -> tuple[str, ...]:
+    found = [str(kw[k]) for k in _SECRET_KEYS if kw.get(k)] + [os.environ[k] for k in _SECRET_ENV if os.environ.get(k)]
+    for cs in [s for s in found if "=" in s and ";" in s]:  # the parts of a connection string, too
+        found += [v for k, _, v in (p.partition("=") for p in cs.split(";")) if k.lower() in ("accountkey", "sharedaccesssignature") and v]
+    return tuple(sorted(set(found), key=len, reverse=True))
+
+
+class AzureStore(Store):
+    atomic_create = True
+    probe_once = True  # emulators and Blob-compatible services may not enforce the condition
+    label = "Azure Blob endpoint"
+    create_word = "create"
+    condition = "If-None-Match: *"
+    scope_word = "container"
+    probe_advice = "Use Azure Blob Storage or ADLS Gen2 (both honour it) or Azurite"
+
+    @classmethod
+    def connect(cls, location: str, options: dict[str, Any]) -> "AzureStore":
+        import fsspec
+
+        kw = adlfs_options(options)
+        kw.setdefault("use_listings_cache", False)
+        fs, root = fsspec.core.url_to_fs(location, **kw)
+        return cls(fs, root, _secrets(kw))
+
+    def create(self, path: str, data: bytes) -> None:
+        from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+
+        try:
+            self.fs.pipe_file(path, data, mode="create", retry_total=0)
+        except FileExistsError as e:
+            raise exists_error(path, e) from None
+        except HttpResponseError as e:
+            status, code = e.status_code, str(getattr(e, "error_code", "") or "")
+            what = self.redact(f"{status} {code}: {e.message}".strip())
+            if status == 412 or (status == 409 and code == "BlobAlreadyExists"):
+                raise exists_error(path) from None  # ConditionNotMet: another writer's create won
+            if status == 501 or code == "UnsupportedHeader":
+                raise OSError(errno.ENOSYS, f"conditional create of {path} not supported: {what}", path) from None
+            # 5xx, throttling, timeouts: the blob may or may not exist now
+            raise OSError(errno.EREMOTEIO if status >= 500 or status in (408, 429) else errno.EIO,
+                          f"Azure answered {what} to the conditional create of {path}", path) from None
+        except (ServiceRequestError, ServiceResponseError) as e:
+            raise ConnectionError(errno.ECONNRESET, f"no answer to the conditional create of {path}: {self.redact(str(e))}", path) from None
+        finally:
+            self.fs.invalidate_cache(path.rsplit("/", 1)[0])
+
+    def rejects_condition(self, e: BaseException) -> bool:
+        return getattr(e, "errno", None) == errno.ENOSYS

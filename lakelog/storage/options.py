@@ -1,0 +1,44 @@
+"""Translating storage option names as delta-rs (object_store) spells them into an fsspec back end's.
+
+Keys are matched case-insensitively, as object_store matches them (``AZURE_STORAGE_ACCOUNT_NAME`` is
+``azure_storage_account_name``); the back end's own keyword names pass unchanged. Anything else is
+refused by name, so a misspelt credential never silently falls back to another one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from ..errors import InvalidArgumentError
+
+# Keyword arguments every fsspec filesystem takes (AbstractFileSystem and its listings cache).
+FSSPEC_KEYS = ("use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache", "asynchronous", "loop")
+
+
+def translate(options: dict[str, Any], aliases: dict[str, str], fs_class: Callable, store: str) -> dict[str, Any]:
+    """``options`` with each alias replaced by its back-end keyword; unknown keys raise InvalidArgumentError."""
+    own = set(FSSPEC_KEYS) | {p for p in inspect.signature(fs_class.__init__).parameters if p not in ("self", "args", "kwargs")}
+    out: dict[str, Any] = {}
+    unknown = []
+    for key, value in options.items():
+        name = aliases.get(key.lower()) if isinstance(key, str) else None
+        if name is None and key in own:
+            name = key
+        if name is None:
+            unknown.append(key)
+            continue
+        if name in out and out[name] != value:
+            raise InvalidArgumentError(f"storage_options give {store} setting {name!r} twice, with different values (one of them as {key!r})")
+        out[name] = value
+    if unknown:
+        known = sorted({k for k in aliases if k.startswith(("azure_", "google_"))})
+        raise InvalidArgumentError(
+            f"unknown {store} storage option(s) {sorted(map(str, unknown))}; use delta-rs' names ({', '.join(known)}) "
+            f"or {fs_class.__module__.split('.')[0]}'s own keywords"
+        )
+    return out
+
+
+def truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
