@@ -32,7 +32,9 @@ def test_every_block_has_a_language_the_test_runs():
     assert sum(lang == "python" for lang, _ in blocks) >= 3
 
 
-def test_python_blocks_run_in_order(spark, tmp_path, monkeypatch, capsys):
+def test_python_blocks_run_in_order(spark, azurite, gcs_server, tmp_path, monkeypatch, capsys):
+    """The object-store blocks run on the session's Azurite and fake-gcs-server (their fixtures set the
+    variables a reader sets: AZURITE_BLOB_STORAGE_URL, STORAGE_EMULATOR_HOST)."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__readme__"}
     for i, (lang, code) in enumerate(_blocks()):

@@ -2,12 +2,14 @@
 
 Commits never use rename: on the local filesystem a temp file is hard-linked to the final name
 (``os.link`` fails if the name exists); on object stores the file is written directly with a
-conditional PUT (``If-None-Match: *``, fsspec ``mode="create"``). Before the first commit to an S3
-bucket, a process checks once that the endpoint really refuses a second conditional PUT of the same
-object (some S3-compatible stores ignore the header), and refuses to commit if it does not.
+conditional create (S3 and Azure ``If-None-Match: *``, GCS ``ifGenerationMatch=0``; fsspec
+``mode="create"``). Before the first commit to a bucket (container), a process checks once that the
+endpoint really refuses a second conditional create of the same object (some S3-compatible stores and
+emulators ignore the condition), and refuses to commit if it does not.
 
-One module per store (``local``, ``memory``, ``s3``) behind the ``Store`` seam (``base``); ``Storage``
-(``core``) is what the rest of lakelog uses.
+One module per store (``local``, ``memory``, ``s3``, ``azure``, ``gcs``) behind the ``Store`` seam
+(``base``); ``Storage`` (``core``) is what the rest of lakelog uses. ``options`` translates delta-rs'
+storage option names for Azure and GCS.
 
 ``storage_options`` keys that start with ``lakelog.`` are lakelog's own and are not passed to fsspec:
 
