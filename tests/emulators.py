@@ -68,7 +68,7 @@ def azurite_blob_binary() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test runs install once
         if not os.path.exists(binary):
             r = subprocess.run([npm, "install", "--prefix", EMULATORS, "--no-audit", "--no-fund", "--loglevel=error",
-                                f"azurite@{AZURITE_VERSION}"], capture_output=True, text=True, timeout=600)
+                                f"azurite@{AZURITE_VERSION}"], check=False, capture_output=True, text=True, timeout=600)
             if r.returncode != 0 or not os.path.exists(binary):
                 raise RuntimeError(f"npm install azurite@{AZURITE_VERSION} failed:\n{r.stdout}\n{r.stderr}")
     return binary
@@ -243,7 +243,7 @@ class FaultProxy:
             if k.lower() not in _HOP and k.lower() != "content-length":
                 h.send_header(k, v)
         if method == "HEAD":
-            h.send_header("Content-Length", dict((k.lower(), v) for k, v in rh).get("content-length", "0"))
+            h.send_header("Content-Length", {k.lower(): v for k, v in rh}.get("content-length", "0"))
             h.end_headers()
             return
         h.send_header("Content-Length", str(len(rb)))

@@ -8,12 +8,9 @@ by lakelog and by deltalake (delta-rs) with the same storage options.
 
 from __future__ import annotations
 
-import json
-import os
 import uuid
 
 import deltalake
-import fsspec
 import pyarrow as pa
 import pytest
 
@@ -247,3 +244,20 @@ def test_credentials_never_reach_the_table_or_errors(azurite, tmp_path):
             call()
         errors.append(f"{e.value!r} {e.value}")
     assert all(EMULATOR_KEY not in text for text in errors), errors
+
+
+def test_gcs_is_opened_without_gcsfs_bucket_layout_probe(gcs_server):
+    """gcsfs's registered gs:// class asks a gRPC API for each bucket's layout first, which against an
+    emulator waits 60 s; lakelog opens gcsfs's core class, so a first write to a new bucket is quick."""
+    import time
+
+    import gcsfs.core
+
+    bucket = f"lakelog-fresh-{uuid.uuid4().hex[:8]}"
+    gcs_server.make_bucket(bucket)
+    uri = gcs_server.new_table_uri(bucket)
+    assert type(Storage(uri).fs) is gcsfs.core.GCSFileSystem
+    started = time.perf_counter()
+    lakelog.write_table(uri, pa.table({"id": [1]}))
+    assert _ids(uri, {}) == [1]
+    assert time.perf_counter() - started < 20

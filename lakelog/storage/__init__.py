@@ -33,4 +33,4 @@ from .base import ConditionalWriteConflict, FileInfo, Store, _mtime_ms
 from .core import DONE_OPS, OPS, Storage, open_store
 from .location import resolve_location
 
-__all__ = ["ConditionalWriteConflict", "DONE_OPS", "FileInfo", "OPS", "Storage", "Store", "_mtime_ms", "open_store", "resolve_location"]
+__all__ = ["DONE_OPS", "OPS", "ConditionalWriteConflict", "FileInfo", "Storage", "Store", "_mtime_ms", "open_store", "resolve_location"]

@@ -89,7 +89,7 @@ class AzureStore(Store):
     probe_advice = "Use Azure Blob Storage or ADLS Gen2 (both honour it) or Azurite"
 
     @classmethod
-    def connect(cls, location: str, options: dict[str, Any]) -> "AzureStore":
+    def connect(cls, location: str, options: dict[str, Any]) -> AzureStore:
         import fsspec
 
         kw = adlfs_options(options)

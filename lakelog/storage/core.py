@@ -29,7 +29,8 @@ def open_store(location: str, options: dict[str, Any]) -> Store:
     """The store for ``location`` (a resolved location), opened with fsspec ``options``."""
     scheme = url_scheme(location)
     if scheme in AZURE_SCHEMES:
-        from .azure import AzureStore  # imports adlfs and the Azure SDK: only for Azure locations
+        # imports adlfs and the Azure SDK (gcsfs and Google's for GCS): only for such locations
+        from .azure import AzureStore
 
         return AzureStore.connect(location, options)
     if scheme in GCS_SCHEMES:

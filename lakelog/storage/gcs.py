@@ -82,7 +82,7 @@ class GcsStore(Store):
     probe_advice = "Use Google Cloud Storage (it honours it) or an emulator that does (fake-gcs-server)"
 
     @classmethod
-    def connect(cls, location: str, options: dict[str, Any]) -> "GcsStore":
+    def connect(cls, location: str, options: dict[str, Any]) -> GcsStore:
         from gcsfs.core import GCSFileSystem
 
         root = GCSFileSystem._strip_protocol(location)

@@ -8,7 +8,8 @@ refused by name, so a misspelt credential never silently falls back to another o
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import InvalidArgumentError
 
