@@ -227,6 +227,57 @@ def check_native_readable(snapshot: Snapshot) -> None:
         )
 
 
+# Hadoop connectors for the stores lakelog reaches through fsspec, by URL scheme.
+_CONNECTORS = {
+    "abfs": "hadoop-azure", "abfss": "hadoop-azure", "wasb": "hadoop-azure", "wasbs": "hadoop-azure", "az": "hadoop-azure",
+    "adl": "hadoop-azure-datalake", "gs": "gcs-connector", "gcs": "gcs-connector", "s3a": "hadoop-aws", "s3": "hadoop-aws",
+}
+
+
+def _scheme(storage: Storage) -> str:
+    return "file" if storage.is_local else (storage.uri.split("://", 1)[0].lower() if "://" in storage.uri else storage.protocol)
+
+
+def hadoop_readable(spark, storage: Storage) -> bool:
+    """Whether Spark's JVM has a Hadoop filesystem for the table's location (``file:`` always; for
+    others the connector must be on Spark's classpath). ``az://`` is adlfs' name, never Hadoop's."""
+    scheme = _scheme(storage)
+    if scheme == "file":
+        return True
+    if scheme in ("memory", "az"):
+        return False
+    jvm = spark._jvm
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
+    except Exception:  # noqa: BLE001 - py4j wraps UnsupportedFileSystemException (and class-loading errors)
+        return False
+    return True
+
+
+def check_hadoop_readable(spark, storage: Storage) -> None:
+    """Refuse, with the connector to install, a location Spark's Hadoop filesystems cannot read."""
+    if hadoop_readable(spark, storage):
+        return
+    scheme = _scheme(storage)
+    if scheme == "memory":
+        raise UnsupportedFeatureError(
+            f"{storage.uri!r} is in Python's memory filesystem, which Spark's JVM cannot see; use "
+            'spark.read.format("lakelog") for it'
+        )
+    connector = _CONNECTORS.get(scheme)
+    if scheme == "az":
+        need = ("az:// is adlfs' URL form, which Hadoop has no filesystem for: spark_ext.read needs the "
+                "abfss://<container>@<account>.dfs.core.windows.net/<path> form and the hadoop-azure connector on Spark's classpath")
+    elif connector is not None:
+        need = f"Spark has no Hadoop filesystem for {scheme}://: spark_ext.read needs the {connector} connector on Spark's classpath"
+    else:
+        need = f"Spark has no Hadoop filesystem for {scheme}://"
+    raise UnsupportedFeatureError(
+        f"cannot scan {storage.uri!r} with Spark's Parquet source: {need}. spark.read.format(\"lakelog\") reads it "
+        "through lakelog's storage with no Hadoop connector (storage options as .option('storage.<key>', value))"
+    )
+
+
 def _spark_root(storage: Storage) -> str:
     if storage.is_local:
         return "file:" + os.path.abspath(storage.root)
@@ -268,8 +319,10 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     """The table at its latest version (or ``version``/``timestamp``) as a DataFrame scanned by Spark's
     Parquet source. The DataFrame is that snapshot: call ``read`` again to see later commits. The path
     must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``, ``abfss://``, ``gs://``,
-    ``hdfs://``...); ``storage_options`` are lakelog's, for reading the log."""
+    ``hdfs://``...; ``UnsupportedFeatureError`` naming the missing connector otherwise); ``storage_options``
+    are lakelog's, for reading the log."""
     table = lakelog.Table(path, version=version, timestamp=timestamp, storage_options=storage_options)
+    check_hadoop_readable(spark, table.storage)
     return snapshot_frame(spark, table.storage, table.snapshot)
 
 
