@@ -2,7 +2,8 @@
 
 The driver opens one ``lakelog.dml`` row-level operation on the latest version (its snapshot, read
 set and commit) and prunes candidate files with partition values and stats. Spark then reads the
-candidates natively (``spark_ext.native``), each row with the file it came from
+candidates natively (``spark_ext.native``; by Python workers where Spark has no Hadoop filesystem
+for the location, ``spark_ext.python_frame``), each row with the file it came from
 (``_metadata.file_path``), and evaluates the condition (and an update's new values) in Spark SQL.
 On copy-on-write tables one job groups the selected rows' file row indexes (and new values) by file
 and its tasks rewrite those files without them (or with them updated) with lakelog's own
@@ -49,7 +50,8 @@ from lakelog.storage import Storage
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, writer_task)
 from .assignments import by_name, checked_type, value_types
-from .native import snapshot_frame, spark_path
+from .native import spark_path
+from .python_frame import files_frame
 
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
@@ -146,13 +148,13 @@ class SparkOperation:
         on a row-tracking table also TRACKING (see ``carried``)."""
         rels = [a.relative_path for a in files]
         if self.tracking is None:
-            return snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else None, ROW if row_column else None)
+            return files_frame(self.spark, self.path, self.storage_options, self.storage, self.snapshot, rels, FILE if file_column else None, ROW if row_column else None)
         for a in files:
             if a.base_row_id is None or a.default_row_commit_version is None:
                 raise LakelogError(f"data file {a.path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
             self._bases[normal_path(spark_path(self.storage, a.relative_path))] = (a.base_row_id, a.default_row_commit_version)
         stored = dict(zip(self.tracking, (RT_ID, RT_VERSION)))
-        df = snapshot_frame(self.spark, self.storage, self.snapshot, rels, FILE if file_column else RT_FILE, ROW if row_column else RT_ROW, stored)
+        df = files_frame(self.spark, self.path, self.storage_options, self.storage, self.snapshot, rels, FILE if file_column else RT_FILE, ROW if row_column else RT_ROW, stored)
         if file_column:
             df = df.withColumn(RT_FILE, F.col(FILE))
         if row_column:

@@ -16,9 +16,11 @@ from pyspark.sql import types as T
 import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 
+from .datasource import register
 from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
+from .native import hadoop_readable
 from .native import read as _read
 from .workers import use_driver_python
 
@@ -69,7 +71,8 @@ class LakelogTable:
     """A lakelog table opened by path, with Delta's ``DeltaTable`` methods.
 
     Each call works on the table's latest version. ``storage_options`` are lakelog's (for reading the
-    log and writing files); the path must also be one Spark's Hadoop filesystems read.
+    log and writing files). Where Spark has no Hadoop filesystem for the path (``az://``, ``gs://``
+    without the connector) reads go through ``format("lakelog")`` and lakelog's storage.
     """
 
     def __init__(self, spark, path: str, storage_options: dict | None = None, alias: str | None = None):
@@ -106,9 +109,15 @@ class LakelogTable:
 
     # ------------------------------------------------------------ reads
     def toDF(self) -> DataFrame:
-        """The latest version as a DataFrame scanned by Spark's Parquet source (``spark_ext.read``),
-        aliased if ``alias`` was called."""
-        df = _read(self._spark, self._path, storage_options=self._storage_options)
+        """The latest version as a DataFrame scanned by Spark's Parquet source (``spark_ext.read``), or by
+        ``format("lakelog")`` where Spark has no Hadoop filesystem for the path; aliased if ``alias`` was called."""
+        table = self._table()
+        if hadoop_readable(self._spark, table.storage):
+            df = _read(self._spark, self._path, storage_options=self._storage_options)
+        else:
+            register(self._spark)
+            options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
+            df = self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, name: str) -> "LakelogTable":
