@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 import lakelog
 import spark_ext
 from lakelog.errors import UnsupportedFeatureError
+from spark_ext.sql import SqlError
 
 # What the fixtures export in this process; workers must not rely on them.
 EMULATOR_ENV = ("AZURE_STORAGE_USE_EMULATOR", "AZURITE_BLOB_STORAGE_URL", "STORAGE_EMULATOR_HOST")
@@ -152,6 +153,19 @@ def test_lakelog_table_dml(workers, store):
     table = lakelog.Table(uri, storage_options=store.options)
     assert table.version == 3
     assert any(a.deletion_vector is not None for a in table.snapshot.files.values()) == deletion_vectors
+
+
+def test_sql_reads_the_table(workers, store):
+    spark, uri = workers, store.uri()
+    lakelog.write_table(uri, pa.table({"id": [1, 2, 3]}), storage_options=store.options)
+    lakelog.write_table(uri, pa.table({"id": [4]}), storage_options=store.options)
+    got = spark_ext.sql(spark, f"SELECT id FROM lakelog.`{uri}` VERSION AS OF 0 WHERE id > 1", storage_options=store.options)
+    assert _rows(got) == [(2,), (3,)]
+    with pytest.raises(SqlError, match="queries only"):
+        spark_ext.sql(spark, f"DELETE FROM lakelog.`{uri}` WHERE id = 1", storage_options=store.options)
+    with pytest.raises(SqlError, match="queries only"):
+        spark_ext.sql(spark, f"DESCRIBE HISTORY lakelog.`{uri}`", storage_options=store.options)
+    assert lakelog.Table(uri, storage_options=store.options).version == 1
 
 
 def test_native_read_names_the_missing_connector(workers, store):

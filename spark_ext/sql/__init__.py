@@ -26,15 +26,21 @@ from .syntax import SqlError, Tokens, parse, sqlglot, tokenize
 __all__ = ["sql", "SqlError"]
 
 
-def sql(spark: SparkSession, statement: str) -> DataFrame:
+def sql(spark: SparkSession, statement: str, storage_options: dict | None = None) -> DataFrame:
     """Run one SQL statement, with Delta's SQL for lakelog tables (see the module docstring); returns
-    the result as a DataFrame (row-level statements: Delta's ``num_affected_rows`` and kin)."""
+    the result as a DataFrame (row-level statements: Delta's ``num_affected_rows`` and kin).
+    ``storage_options``: lakelog's, for every lakelog table a query reads (e.g. on Azure or GCS, where
+    Spark's workers know the store only from them); other statements refuse them."""
     if not isinstance(statement, str) or not statement.strip():
         raise SqlError(f"spark_ext.sql takes one SQL statement as a string, not {statement!r}")
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise SqlError(f"storage_options must be a dict of storage option name -> value, not {type(storage_options).__name__}")
     register(spark)
     text = statement.strip().rstrip(";").rstrip()
     tokens = tokenize(text)
     words = [t.text.upper() for t in tokens[:4]]
+    if storage_options:
+        return _query(spark, text, words, storage_options)
     from .commands import catalog_statement, is_command, run_command
 
     if is_command(words):
@@ -103,6 +109,27 @@ def _run(spark: SparkSession, text: str, tree, evolve: bool, replace_only: bool)
             raise SqlError(f"spark_ext.sql does not run this {kind} statement on lakelog tables (Spark would run it on its catalog "
                            "entry only); see the README's SQL section for the statements it runs")
         return spark.sql(text)
+    finally:
+        scope.close()
+
+
+def _query(spark: SparkSession, text: str, words: list[str], storage_options: dict) -> DataFrame:
+    """A query whose lakelog tables are read with ``storage_options``."""
+    from .reads import Scope
+
+    _, exp = sqlglot()
+    try:
+        tree = parse(text)
+    except SqlError:
+        if words[:1] in (["SELECT"], ["WITH"], ["VALUES"], ["FROM"], ["("]):
+            raise  # a query with a syntax error: say where
+        tree = None  # a command sqlglot does not read
+    if not isinstance(tree, exp.Query):
+        raise SqlError("spark_ext.sql takes storage_options for queries only; run other statements on such tables through "
+                       "LakelogTable.forPath(spark, path, storage_options) or format(\"lakelog\") with storage.<key> options")
+    scope = Scope(spark, storage_options)
+    try:
+        return spark.sql(tree.sql(dialect="spark")) if scope.rewrite_reads(tree) else spark.sql(text)
     finally:
         scope.close()
 

@@ -15,8 +15,9 @@ from .tables import PROVIDER, is_path, lakelog_path, path_of, table_name
 class Scope:
     """The temporary views one statement reads through; ``close`` drops them."""
 
-    def __init__(self, spark: SparkSession):
+    def __init__(self, spark: SparkSession, storage_options: dict | None = None):
         self.spark = spark
+        self.options = {f"storage.{k}": str(v) for k, v in (storage_options or {}).items()}
         self.views: list[str] = []
 
     def close(self) -> None:
@@ -65,7 +66,7 @@ class Scope:
 
     def read(self, table, path: str) -> DataFrame:
         """The lakelog table at ``path`` that ``table`` names, at its ``VERSION``/``TIMESTAMP AS OF`` if any."""
-        reader = self.spark.read.format(PROVIDER)
+        reader = self.spark.read.format(PROVIDER).options(**self.options)
         version = table.args.get("version")
         if version is not None:
             by_version = version.name.upper() == "VERSION"
@@ -91,7 +92,7 @@ class Scope:
             raise SqlError("table_changes takes ('table name or lakelog.`path`', start[, end]) with the table name quoted")
         ref = sg.parse_one(args[0].this, read="spark", into=exp.Table)
         path = lakelog_path(self.spark, ref, "table_changes")
-        reader = self.spark.read.format(PROVIDER).option("readChangeFeed", "true")
+        reader = self.spark.read.format(PROVIDER).options(**self.options).option("readChangeFeed", "true")
         for arg, which in zip(args[1:], ("starting", "ending")):
             value = literal(arg, "table_changes")
             reader = reader.option(f"{which}{'Version' if isinstance(value, int) else 'Timestamp'}", str(value))
