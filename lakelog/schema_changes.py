@@ -65,6 +65,14 @@ def set_properties(storage: Storage, props: dict[str, Any]) -> int:
     return Transaction(storage, snap, "SET TBLPROPERTIES", params).commit(actions).version
 
 
+def _writable(storage: Storage) -> tuple[Snapshot, dict]:
+    """The latest snapshot, checked writable, and its schema as parsed JSON."""
+    storage.check_atomic_commits()
+    snap = Snapshot.load(storage)
+    snap.check_writable()
+    return snap, orjson.loads(snap.metadata.schema_string)
+
+
 def _mapped_snapshot(storage: Storage, what: str) -> Snapshot:
     storage.check_atomic_commits()
     snap = Snapshot.load(storage)
@@ -220,10 +228,7 @@ def alter_column_type(storage: Storage, name: str, new_type: str) -> int:
     if not isinstance(name, str) or not name or not isinstance(new_type, str) or not new_type.strip():
         raise InvalidArgumentError(f"alter_column_type takes a column name and a type name, not {name!r} and {new_type!r}")
     to_type = _type_name(new_type)
-    storage.check_atomic_commits()
-    snap = Snapshot.load(storage)
-    snap.check_writable()
-    schema = orjson.loads(snap.metadata.schema_string)
+    snap, schema = _writable(storage)
     target = type_widening.locate(schema["fields"], name)
     from_type = target.type
     if not isinstance(from_type, str):
@@ -304,10 +309,7 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
     refused, as in Delta (older rows have no value)."""
     if not isinstance(columns, dict) or not columns:
         raise InvalidArgumentError(f"add_columns takes a non-empty dict of column name -> pyarrow type, not {columns!r}")
-    storage.check_atomic_commits()
-    snap = Snapshot.load(storage)
-    snap.check_writable()
-    schema = orjson.loads(snap.metadata.schema_string)
+    snap, schema = _writable(storage)
     added = []
     for name, t in columns.items():
         if not isinstance(name, str) or not name:
@@ -359,10 +361,7 @@ def set_column_default(storage: Storage, name: str, expression: str | None) -> i
         raise InvalidArgumentError(f"set_column_default takes a column name, not {name!r}")
     if expression is not None and (not isinstance(expression, str) or not expression.strip()):
         raise InvalidArgumentError(f"a column default is a Spark SQL expression (or None to drop it), not {expression!r}")
-    storage.check_atomic_commits()
-    snap = Snapshot.load(storage)
-    snap.check_writable()
-    schema = orjson.loads(snap.metadata.schema_string)
+    snap, schema = _writable(storage)
     idx = next((i for i, f in enumerate(schema["fields"]) if f["name"] == name), None)
     if idx is None:
         idx = next((i for i, f in enumerate(schema["fields"]) if f["name"].lower() == name.lower()), None)
@@ -393,10 +392,7 @@ def drop_not_null(storage: Storage, name: str) -> int:
     Delta refuses it too (rows already written are not checked)."""
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"drop_not_null takes a column name, not {name!r}")
-    storage.check_atomic_commits()
-    snap = Snapshot.load(storage)
-    snap.check_writable()
-    schema = orjson.loads(snap.metadata.schema_string)
+    snap, schema = _writable(storage)
     fields, idx, names = _locate(schema["fields"], name)
     if fields[idx].get("nullable", True):
         return snap.version
