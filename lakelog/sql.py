@@ -246,11 +246,7 @@ class Engine:
         ``table``. The query carries each row's position and the result is put back in input order,
         since the engine keeps no order where it plans a join (an ``IN`` list, for one)."""
         n = table.num_rows
-        name = self.register(table.append_column(POSITION, pa.array(np.arange(n, dtype=np.int64))))
-        try:
-            out = self.query(f"SELECT {POSITION}, {select_list} FROM {name}", context)
-        finally:
-            self.unregister(name)
+        out = self._query_positioned(table, lambda rel: f"SELECT {POSITION}, {select_list} FROM {rel}", context)
         position = out.column(0).to_numpy()
         out = out.drop_columns([POSITION])
         if len(position) == n and np.array_equal(position, np.arange(n)):
@@ -259,12 +255,17 @@ class Engine:
 
     def positions(self, table: pa.Table, predicate_sql: str, context: str) -> np.ndarray:
         """Ascending positions of the rows of ``table`` for which ``predicate_sql`` is TRUE (not NULL)."""
+        hit = self._query_positioned(table, lambda rel: f"SELECT {POSITION} FROM {rel} WHERE ({predicate_sql})", context)
+        return np.sort(hit.column(0).to_numpy())
+
+    def _query_positioned(self, table: pa.Table, sql: Callable[[str], str], context: str) -> pa.Table:
+        """Run the query ``sql(name)`` over ``table`` registered as ``name`` with each row's position as
+        ``POSITION`` (the query text is built around the name, never formatted: user SQL may hold braces)."""
         name = self.register(table.append_column(POSITION, pa.array(np.arange(table.num_rows, dtype=np.int64))))
         try:
-            hit = self.query(f"SELECT {POSITION} FROM {name} WHERE ({predicate_sql})", context)
+            return self.query(sql(name), context)
         finally:
             self.unregister(name)
-        return np.sort(hit.column(0).to_numpy())
 
     def mask(self, table: pa.Table, predicate_sql: str, context: str) -> np.ndarray:
         """One bool per row of ``table``: whether ``predicate_sql`` is TRUE for it (NULL is not)."""
