@@ -252,6 +252,17 @@ def _session_env(mp: pytest.MonkeyPatch, env: dict) -> None:
         mp.setenv(name, value)
 
 
+def _serve(endpoint: CloudEndpoint, mp: pytest.MonkeyPatch):
+    """Yield ``endpoint`` with its test bucket made; then undo the environment and stop proxy and emulator."""
+    try:
+        endpoint.make_bucket(CLOUD_BUCKET)
+        yield endpoint
+    finally:
+        mp.undo()
+        endpoint.proxy.stop()
+        endpoint.emulator.stop()
+
+
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     """Azurite (blob service) on 127.0.0.1 for the session, with the container ``lakelog-tests``."""
@@ -268,13 +279,7 @@ def azurite(tmp_path_factory):
     _session_env(mp, env)
     opts = {"azure_storage_use_emulator": "true"}
     endpoint = CloudEndpoint("azure", emulator, proxy, opts, dict(opts), {**opts, "azure_storage_endpoint": proxy.url}, env)
-    try:
-        endpoint.make_bucket(CLOUD_BUCKET)
-        yield endpoint
-    finally:
-        mp.undo()
-        proxy.stop()
-        emulator.stop()
+    yield from _serve(endpoint, mp)
 
 
 def _gcs_service_account(path, url: str) -> str:
@@ -303,13 +308,7 @@ def gcs_server(tmp_path_factory):
     opts = {"google_service_account": _gcs_service_account(workdir / "service-account.json", emulator.url)}
     proxy_opts = {"google_service_account": _gcs_service_account(workdir / "proxy-service-account.json", proxy.url)}
     endpoint = CloudEndpoint("gcs", emulator, proxy, opts, dict(opts), proxy_opts, env)
-    try:
-        endpoint.make_bucket(CLOUD_BUCKET)
-        yield endpoint
-    finally:
-        mp.undo()
-        proxy.stop()
-        emulator.stop()
+    yield from _serve(endpoint, mp)
 
 
 @pytest.fixture(params=["azure", "gcs"])
