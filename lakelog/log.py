@@ -98,6 +98,11 @@ class LogListing:
     incomplete_checkpoints: list[CheckpointFiles] = field(default_factory=list)
     compactions: dict[tuple[int, int], FileInfo] = field(default_factory=dict)
     last_checkpoint: FileInfo | None = None
+    listed_from: int = 0  # versions below it were not listed (``DeltaLog.list_latest``)
+
+    @property
+    def partial(self) -> bool:
+        return self.listed_from > 0
 
     @property
     def latest_version(self) -> int | None:
@@ -142,11 +147,14 @@ class DeltaLog:
     def __init__(self, storage: Storage):
         self.storage = storage
 
-    def list(self) -> LogListing:
-        listing = LogListing()
+    def list(self, from_version: int = 0) -> LogListing:
+        """List the log: all of it, or (``from_version`` > 0) only the files of versions >= ``from_version``
+        (and the names after the versions: ``_last_checkpoint``), a partial listing."""
+        listing = LogListing(listed_from=max(from_version, 0))
         found: list[CheckpointFiles] = []
         parts: dict[tuple[int, int], dict[int, FileInfo]] = {}
-        for info in self.storage.list_log():
+        start = "%020d" % from_version if from_version > 0 else ""
+        for info in self.storage.list_log(start):
             name = info.name
             if m := COMMIT_RE.match(name):
                 listing.commits[int(m.group(1))] = info
@@ -170,8 +178,27 @@ class DeltaLog:
         for cp in sorted(found, key=lambda c: (c.version, _KIND_ORDER[c.kind], c.parts, c.files[0].name)):
             listing.checkpoints.setdefault(cp.version, []).append(cp)
         if not listing.commits and not listing.checkpoints:
+            if listing.partial:
+                return self.list()
             raise TableNotFoundError(f"no table at {self.storage.uri!r}: {self._what_is_there()}")
         return listing
+
+    def list_latest(self) -> LogListing:
+        """A listing enough to load the latest version: on stores that can begin a listing at a name, only
+        from the checkpoint ``_last_checkpoint`` names (one small read, then a listing of the log's tail
+        rather than of every commit ever kept); else, or without a usable hint, the whole log."""
+        if not self.storage.store.lists_from:
+            return self.list()
+        hint = self.read_last_checkpoint()
+        version = hint.get("version") if isinstance(hint, dict) else None
+        if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
+            return self.list()
+        listing = self.list(version)
+        return listing if version in listing.checkpoints else self.list()
+
+    def whole(self, listing: LogListing | None) -> LogListing:
+        """``listing`` if it covers the whole log, else a fresh listing of all of it."""
+        return listing if listing is not None and not listing.partial else self.list()
 
     def _what_is_there(self) -> str:
         """Why there is no table at the root: what the path is instead, and what to do about it.

@@ -212,7 +212,10 @@ class Snapshot:
         listing: LogListing | None = None,
     ) -> "Snapshot":
         log = DeltaLog(storage)
-        listing = listing or log.list()
+        if listing is None:
+            listing = log.list_latest() if version is None and timestamp is None else log.list()
+        elif listing.partial and (timestamp is not None or (version is not None and as_version(version) < listing.listed_from)):
+            listing = log.list()
         latest = listing.latest_version
         if timestamp is not None:
             if version is not None:
@@ -238,6 +241,9 @@ class Snapshot:
                 continue
             state, start = probe, cp.version
             break
+        if listing.partial and start < listing.listed_from:
+            # no usable checkpoint in the listed tail: what came before it is needed after all
+            return cls.load(storage, version=target, listing=log.list())
 
         # Only the commit files that exist are enumerated: a stray far-future name must not cost time.
         needed = sorted(v for v in listing.commits if start < v <= target)
@@ -279,7 +285,7 @@ class Snapshot:
 
     def updated(self) -> "Snapshot":
         """The latest snapshot, reading only the commits added since this one when possible."""
-        listing = self.log.list()
+        listing = self.log.list(self.version) if self.storage.store.lists_from else self.log.list()
         latest = listing.latest_version
         if latest == self.version:
             self.listing = listing
@@ -419,7 +425,7 @@ def _latest_for_times(storage: Storage, listing: LogListing) -> tuple[Protocol |
 
 def commit_times(snapshot: Snapshot, listing: LogListing | None = None) -> CommitTimes:
     """The commit times of ``snapshot``'s table (in-commit timestamps as its latest version says)."""
-    listing = listing or snapshot.listing or snapshot.log.list()
+    listing = snapshot.log.whole(listing or snapshot.listing)
     if snapshot.version == listing.latest_version:
         protocol, metadata = snapshot.protocol, snapshot.metadata
     else:

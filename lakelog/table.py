@@ -129,7 +129,7 @@ class Table:
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
             raise InvalidArgumentError(f"history(limit=...) takes a number of commits (an integer >= 0) or None, not {limit!r}")
-        listing = self._snapshot.listing or DeltaLog(self.storage).list()
+        listing = self._snapshot.log.whole(self._snapshot.listing)
         versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
         if limit is not None:
             versions = versions[: int(limit)]

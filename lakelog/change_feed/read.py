@@ -101,7 +101,7 @@ class ChangeReader:
         latest_snapshot = latest  # the caller's snapshot (a Table's): used when the range ends at its version
         known = latest.listing if latest is not None else None
         # A range that ends at a version the caller's listing has needs no new listing of the log.
-        fresh = known is None or end is None or known.latest_version is None or end > known.latest_version
+        fresh = known is None or end is None or known.latest_version is None or end > known.latest_version or start < known.listed_from
         self.listing = self.log.list() if fresh else known
         self._reused = not fresh
         latest = self.listing.latest_version

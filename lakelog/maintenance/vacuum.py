@@ -127,7 +127,7 @@ def _files_in_retention(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
                 keep.add(dv)
     # Every file of a version inside the window that the latest version lacks was removed by a commit
     # made after the cutoff; those commits are read directly because checkpoints drop old tombstones.
-    listing = snapshot.listing or snapshot.log.list()
+    listing = snapshot.log.whole(snapshot.listing)
     times = listing.commit_timestamps()
     recent = sorted(v for v, t in times.items() if t >= cutoff_ms and v <= snapshot.version)
     for actions in snapshot.log.read_commits(recent).values():

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from .base import Store, exists_error
+from .base import FileInfo, Store, exists_error
 from .options import translate, truthy
 
 # Azurite's account and key: published by Microsoft, the same for every installation.
@@ -87,6 +87,26 @@ class AzureStore(Store):
     condition = "If-None-Match: *"
     scope_word = "container"
     probe_advice = "Use Azure Blob Storage or ADLS Gen2 (both honour it) or Azurite"
+    lists_from = True
+
+    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+        from fsspec.asyn import sync
+
+        container, key, _ = self.fs.split_path(directory)
+        prefix = key.rstrip("/") + "/" if key else ""
+
+        async def pages() -> list[FileInfo]:
+            client = self.fs.service_client.get_container_client(container)
+            out: list[FileInfo] = []
+            async for b in client.walk_blobs(name_starts_with=prefix, delimiter="/", start_from=prefix + start):
+                name = b.name[len(prefix):]
+                if b.name.endswith("/") or name < start:  # a "directory", or a service that ignored start_from
+                    continue
+                modified = int(b.last_modified.timestamp() * 1000) if b.last_modified else 0
+                out.append(FileInfo(name, f"{container}/{b.name}", int(b.size or 0), modified))
+            return out
+
+        return sync(self.fs.loop, pages)
 
     @classmethod
     def connect(cls, location: str, options: dict[str, Any]) -> AzureStore:

@@ -58,6 +58,7 @@ class Store:
 
     atomic_create = False
     probe_once = False
+    lists_from = False  # the store can start a listing at a name (``list_from``)
     label = "store"
     create_word = "create"
     condition = ""
@@ -112,6 +113,11 @@ class Store:
 
     def makedirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)
+
+    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+        """The files directly in ``directory`` whose names are >= ``start``, asking the store to begin
+        its listing there (stores with ``lists_from``); a missing directory -> []."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------ put-if-absent
     def create(self, path: str, data: bytes) -> None:

@@ -185,8 +185,17 @@ class Storage:
             out.append(FileInfo(name.rsplit("/", 1)[-1], name, int(e.get("size") or 0), _mtime_ms(e)))
         return out
 
-    def list_log(self) -> list[FileInfo]:
-        return self.list_dir(self.log_dir)
+    def list_log(self, start: str = "") -> list[FileInfo]:
+        """The files directly in ``_delta_log/`` whose names are >= ``start``. Stores that can begin a
+        listing at a name (S3 ``StartAfter``, GCS ``startOffset``, Azure ``startFrom``) are asked to, so
+        a long log costs only its tail; elsewhere the whole folder is listed and filtered."""
+        if start and self.store.lists_from:
+            self._before("list_dir", self.log_dir)
+            try:
+                return sorted(self.store.list_from(self.log_dir, start), key=lambda f: f.name)
+            except Exception:  # noqa: BLE001 - e.g. a service too old for the parameter: the plain listing
+                pass  # below answers, and reports a real failure (a missing bucket, no access) as it always has
+        return [f for f in self.list_dir(self.log_dir) if f.name >= start]
 
     # ------------------------------------------------------------ writes
     @property

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from .base import Store, exists_error
+from .base import FileInfo, Store, _mtime_ms, exists_error
 from .options import translate, truthy
 
 # delta-rs / object_store key names (lower case) -> gcsfs keyword, or a lakelog-side setting.
@@ -80,6 +80,22 @@ class GcsStore(Store):
     create_word = "create"
     condition = "ifGenerationMatch=0"
     probe_advice = "Use Google Cloud Storage (it honours it) or an emulator that does (fake-gcs-server)"
+    lists_from = True
+
+    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+        bucket, key, _ = self.fs.split_path(directory)
+        prefix = key.rstrip("/") + "/" if key else ""
+        kw = {"prefix": prefix, "delimiter": "/", "startOffset": prefix + start, "maxResults": 1000}
+        out: list[FileInfo] = []
+        while True:
+            page = self.fs.call("GET", "b/{}/o", bucket, json_out=True, **kw)
+            for item in page.get("items", ()):
+                name = item["name"][len(prefix):]
+                if name >= start:
+                    out.append(FileInfo(name, f"{bucket}/{item['name']}", int(item.get("size") or 0), _mtime_ms(item)))
+            if not page.get("nextPageToken"):
+                return out
+            kw["pageToken"] = page["nextPageToken"]
 
     @classmethod
     def connect(cls, location: str, options: dict[str, Any]) -> GcsStore:

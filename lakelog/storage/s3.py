@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from .base import ConditionalWriteConflict, Store, exists_error
+from .base import ConditionalWriteConflict, FileInfo, Store, _mtime_ms, exists_error
 
 
 def _client_error_info(e: BaseException) -> tuple[str, int | None]:
@@ -38,6 +38,30 @@ class S3Store(Store):
     create_word = "PUT"
     condition = "If-None-Match: *"
     probe_advice = "Use an S3 service that supports conditional writes (AWS S3 does since 2024)"
+    lists_from = True
+
+    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+        from fsspec.asyn import sync
+
+        bucket, key, _ = self.fs.split_path(directory)
+        prefix = key.rstrip("/") + "/" if key else ""
+
+        async def pages() -> list[FileInfo]:
+            # StartAfter is exclusive: a bare version number is never an object name, and every file of
+            # that version sorts after it.
+            kw = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + start}
+            out: list[FileInfo] = []
+            while True:
+                page = await self.fs._call_s3("list_objects_v2", **kw)
+                for c in page.get("Contents", ()):
+                    name = c["Key"][len(prefix):]
+                    if name >= start:
+                        out.append(FileInfo(name, f"{bucket}/{c['Key']}", int(c.get("Size") or 0), _mtime_ms(c)))
+                if not page.get("IsTruncated"):
+                    return out
+                kw["ContinuationToken"] = page["NextContinuationToken"]
+
+        return sync(self.fs.loop, pages)
 
     def create(self, path: str, data: bytes) -> None:
         try:
