@@ -79,6 +79,54 @@ def _secrets(kw: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(set(found), key=len, reverse=True))
 
 
+def _connection_parts(cs: str) -> dict[str, str]:
+    return {k.strip().lower(): v for k, _, v in (p.partition("=") for p in cs.split(";") if p)}
+
+
+def arrow_options(kw: dict[str, Any]) -> dict[str, Any] | None:
+    """``pyarrow.fs.AzureFileSystem`` arguments equivalent to adlfs's ``kw``, when they can be stated
+    exactly (an account with a key, a SAS token or a service principal, at Azure's endpoints or at one
+    path-style endpoint such as Azurite's); None otherwise (credential objects, anonymous access, the
+    default credential chain, other endpoints), and adlfs serves the reads too."""
+    if kw.get("credential") is not None or kw.get("anon") or kw.get("account_host"):
+        return None
+    cs = kw.get("connection_string")
+    if cs is None and not kw.get("account_name"):
+        cs = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    parts = _connection_parts(cs) if cs else {}
+    account = parts.get("accountname") or kw.get("account_name") or (None if cs else os.environ.get("AZURE_STORAGE_ACCOUNT_NAME"))
+    out: dict[str, Any] = {"account_name": account}
+    if cs:
+        out.update(account_key=parts.get("accountkey"), sas_token=parts.get("sharedaccesssignature"))
+    else:
+        env_key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY") if not kw.get("account_name") else None
+        out.update(account_key=kw.get("account_key") or env_key, sas_token=kw.get("sas_token"),
+                   client_id=kw.get("client_id"), client_secret=kw.get("client_secret"), tenant_id=kw.get("tenant_id"))
+    if out.get("sas_token"):
+        out["sas_token"] = out["sas_token"].lstrip("?")
+    service_principal = all(out.get(k) for k in ("client_id", "client_secret", "tenant_id"))
+    if not account or not (out.get("account_key") or out.get("sas_token") or service_principal):
+        return None
+    endpoint = parts.get("blobendpoint")
+    if endpoint:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(endpoint)
+        if u.path.strip("/") == account:  # path-style, as emulators are addressed
+            authority = u.netloc
+        elif not u.path.strip("/") and u.netloc.startswith(account + "."):
+            authority = u.netloc[len(account):]
+        else:
+            return None
+        out.update(blob_storage_authority=authority, dfs_storage_authority=authority.replace(".blob.", ".dfs."),
+                   blob_storage_scheme=u.scheme, dfs_storage_scheme=u.scheme)
+    elif parts.get("endpointsuffix") or parts.get("defaultendpointsprotocol"):
+        suffix, scheme = parts.get("endpointsuffix", "core.windows.net"), parts.get("defaultendpointsprotocol", "https")
+        out.update(blob_storage_authority=f".blob.{suffix}", dfs_storage_authority=f".dfs.{suffix}",
+                   blob_storage_scheme=scheme, dfs_storage_scheme=scheme)
+    return {k: v for k, v in out.items() if v}
+
+
 class AzureStore(Store):
     atomic_create = True
     probe_once = True  # emulators and Blob-compatible services may not enforce the condition
@@ -88,6 +136,7 @@ class AzureStore(Store):
     scope_word = "container"
     probe_advice = "Use Azure Blob Storage or ADLS Gen2 (both honour it) or Azurite"
     lists_from = True
+    object_store = True
 
     def list_from(self, directory: str, start: str) -> list[FileInfo]:
         from fsspec.asyn import sync
@@ -115,7 +164,19 @@ class AzureStore(Store):
         kw = adlfs_options(options)
         kw.setdefault("use_listings_cache", False)
         fs, root = fsspec.core.url_to_fs(location, **kw)
-        return cls(fs, root, _secrets(kw))
+        store = cls(fs, root, _secrets(kw))
+        store.native = arrow_options(kw)
+        return store
+
+    native: dict[str, Any] | None = None
+
+    def arrow_fs(self):
+        # Arrow's own Azure client reads data files about twice as fast as adlfs's Python one.
+        if self.native is None:
+            return super().arrow_fs()
+        import pyarrow.fs as pafs
+
+        return pafs.AzureFileSystem(**self.native)
 
     def create(self, path: str, data: bytes) -> None:
         from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError

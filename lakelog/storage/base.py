@@ -12,6 +12,7 @@ import errno
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 
@@ -59,6 +60,7 @@ class Store:
     atomic_create = False
     probe_once = False
     lists_from = False  # the store can start a listing at a name (``list_from``)
+    object_store = False  # reads are ranged requests, data files are uploaded whole (``upload.py``)
     label = "store"
     create_word = "create"
     condition = ""
@@ -106,7 +108,7 @@ class Store:
 
     # ------------------------------------------------------------ access
     def arrow_fs(self) -> pafs.FileSystem:
-        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
+        return pafs.PyFileSystem(_RangeReads(self.fs) if self.object_store else pafs.FSSpecHandler(self.fs))
 
     def put(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
@@ -152,3 +154,12 @@ class Store:
         # fsspec's dir:// or a mounted filesystem) need it to exist before a file is written into it.
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         self.fs.pipe_file(path, data)
+
+
+class _RangeReads(pafs.FSSpecHandler):
+    """Random-access files read with one ranged request per read and no read-ahead cache: Parquet
+    readers ask for exactly the ranges they need (footer, coalesced column chunks), which a cache or
+    background prefetch (gcsfs's default) would only add requests and threads to."""
+
+    def open_input_file(self, path: str):
+        return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")

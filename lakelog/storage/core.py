@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError
@@ -14,6 +15,7 @@ from .local import LocalStore
 from .location import resolve_location, url_scheme
 from .memory import MemoryStore
 from .s3 import S3Store
+from .upload import BufferedUpload
 
 _LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts", "lakelog.fault_injector")
 # Operations reported to a fault injector (``lakelog.fault_injector``); those in DONE_OPS are reported
@@ -148,6 +150,8 @@ class Storage:
         Used for data files only: they become visible when a commit names them, never by being written.
         """
         self._before("open_output", path)
+        if self.store.object_store:
+            return pa.PythonFile(BufferedUpload(lambda data: self.store.put(path, data), lambda: self.fs.open(path, "wb")), mode="w")
         return self.arrow_fs.open_output_stream(path)
 
     def list_files(self, path: str) -> list[FileInfo]:

@@ -81,6 +81,7 @@ class GcsStore(Store):
     condition = "ifGenerationMatch=0"
     probe_advice = "Use Google Cloud Storage (it honours it) or an emulator that does (fake-gcs-server)"
     lists_from = True
+    object_store = True
 
     def list_from(self, directory: str, start: str) -> list[FileInfo]:
         bucket, key, _ = self.fs.split_path(directory)

@@ -39,6 +39,7 @@ class S3Store(Store):
     condition = "If-None-Match: *"
     probe_advice = "Use an S3 service that supports conditional writes (AWS S3 does since 2024)"
     lists_from = True
+    object_store = True
 
     def list_from(self, directory: str, start: str) -> list[FileInfo]:
         from fsspec.asyn import sync
