@@ -215,6 +215,13 @@ class Suite:
 
         self.results.extend(change_feed.run(quick=self.quick, runs=3))
 
+    # ------------------------------------------------------------ 9. Azure and GCS (emulators)
+    def cloud_stores(self) -> None:
+        from benchmarks import cloud_stores
+
+        print("9. Azure (Azurite) and GCS (fake-gcs-server): lakelog vs deltalake on the same emulator")
+        self.results.extend(cloud_stores.run(quick=self.quick, runs=self.runs))
+
     # ------------------------------------------------------------ 8. scale
     def scale(self) -> None:
         from benchmarks import scale
@@ -253,6 +260,7 @@ def run(quick: bool = False, spark: bool = False) -> list[dict]:
         s.dml()
         s.change_feed()
         s.scale()
+        s.cloud_stores()
         if spark:
             s.spark()
     finally:
