@@ -99,7 +99,7 @@ def _bench(ep: Endpoint, rows: int, runs: int) -> list[dict]:
     import deltalake
 
     import lakelog
-    from benchmarks.suite import mixed_table
+    from benchmarks.data import mixed_table
     from benchmarks.timing import median_times
 
     lk_opts, dl_opts = ep.lakelog_options, ep.deltalake_options

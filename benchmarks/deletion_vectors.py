@@ -20,7 +20,7 @@ import time
 import lakelog
 from benchmarks import dv_tables
 from benchmarks.dv_tables import FILES
-from benchmarks.suite import mixed_table
+from benchmarks.data import mixed_table
 
 
 def build(root: str, rows: int, fraction: float = 0.1, seed: int = 7) -> tuple[str, str, int]:

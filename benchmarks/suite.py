@@ -12,7 +12,8 @@ Workloads (each compared with what users would otherwise pick):
 6. Spark format("lakelog") against Spark's Parquet source (with --spark);
 7. row-level changes (merge, delete copy-on-write and with deletion vectors) against deltalake, time and peak memory (benchmarks/dml.py);
 8. scale: a million-file log (200k with --quick), cold start and filtered planning against deltalake, each
-   contender a fresh process, time and peak memory (benchmarks/scale.py; ``--files 10000000`` there for 10M).
+   contender a fresh process, time and peak memory (benchmarks/scale.py; ``--files 10000000`` there for 10M);
+9. Azure and GCS on their emulators against deltalake (benchmarks/cloud_stores.py).
 
 Times are medians of several runs (machines here are noisy: read the ratios, not the seconds).
 """
@@ -20,7 +21,6 @@ Times are medians of several runs (machines here are noisy: read the ratios, not
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import os
 import shutil
 import tempfile
@@ -34,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import lakelog
+from benchmarks.data import mixed_table
 from benchmarks.timing import machine as timing_machine
 from benchmarks.timing import median_times
 from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
@@ -42,23 +43,6 @@ from benchmarks.timing import median_times  # noqa: E402  (re-exported)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 RUN_INFO = os.path.join(os.path.dirname(RESULTS), "latest-run.json")  # machine and time of latest.json
-
-
-def mixed_table(rows: int) -> pa.Table:
-    ids = pa.array(range(rows), pa.int64())
-    return pa.table(
-        {
-            "id": ids,
-            "cat": pc.cast(pc.bit_wise_and(ids, pa.scalar(15, pa.int64())), pa.string()),
-            "x": pc.divide(pc.cast(ids, pa.float64()), 7.0),
-            "n": pc.cast(pc.bit_wise_and(ids, pa.scalar(1023, pa.int64())), pa.int32()),
-            "flag": pc.equal(pc.bit_wise_and(ids, pa.scalar(1, pa.int64())), 0),
-            "day": pc.cast(pc.cast(pc.add(pc.bit_wise_and(ids, pa.scalar(31, pa.int64())), 20000), pa.int32()), pa.date32()),
-            "ts": pc.cast(pc.multiply(ids, 1_000_000), pa.timestamp("us", tz="UTC")),
-            "name": pc.binary_join_element_wise("user-", pc.cast(pc.bit_wise_and(ids, pa.scalar(4095, pa.int64())), pa.string()), ""),
-            "amount": pa.array([decimal.Decimal(i % 10000) / 100 for i in range(rows)], pa.decimal128(12, 2)),
-        }
-    )
 
 
 class Suite:
