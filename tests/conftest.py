@@ -28,12 +28,39 @@ def any_table_path(request, tmp_path):
     ``s3_endpoint`` fixture points s3fs (and any subprocess) at it through AWS_* environment variables,
     so the path needs no storage_options.
     """
-    if request.param == "local":
-        return str(tmp_path / "table")
-    if request.param == "s3":
-        endpoint = request.getfixturevalue("s3_endpoint")
-        return endpoint.new_table_uri()
-    return f"memory://lakelog-tests/{uuid.uuid4().hex}/table"
+    return _backend(request, tmp_path).uri
+
+
+def _backend(request, tmp_path):
+    """A ``Backend`` (tests/backends.py) of kind ``request.param``, its store's faults cleared after the test."""
+    from tests.backends import Backend
+
+    kind = request.param
+    fixture = {"s3": "s3_endpoint", "azure": "azurite", "gcs": "gcs_server"}.get(kind)
+    backend = Backend(kind, str(tmp_path), request.getfixturevalue(fixture) if fixture else None)
+    if backend.faults is not None:
+        backend.faults.clear()
+        request.addfinalizer(backend.faults.clear)
+    return backend
+
+
+@pytest.fixture(params=["local", "s3", "azure", "gcs"])
+def backend(request, tmp_path):
+    """A fresh table on each backend other processes and deltalake reach: local disk, S3 (moto),
+    Azure (Azurite) and GCS (fake-gcs-server). See tests/backends.py."""
+    return _backend(request, tmp_path)
+
+
+@pytest.fixture(params=["local", "memory", "s3", "azure", "gcs"])
+def any_backend(request, tmp_path):
+    """``backend``, and ``memory://`` too (for tests that stay in this process)."""
+    return _backend(request, tmp_path)
+
+
+@pytest.fixture(params=["s3", "azure", "gcs"])
+def object_store(request, tmp_path):
+    """A fresh table on each object store, with ``faults`` to inject the endpoint's fault answers."""
+    return _backend(request, tmp_path)
 
 
 # ---------------------------------------------------------------- S3 over real HTTP (moto server)

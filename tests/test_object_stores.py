@@ -1,0 +1,112 @@
+"""What lakelog's commits rest on, on every object store: S3 (moto), Azure (Azurite), GCS (fake-gcs-server).
+
+Commits are conditional creates (S3 and Azure ``If-None-Match: *``, GCS ``ifGenerationMatch=0``).
+Each endpoint must refuse a second conditional create of one name; a lost reply is recognised by the
+commit's txnId; a create refused as a lost race makes the writer look again; a store that ignores the
+condition is refused. The faults are the endpoint's own answers, injected on the wire (tests/backends.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+
+import lakelog
+from lakelog.errors import StorageError
+from lakelog.log import DeltaLog
+
+
+def _commit(v: int) -> str:
+    return f"{v:020d}.json"
+
+
+def _commits(backend, uri: str | None = None) -> list[str]:
+    return sorted(f.name for f in backend.storage(uri).list_log() if f.name.endswith(".json"))
+
+
+def _ids(backend, uri: str | None = None, **kw) -> list:
+    return sorted(lakelog.read_table(uri or backend.uri, storage_options=backend.storage_options, **kw).column("id").to_pylist())
+
+
+def _peer_ids(backend, uri: str | None = None) -> list:
+    return sorted(backend.deltalake_table(uri).to_pyarrow_table().column("id").to_pylist())
+
+
+def test_the_endpoint_refuses_a_second_conditional_create(object_store):
+    """If an emulator upgrade stops enforcing the condition, this fails (and so would lakelog's probe)."""
+    fs = object_store.storage().fs
+    key = f"{object_store.endpoint.bucket}/probe/{uuid.uuid4().hex}"
+    fs.pipe_file(key, b"first", mode="create")
+    with pytest.raises(FileExistsError):
+        fs.pipe_file(key, b"second", mode="create")
+    assert fs.cat_file(key) == b"first"
+
+
+def test_commit_to_an_existing_version_is_never_overwritten(object_store):
+    lakelog.write_table(object_store.uri, pa.table({"id": [0]}))
+    log = DeltaLog(object_store.storage())
+    before = log.storage.read(log.storage.log_file(_commit(0)))
+    with pytest.raises(FileExistsError):
+        log.write_commit(0, [])
+    assert log.storage.read(log.storage.log_file(_commit(0))) == before
+
+
+def test_checkpoints_and_hint_are_written_in_place(object_store):
+    """Checkpoint and _last_checkpoint are direct writes: no temp names, no probe or rename leftovers."""
+    uri = object_store.uri
+    for i in range(5):
+        lakelog.write_table(uri, pa.table({"id": [i]}), configuration={"delta.checkpointInterval": "2"} if i == 0 else None)
+    assert sorted(f.name for f in object_store.storage().list_log()) == sorted([_commit(v) for v in range(5)] + [
+        "00000000000000000002.checkpoint.parquet", "00000000000000000004.checkpoint.parquet", "_last_checkpoint",
+    ])
+    t = lakelog.Table(uri)
+    assert t.version == 4 and sorted(t.to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 3, 4]
+    assert lakelog.Table(uri, version=3).to_pyarrow().num_rows == 4  # from checkpoint 2 + commit 3
+
+
+def test_lost_reply_after_create_commits_once(object_store):
+    """The create of commit 1 is applied but its reply is lost (500): the writer finds its own txnId at
+    version 1 instead of committing again at version 2."""
+    b, opts = object_store, object_store.faults.options
+    lakelog.write_table(b.uri, pa.table({"id": [0]}), storage_options=opts)
+    b.faults.lose_reply(_commit(1))
+    assert lakelog.write_table(b.uri, pa.table({"id": [1]}), storage_options=opts) == 1
+    assert b.faults.served == ["lose_reply"]
+    assert _commits(b) == [_commit(0), _commit(1)]
+    assert _ids(b) == [0, 1] == _peer_ids(b)
+
+
+def test_create_refused_as_a_lost_race_is_looked_at_again(object_store):
+    b, opts = object_store, object_store.faults.options
+    lakelog.write_table(b.uri, pa.table({"id": [0]}), storage_options=opts)
+    # Storage types the refusal (nothing was written); the commit path then looks again and commits.
+    b.faults.refuse_create(_commit(1))
+    s = b.storage(storage_options=opts)
+    with pytest.raises(b.faults.refused_as):
+        s.put_if_absent(s.log_file(_commit(1)), b"{}\n")
+    assert _commits(b) == [_commit(0)]
+    b.faults.refuse_create(_commit(1), times=3)
+    assert lakelog.write_table(b.uri, pa.table({"id": [1]}), storage_options=opts) == 1
+    assert len(b.faults.served) == 4
+    assert _commits(b) == [_commit(0), _commit(1)]
+    assert _ids(b) == [0, 1] == _peer_ids(b)
+
+
+def test_store_that_ignores_the_condition_is_refused(object_store):
+    b = object_store
+    bucket = f"lakelog-ignores-{b.kind}"
+    b.endpoint.make_bucket(bucket)
+    b.faults.ignore_condition(bucket)
+    uri, opts = b.endpoint.new_table_uri(bucket), b.faults.options
+    condition = "ifGenerationMatch=0" if b.kind == "gcs" else "If-None-Match"
+    with pytest.raises(StorageError, match=rf"ignores {condition}.*lakelog.single_writer"):
+        lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=opts)
+    with pytest.raises(lakelog.TableNotFoundError):
+        lakelog.read_table(uri, storage_options=b.storage_options)  # nothing committed, and the probe is gone
+    assert b.storage(uri).list_log() == []
+    single = {**opts, "lakelog.single_writer": "true"}
+    assert lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=single) == 0
+    assert lakelog.write_table(uri, pa.table({"id": [2]}), storage_options=single) == 1
+    assert _ids(b, uri) == [1, 2]
