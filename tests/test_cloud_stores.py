@@ -18,7 +18,6 @@ import pytest
 import lakelog
 from lakelog.errors import InvalidArgumentError
 from lakelog.storage import Storage
-from tests.concurrent_writers import append_from_processes
 
 
 def _commit(v: int) -> str:
@@ -58,21 +57,6 @@ def test_conditional_create_is_what_goes_over_the_wire(cloud):
     finally:
         cloud.proxy._forward = original
     assert seen and all((inm == "*") if cloud.kind == "azure" else gen for inm, gen in seen)
-
-
-# ---------------------------------------------------------------- races
-
-
-def test_concurrent_writer_processes_lose_and_duplicate_nothing(cloud, monkeypatch):
-    uri = cloud.new_table_uri()
-    lakelog.write_table(uri, pa.table({"tag": pa.array([], pa.string()), "i": pa.array([], pa.int64())}))
-    append_from_processes(uri, "{'tag': [tag], 'i': [i]}", tags=("1", "2", "3"), commits=4)
-    rows = lakelog.read_table(uri).to_pylist()
-    assert sorted((r["tag"], r["i"]) for r in rows) == sorted((t, i) for t in "123" for i in range(4))
-    assert lakelog.Table(uri).version == 12
-    assert [n for n in _log_names(uri, cloud.storage_options) if n.endswith(".json")] == [_commit(v) for v in range(13)]
-    dt = deltalake.DeltaTable(uri, storage_options=cloud.deltalake_options)
-    assert dt.version() == 12 and dt.to_pyarrow_table().num_rows == 12
 
 
 # ---------------------------------------------------------------- the table operations
