@@ -9,7 +9,6 @@ Object stores also have ``faults``: the answers a real endpoint gives under faul
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any
 
@@ -58,46 +57,21 @@ class Backend:
 
     def peer_sql(self, sql: str, uri: str | None = None, version: int | None = None):
         """deltalake's SQL engine (it applies deletion vectors; ``to_pyarrow_table`` refuses them) over the
-        table registered as ``t``: an Arrow table.
-
-        On S3 it runs in a child process: the moto server answers from a thread of this process, and
-        ``QueryBuilder.execute`` holds the GIL while it fetches the Parquet footers, so here it would
-        wait for a server that cannot answer until the request times out.
-        """
+        table registered as ``t``: an Arrow table."""
+        import deltalake
         import pyarrow as pa
 
-        args = [uri or self.uri, self.deltalake_options, version, sql]
-        if self.kind != "s3":
-            return _peer_sql(*args)
-        import json
-        import subprocess
-        import sys
+        dt = self.deltalake_table(uri) if version is None else self.deltalake_table(uri, version=version)
+        return pa.table(deltalake.QueryBuilder().register("t", dt).execute(sql).read_all())
 
-        run = subprocess.run([sys.executable, "-c", _PEER_SQL_CHILD, json.dumps(args)], capture_output=True, timeout=120, cwd=_REPO)
-        assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
-        return pa.ipc.open_stream(run.stdout).read_all()
+    def peer_changes(self, starting_version: int = 0, uri: str | None = None):
+        """deltalake's change data feed (``load_cdf``) from ``starting_version``: an Arrow table."""
+        import pyarrow as pa
+
+        return pa.table(self.deltalake_table(uri).load_cdf(starting_version=starting_version).read_all())
 
     def __repr__(self) -> str:
         return f"Backend({self.kind!r}, {self.uri!r})"
-
-
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PEER_SQL_CHILD = """
-import json, sys
-import pyarrow as pa
-from tests.backends import _peer_sql
-t = _peer_sql(*json.loads(sys.argv[1]))
-with pa.ipc.new_stream(sys.stdout.buffer, t.schema) as w:
-    w.write_table(t)
-"""
-
-
-def _peer_sql(uri: str, options: dict | None, version: int | None, sql: str):
-    import deltalake
-    import pyarrow as pa
-
-    dt = deltalake.DeltaTable(uri, storage_options=options) if version is None else deltalake.DeltaTable(uri, storage_options=options, version=version)
-    return pa.table(deltalake.QueryBuilder().register("t", dt).execute(sql).read_all())
 
 
 class StoreFaults:

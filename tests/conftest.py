@@ -1,7 +1,5 @@
-import logging
 import os
 import sys
-import threading
 import uuid
 
 import pytest
@@ -66,93 +64,15 @@ def object_store(request, tmp_path):
 # ---------------------------------------------------------------- S3 over real HTTP (moto server)
 
 
-class _S3TestMiddleware:
-    """WSGI middleware in front of moto's S3 app.
-
-    * Serializes conditional writes (requests carrying If-None-Match). moto 5.x checks "exists?" and then
-      stores the object without a lock, so two concurrent conditional PUTs of one key could both succeed
-      on its threaded server; AWS S3 guarantees exactly one wins. The lock gives the test endpoint that
-      guarantee (and only that: everything else runs concurrently as before).
-    * Injects answers real S3 gives under faults, for tests that need them (``inject``): a 409
-      ConditionalRequestConflict, or a lost reply (the write is applied, the client gets a 500 and retries).
-    * ``ignore_conditional`` / ``reject_conditional``: buckets that behave like S3-compatible stores without
-      conditional writes (the header is dropped, or answered with 501 NotImplemented).
-    """
-
-    def __init__(self, app):
-        self.app = app
-        self.write_lock = threading.Lock()
-        self._rules_lock = threading.Lock()
-        self._rules: list[list] = []  # [method, key suffix, kind, remaining]
-        self.ignore_conditional: set[str] = set()
-        self.reject_conditional: set[str] = set()
-        self.faults_served: list[tuple[str, str, str]] = []
-
-    def inject(self, method: str, key_suffix: str, kind: str, times: int = 1) -> None:
-        assert kind in ("conflict409", "lose_reply")
-        with self._rules_lock:
-            self._rules.append([method.upper(), key_suffix, kind, times])
-
-    def clear(self) -> None:
-        with self._rules_lock:
-            self._rules.clear()
-        self.ignore_conditional.clear()
-        self.reject_conditional.clear()
-        self.faults_served.clear()
-
-    def _take(self, method: str, path: str) -> str | None:
-        with self._rules_lock:
-            for rule in self._rules:
-                if rule[0] == method and path.endswith(rule[1]) and rule[3] > 0:
-                    rule[3] -= 1
-                    self.faults_served.append((method, path, rule[2]))
-                    return rule[2]
-        return None
-
-    @staticmethod
-    def _error(start_response, status: str, code: str, message: str):
-        body = (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<RequestId>lakelog-test</RequestId></Error>"
-        ).encode()
-        start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
-        return [body]
-
-    def __call__(self, environ, start_response):
-        method = environ.get("REQUEST_METHOD", "")
-        path = environ.get("PATH_INFO", "")
-        bucket = path.lstrip("/").split("/", 1)[0]
-        conditional = "HTTP_IF_NONE_MATCH" in environ and method in ("PUT", "POST")
-        if conditional and bucket in self.reject_conditional:
-            return self._error(start_response, "501 Not Implemented", "NotImplemented", "A header you provided implies functionality that is not implemented")
-        if conditional and bucket in self.ignore_conditional:
-            del environ["HTTP_IF_NONE_MATCH"]
-            conditional = False
-        fault = self._take(method, path)
-        if fault == "conflict409":
-            return self._error(
-                start_response, "409 Conflict", "ConditionalRequestConflict",
-                "A conflicting conditional operation is currently in progress against this resource. Please try again.",
-            )
-        if fault == "lose_reply":
-            with self.write_lock:
-                for _ in self.app(environ, lambda *a, **k: None):
-                    pass
-            return self._error(start_response, "500 Internal Server Error", "InternalError", "We encountered an internal error. Please try again.")
-        if conditional:
-            with self.write_lock:
-                return list(self.app(environ, start_response))
-        return self.app(environ, start_response)
-
-
 class S3Endpoint:
-    """The session's S3 endpoint: a moto server on 127.0.0.1 speaking real HTTP."""
+    """The session's S3 endpoint: a moto server on 127.0.0.1 speaking real HTTP (tests/s3_server.py);
+    ``middleware`` injects its faults."""
 
     access_key = "testing"
     secret_key = "testing"
     region = "us-east-1"
 
-    def __init__(self, url: str, middleware: "_S3TestMiddleware"):
+    def __init__(self, url: str, middleware):
         self.url = url
         self.bucket = S3_BUCKET
         self.middleware = middleware
@@ -197,29 +117,29 @@ class S3Endpoint:
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint():
-    """Start moto's ThreadedMotoServer on 127.0.0.1 (a free port) for the whole session.
+def s3_endpoint(tmp_path_factory):
+    """Start moto's server on 127.0.0.1 (a free port), in a process of its own, for the whole session.
 
     AWS_* variables point s3fs (botocore honours AWS_ENDPOINT_URL) and subprocesses at it; they are
     restored when the session ends. The bucket ``lakelog-tests`` is created.
     """
-    import moto.server  # every test dependency is installed by `make test`: a missing one is an error
-    import s3fs  # noqa: F401
+    import subprocess
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-    server = moto.server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    wsgi_server = getattr(server, "_server", None)
-    if wsgi_server is None or not hasattr(wsgi_server, "app"):
-        server.stop()
-        raise RuntimeError(
-            "moto's ThreadedMotoServer no longer exposes its WSGI app as ._server.app, which the S3 tests wrap "
-            "to serialize conditional writes and inject faults; adapt _S3TestMiddleware to this moto version"
-        )
-    middleware = _S3TestMiddleware(wsgi_server.app)
-    wsgi_server.app = middleware
-    endpoint = S3Endpoint(f"http://{host}:{port}", middleware)
+    import s3fs  # noqa: F401  (every test dependency is installed by `make test`: a missing one is an error)
+
+    from tests.s3_server import RemoteFaults
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.s3_server"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, text=True)
+    address = proc.stdout.readline().strip()
+    if not address:
+        proc.wait(timeout=30)
+        raise RuntimeError(f"the S3 test server (moto) did not start ({proc.returncode}): {log.read_text()[-3000:]}")
+    url = f"http://{address}"
+    endpoint = S3Endpoint(url, RemoteFaults(url))
     mp = pytest.MonkeyPatch()
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_SECURITY_TOKEN"):
         mp.delenv(name, raising=False)
@@ -230,7 +150,12 @@ def s3_endpoint():
         yield endpoint
     finally:
         mp.undo()
-        server.stop()
+        proc.stdin.close()  # the server stops when its standard input closes
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture
