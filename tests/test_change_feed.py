@@ -1,6 +1,7 @@
 """The change data feed: written by every Python row-level path (copy-on-write and deletion vectors, with
 and without column mapping), read by Table.changes, and checked against deltalake's load_cdf (on what it
-reads) and Spark-written CDF tables in tests/data (delta-kernel-rs test tables)."""
+reads) and Spark-written CDF tables in tests/data (delta-kernel-rs test tables). The row-level paths
+also record their changes on S3, Azure and GCS (on deletion-vector tables)."""
 
 import datetime as dt
 import json
@@ -14,6 +15,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import ChangeFeedUnavailableError, InvalidArgumentError, VersionNotFoundError
+from tests.table_files import table_fs
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 KEY = ["_commit_version", "_change_type", "id"]
@@ -36,9 +38,13 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("shape", sorted(CONFIGS))
-def test_every_row_level_path_records_its_changes(tmp_path, shape):
-    path = str(tmp_path / "t")
+# Every shape on local disk; deletion vectors (which write DV files beside the change data) on object stores.
+SHAPES = [("local", shape) for shape in sorted(CONFIGS)] + [(kind, "deletion-vectors") for kind in ("s3", "azure", "gcs")]
+
+
+@pytest.mark.parametrize("backend, shape", SHAPES, ids=[f"{k}-{s}" for k, s in SHAPES], indirect=["backend"])
+def test_every_row_level_path_records_its_changes(backend, shape):
+    path = backend.uri
     conf = {"delta.enableChangeDataFeed": "true", **CONFIGS[shape]} if shape != "legacy-key" else CONFIGS[shape]
     lakelog.write_table(path, pa.table({"id": [1, 2, 3, 4, 5, 6], "p": ["a", "a", "b", "b", "c", "c"], "v": [10, 20, 30, 40, 50, 60]}),
                         partition_by="p", configuration=conf)
@@ -53,8 +59,9 @@ def test_every_row_level_path_records_its_changes(tmp_path, shape):
     time.sleep(0.05)
     before_7 = dt.datetime.now(dt.timezone.utc)
     # a commit's timestamp is its file's mtime, in whole milliseconds, from the kernel's coarse clock that lags
-    # time.time() by up to one tick (10 ms at HZ=100): version 7 must land clearly after before_7
-    time.sleep(0.05)
+    # time.time() by up to one tick (10 ms at HZ=100): version 7 must land clearly after before_7. S3 and
+    # Azure give an object's Last-Modified in whole seconds: there version 7 lands in the next second.
+    time.sleep(1.05 - before_7.microsecond / 1e6 if backend.short else 0.05)
     lakelog.write_table(path, pa.table({"id": [10], "p": ["d"], "v": [100]}))  # 7: a plain append
     expected = sorted([
         (1, "a", 10, "insert", 0), (2, "a", 20, "insert", 0), (3, "b", 30, "insert", 0), (4, "b", 40, "insert", 0),
@@ -72,7 +79,7 @@ def test_every_row_level_path_records_its_changes(tmp_path, shape):
     assert ours.schema.field("_commit_version").type == pa.int64()
     assert ours.schema.field("_commit_timestamp").type == pa.timestamp("us", tz="UTC")
     if shape not in ("column-mapping", "legacy-key"):  # (deltalake reads neither column-mapped feeds nor the legacy key)
-        assert _rows(_theirs(path)) == expected
+        assert _rows(backend.peer_changes()) == expected
     # ranges, columns, batches, timestamps
     assert _rows(t.changes(3, 4)) == [r for r in expected if 3 <= r[4] <= 4]
     assert t.changes(4, 4, columns=["id"]).schema.names == ["id", "_change_type", "_commit_version", "_commit_timestamp"]
@@ -82,8 +89,9 @@ def test_every_row_level_path_records_its_changes(tmp_path, shape):
     assert lakelog.Table(path).check().ok
     # history: each row-level commit counts its change data files, as Delta's operationMetrics do
     metrics = {h["version"]: h.get("operationMetrics") or {} for h in lakelog.Table(path).history()}
+    fs, root = table_fs(path)
     for v in (1, 2, 3, 4, 5):
-        logged = [json.loads(line) for line in open(os.path.join(path, "_delta_log", f"{v:020d}.json"))]
+        logged = [json.loads(line) for line in fs.cat_file(f"{root}/_delta_log/{v:020d}.json").splitlines()]
         assert int(metrics[v]["numAddedChangeFiles"]) == sum(1 for a in logged if "cdc" in a), v
 
 
