@@ -5,7 +5,6 @@ that every version reads as expected through lakelog and deltalake's SQL engine 
 from __future__ import annotations
 
 import json
-import os
 
 import deltalake
 import numpy as np
@@ -33,8 +32,10 @@ def start_dv_table(path: str, partitioned: bool = True, n: int = 400, files: int
 
 
 def log_entries(path: str, version: int) -> list[dict]:
-    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as f:
-        return [json.loads(line) for line in f]
+    from tests.table_files import table_fs
+
+    fs, root = table_fs(path)
+    return [json.loads(line) for line in fs.cat_file(f"{root}/_delta_log/{version:020d}.json").splitlines()]
 
 
 def frame(t: pa.Table | pd.DataFrame) -> pd.DataFrame:
@@ -42,9 +43,9 @@ def frame(t: pa.Table | pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("id").reset_index(drop=True)[COLS]
 
 
-def peer_rows(path: str, version: int) -> pd.DataFrame:
+def peer_rows(path: str, version: int, storage_options: dict | None = None) -> pd.DataFrame:
     """The rows deltalake's SQL engine reads at ``version`` (it applies deletion vectors)."""
-    dt = deltalake.DeltaTable(path, version=version)
+    dt = deltalake.DeltaTable(path, version=version, storage_options=storage_options)
     return frame(pa.table(deltalake.QueryBuilder().register("t", dt).execute("select id, p, x, s from t").read_all()))
 
 
@@ -52,8 +53,8 @@ def assert_same(got: pa.Table | pd.DataFrame, want: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(frame(got), frame(want), check_dtype=False)
 
 
-def check_all_versions(path: str, expected: dict[int, pd.DataFrame]) -> None:
+def check_all_versions(path: str, expected: dict[int, pd.DataFrame], deltalake_options: dict | None = None) -> None:
     """Every version reads as expected through lakelog (time travel) and deltalake's SQL engine."""
     for version, want in expected.items():
         assert_same(lakelog.read_table(path, version=version), want)
-        assert_same(peer_rows(path, version), want)
+        assert_same(peer_rows(path, version, deltalake_options), want)
