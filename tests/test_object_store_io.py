@@ -29,13 +29,10 @@ def _commit(v: int) -> str:
     return f"{v:020d}.json"
 
 
-@pytest.fixture(params=["s3", "azure", "gcs"])
-def store(request):
+@pytest.fixture
+def store(object_store):
     """(new table uri, lakelog's storage options, deltalake's) on each object store."""
-    endpoint = request.getfixturevalue({"s3": "s3_endpoint", "azure": "azurite", "gcs": "gcs_server"}[request.param])
-    if request.param != "s3":
-        endpoint.proxy.clear()
-    return endpoint.new_table_uri(), dict(endpoint.storage_options), dict(endpoint.deltalake_options)
+    return object_store.uri, dict(object_store.storage_options), dict(object_store.deltalake_options)
 
 
 def _rows(n: int) -> pa.Table:
