@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from tests.backends import ALL_STORES, OBJECT_STORES, SHARED_STORES, Backend
 from tests.spark_session import spark  # noqa: F401  (one local Spark session per test run)
 
 # Spark's Python workers must run this interpreter (it has pyarrow); set before any session starts.
@@ -31,8 +32,6 @@ def any_table_path(request, tmp_path):
 
 def _backend(request, tmp_path):
     """A ``Backend`` (tests/backends.py) of kind ``request.param``, its store's faults cleared after the test."""
-    from tests.backends import Backend
-
     kind = request.param
     fixture = {"s3": "s3_endpoint", "azure": "azurite", "gcs": "gcs_server"}.get(kind)
     backend = Backend(kind, str(tmp_path), request.getfixturevalue(fixture) if fixture else None)
@@ -42,20 +41,20 @@ def _backend(request, tmp_path):
     return backend
 
 
-@pytest.fixture(params=["local", "s3", "azure", "gcs"])
+@pytest.fixture(params=SHARED_STORES)
 def backend(request, tmp_path):
     """A fresh table on each backend other processes and deltalake reach: local disk, S3 (moto),
     Azure (Azurite) and GCS (fake-gcs-server). See tests/backends.py."""
     return _backend(request, tmp_path)
 
 
-@pytest.fixture(params=["local", "memory", "s3", "azure", "gcs"])
+@pytest.fixture(params=ALL_STORES)
 def any_backend(request, tmp_path):
     """``backend``, and ``memory://`` too (for tests that stay in this process)."""
     return _backend(request, tmp_path)
 
 
-@pytest.fixture(params=["s3", "azure", "gcs"])
+@pytest.fixture(params=OBJECT_STORES)
 def object_store(request, tmp_path):
     """A fresh table on each object store, with ``faults`` to inject the endpoint's fault answers."""
     return _backend(request, tmp_path)
