@@ -154,7 +154,7 @@ def test_data_files_round_trip(store, limit, monkeypatch):
     if limit is not None:
         monkeypatch.setattr("lakelog.storage.upload.SINGLE_REQUEST_BYTES", limit)
     uri, opts, peer_opts = store
-    data = _rows(100_000)
+    data = _rows(30_000)
     lakelog.write_table(uri, data, storage_options=opts)
     sizes = [a.size for a in lakelog.Table(uri, storage_options=opts).snapshot.files.values()]
     assert limit is None or max(sizes) > limit
@@ -179,7 +179,7 @@ def test_data_file_uploads_on_the_wire(cloud, limit, monkeypatch):
 
     cloud.proxy._forward = spy
     try:
-        lakelog.write_table(uri, _rows(100_000), storage_options=cloud.proxy_options)
+        lakelog.write_table(uri, _rows(30_000), storage_options=cloud.proxy_options)
     finally:
         cloud.proxy._forward = original
     if limit is None:
