@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from .base import FileInfo, Store, exists_error
+from .base import Store, exists_error
 from .options import translate, truthy
 
 # Azurite's account and key: published by Microsoft, the same for every installation.
@@ -138,21 +138,15 @@ class AzureStore(Store):
     lists_from = True
     object_store = True
 
-    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+    def _list_keys_from(self, container: str, prefix: str, start_key: str) -> list[tuple[str, int, int]]:
         from fsspec.asyn import sync
 
-        container, key, _ = self.fs.split_path(directory)
-        prefix = key.rstrip("/") + "/" if key else ""
-
-        async def pages() -> list[FileInfo]:
+        async def pages() -> list[tuple[str, int, int]]:
             client = self.fs.service_client.get_container_client(container)
-            out: list[FileInfo] = []
-            async for b in client.walk_blobs(name_starts_with=prefix, delimiter="/", start_from=prefix + start):
-                name = b.name[len(prefix):]
-                if b.name.endswith("/") or name < start:  # a "directory", or a service that ignored start_from
-                    continue
-                modified = int(b.last_modified.timestamp() * 1000) if b.last_modified else 0
-                out.append(FileInfo(name, f"{container}/{b.name}", int(b.size or 0), modified))
+            out = []
+            async for b in client.walk_blobs(name_starts_with=prefix, delimiter="/", start_from=start_key):
+                modified = getattr(b, "last_modified", None)  # "directories" (names ending in "/") have none
+                out.append((b.name, int(getattr(b, "size", 0) or 0), int(modified.timestamp() * 1000) if modified else 0))
             return out
 
         return sync(self.fs.loop, pages)

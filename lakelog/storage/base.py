@@ -119,6 +119,19 @@ class Store:
     def list_from(self, directory: str, start: str) -> list[FileInfo]:
         """The files directly in ``directory`` whose names are >= ``start``, asking the store to begin
         its listing there (stores with ``lists_from``); a missing directory -> []."""
+        bucket, key, _ = self.fs.split_path(directory)
+        prefix = key.rstrip("/") + "/" if key else ""
+        out = []
+        for object_key, size, mtime_ms in self._list_keys_from(bucket, prefix, prefix + start):
+            name = object_key[len(prefix):]
+            # ">= start" also holds where a service ignored the start parameter; "/" ends a "directory"
+            if name >= start and not object_key.endswith("/"):
+                out.append(FileInfo(name, f"{bucket}/{object_key}", size, mtime_ms))
+        return out
+
+    def _list_keys_from(self, bucket: str, prefix: str, start_key: str) -> list[tuple[str, int, int]]:
+        """(key, size, modification time in ms) of the objects directly under ``prefix`` in ``bucket``,
+        the store's listing begun at ``start_key``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ put-if-absent

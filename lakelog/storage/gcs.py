@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from .base import FileInfo, Store, _mtime_ms, exists_error
+from .base import Store, _mtime_ms, exists_error
 from .options import translate, truthy
 
 # delta-rs / object_store key names (lower case) -> gcsfs keyword, or a lakelog-side setting.
@@ -83,17 +83,12 @@ class GcsStore(Store):
     lists_from = True
     object_store = True
 
-    def list_from(self, directory: str, start: str) -> list[FileInfo]:
-        bucket, key, _ = self.fs.split_path(directory)
-        prefix = key.rstrip("/") + "/" if key else ""
-        kw = {"prefix": prefix, "delimiter": "/", "startOffset": prefix + start, "maxResults": 1000}
-        out: list[FileInfo] = []
+    def _list_keys_from(self, bucket: str, prefix: str, start_key: str) -> list[tuple[str, int, int]]:
+        kw = {"prefix": prefix, "delimiter": "/", "startOffset": start_key, "maxResults": 1000}
+        out = []
         while True:
             page = self.fs.call("GET", "b/{}/o", bucket, json_out=True, **kw)
-            for item in page.get("items", ()):
-                name = item["name"][len(prefix):]
-                if name >= start:
-                    out.append(FileInfo(name, f"{bucket}/{item['name']}", int(item.get("size") or 0), _mtime_ms(item)))
+            out += [(item["name"], int(item.get("size") or 0), _mtime_ms(item)) for item in page.get("items", ())]
             if not page.get("nextPageToken"):
                 return out
             kw["pageToken"] = page["nextPageToken"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from .base import ConditionalWriteConflict, FileInfo, Store, _mtime_ms, exists_error
+from .base import ConditionalWriteConflict, Store, _mtime_ms, exists_error
 
 
 def _client_error_info(e: BaseException) -> tuple[str, int | None]:
@@ -41,23 +41,17 @@ class S3Store(Store):
     lists_from = True
     object_store = True
 
-    def list_from(self, directory: str, start: str) -> list[FileInfo]:
+    def _list_keys_from(self, bucket: str, prefix: str, start_key: str) -> list[tuple[str, int, int]]:
         from fsspec.asyn import sync
 
-        bucket, key, _ = self.fs.split_path(directory)
-        prefix = key.rstrip("/") + "/" if key else ""
-
-        async def pages() -> list[FileInfo]:
+        async def pages() -> list[tuple[str, int, int]]:
             # StartAfter is exclusive: a bare version number is never an object name, and every file of
             # that version sorts after it.
-            kw = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": prefix + start}
-            out: list[FileInfo] = []
+            kw = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/", "StartAfter": start_key}
+            out = []
             while True:
                 page = await self.fs._call_s3("list_objects_v2", **kw)
-                for c in page.get("Contents", ()):
-                    name = c["Key"][len(prefix):]
-                    if name >= start:
-                        out.append(FileInfo(name, f"{bucket}/{c['Key']}", int(c.get("Size") or 0), _mtime_ms(c)))
+                out += [(c["Key"], int(c.get("Size") or 0), _mtime_ms(c)) for c in page.get("Contents", ())]
                 if not page.get("IsTruncated"):
                     return out
                 kw["ContinuationToken"] = page["NextContinuationToken"]
