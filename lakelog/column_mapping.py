@@ -29,6 +29,7 @@ from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTableProp
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
 PARQUET_FIELD_ID = b"PARQUET:field_id"
+NESTED_IDS = "delta.columnMapping.nested.ids"  # ids of array elements and map keys/values (IcebergCompatV2)
 MODES = ("none", "name", "id")
 
 
@@ -312,25 +313,36 @@ def mapped_schema_string(schema_json: dict, sources: list[str | None], max_id: i
 
 def physical_schema(schema_string: str, logical: pa.Schema) -> pa.Schema:
     """The Arrow schema data files are written with: physical names, and Parquet field ids (Spark
-    writes them in both modes), for the columns of ``logical`` (a subset of the table's, same types)."""
+    writes them in both modes; array elements and map keys and values get theirs from
+    ``delta.columnMapping.nested.ids`` when the schema has them), for the columns of ``logical`` (a
+    subset of the table's, same types)."""
     by_name = {f["name"]: f for f in orjson.loads(schema_string)["fields"]}
 
-    def field_of(f: pa.Field, df: dict) -> pa.Field:
-        meta = {PARQUET_FIELD_ID: str(_mapped_id(df)).encode()} if _mapped_id(df) is not None else None
-        return pa.field(physical_name(df), type_of(f.type, df.get("type")), f.nullable, metadata=meta)
+    def id_meta(i: Any) -> dict | None:
+        return {PARQUET_FIELD_ID: str(i).encode()} if isinstance(i, int) and not isinstance(i, bool) else None
 
-    def type_of(t: pa.DataType, dtype: Any) -> pa.DataType:
+    def field_of(f: pa.Field, df: dict) -> pa.Field:
+        nested = (df.get("metadata") or {}).get(NESTED_IDS)
+        ids = (nested if isinstance(nested, dict) else {}, physical_name(df))
+        return pa.field(physical_name(df), type_of(f.type, df.get("type"), ids), f.nullable, metadata=id_meta(_mapped_id(df)))
+
+    def type_of(t: pa.DataType, dtype: Any, ids: tuple[dict, str]) -> pa.DataType:
+        # Array elements and map keys and values carry the ids of their nearest struct field's
+        # delta.columnMapping.nested.ids (keyed "<physical name>.element", ".key", ".value", nested on).
+        nested, path = ids
         if pa.types.is_struct(t):
             subs = {d["name"]: d for d in _fields_of(dtype) or []}
             return pa.struct([field_of(t.field(i), subs.get(t.field(i).name, {"name": t.field(i).name})) for i in range(t.num_fields)])
         if pa.types.is_list(t) or pa.types.is_large_list(t):
-            vf = t.value_field
-            elem = pa.field(vf.name, type_of(vf.type, dtype.get("elementType") if isinstance(dtype, dict) else None), vf.nullable)
+            vf, key = t.value_field, f"{path}.element"
+            elem = pa.field(vf.name, type_of(vf.type, dtype.get("elementType") if isinstance(dtype, dict) else None, (nested, key)), vf.nullable,
+                            metadata=id_meta(nested.get(key)))
             return pa.large_list(elem) if pa.types.is_large_list(t) else pa.list_(elem)
         if pa.types.is_map(t):
-            kt = type_of(t.key_type, dtype.get("keyType") if isinstance(dtype, dict) else None)
-            it = type_of(t.item_type, dtype.get("valueType") if isinstance(dtype, dict) else None)
-            return pa.map_(pa.field(t.key_field.name, kt, False), pa.field(t.item_field.name, it, t.item_field.nullable), t.keys_sorted)
+            kt = type_of(t.key_type, dtype.get("keyType") if isinstance(dtype, dict) else None, (nested, f"{path}.key"))
+            it = type_of(t.item_type, dtype.get("valueType") if isinstance(dtype, dict) else None, (nested, f"{path}.value"))
+            return pa.map_(pa.field(t.key_field.name, kt, False, metadata=id_meta(nested.get(f"{path}.key"))),
+                           pa.field(t.item_field.name, it, t.item_field.nullable, metadata=id_meta(nested.get(f"{path}.value"))), t.keys_sorted)
         return t
 
     return pa.schema([field_of(f, by_name[f.name]) for f in logical])
