@@ -85,6 +85,7 @@ class DataWriter:
     extra_columns: tuple[str, ...] = ()  # last columns of ``schema`` written as they are, outside column mapping
     stats_columns: tuple[str, ...] = ()  # columns that always get stats (a clustered table's clustering columns)
     clustering_provider: str | None = None  # the adds' clusteringProvider (files an OPTIMIZE clustered)
+    partitions_in_files: bool = False  # also write the partition columns, after the data columns (Iceberg compatibility)
     _parts: dict[tuple, _PartFile] = field(default_factory=dict)  # insertion order = least recently written first
     _open_lru: dict[tuple, None] = field(default_factory=dict)  # keys with an open file, least recently written first
     _created: list[str] = field(default_factory=list)
@@ -95,23 +96,26 @@ class DataWriter:
 
     def __post_init__(self) -> None:
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
+        in_files = [self.schema.field(c) for c in self.partition_columns] if self.partitions_in_files else []
         self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}
         self._required_partitions = [c for c in self.partition_columns if not self.schema.field(c).nullable]
         self.max_open_files = self.max_open_files or default_max_open_files()
         self.max_buffered_bytes = self.max_buffered_bytes or MAX_BUFFERED_BYTES
         mapped = self.column_mapping is not None and self.column_mapping.active
+        # (the stats cover the table's data columns only: partition values are in the log)
+        table_columns = [f for f in self.data_schema if f.name not in self.extra_columns]
         if mapped:
-            logical = pa.schema([f for f in self.data_schema if f.name not in self.extra_columns])
-            self.file_schema = physical_schema(self.column_mapping.schema_string, logical)
-            for name in self.extra_columns:
-                self.file_schema = self.file_schema.append(self.data_schema.field(name))
+            self._stats_schema = physical_schema(self.column_mapping.schema_string, pa.schema(table_columns))
+            self.file_schema = physical_schema(self.column_mapping.schema_string, pa.schema(table_columns + in_files))
         else:
-            self.file_schema = self.data_schema
+            self._stats_schema = pa.schema(table_columns)
+            self.file_schema = pa.schema(table_columns + in_files)
+        for name in self.extra_columns:
+            self.file_schema = self.file_schema.append(self.data_schema.field(name))
+        self._file_columns = [f.name for f in table_columns + in_files] + list(self.extra_columns)
         self._partition_keys = {c: (self.column_mapping.physical_name(c) if mapped else c) for c in self.partition_columns}
         self._always_stats = frozenset(self.column_mapping.physical_name(c) if mapped else c for c in self.stats_columns)
         self._mapped = mapped
-        # (the extra columns, last, get no stats: they are not table columns)
-        self._stats_schema = pa.schema(list(self.file_schema)[: len(self.file_schema) - len(self.extra_columns)])
 
     @property
     def open_files(self) -> int:
@@ -153,7 +157,7 @@ class DataWriter:
         missing = [name for name in self.extra_columns if batch.schema.get_field_index(name) < 0]
         for name in missing:  # (rows without values there: new rows in row tracking's materialized columns)
             batch = batch.append_column(self.data_schema.field(name), pa.nulls(batch.num_rows, self.data_schema.field(name).type))
-        data = batch.select(self.data_schema.names)
+        data = batch.select(self._file_columns)
         if self._mapped:
             data = to_physical(data, self.file_schema)
         f = self._parts.pop(key, None)
