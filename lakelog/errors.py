@@ -243,3 +243,8 @@ class IdentityOverflowError(LakelogError, OverflowError):
 class ChangeFeedUnavailableError(LakelogError):
     """The change data feed of a version range cannot be read (the feed was off at a version in it, a commit
     was cleaned up, or a change file was vacuumed); the message names the version and why."""
+
+
+class IcebergCompatError(LakelogError):
+    """A commit would break the Iceberg compatibility (``icebergCompatV1``/``V2``) the table has on, or
+    turning it on needs something the table lacks; nothing was committed. The message says what to do."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .actions import Protocol
 from .errors import UnsupportedFeatureError
 from .properties import TableProperties
+from . import iceberg_compat
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,14 @@ REGISTRY: dict[str, Feature] = {
            "every add gets baseRowId and defaultRowCommitVersion at commit (above the delta.rowTracking domain's rowIdHighWaterMark, "
            "raised in the same commit); with delta.enableRowTracking, copy-on-write rewrites, update, merge and optimize keep row ids "
            "(and commit versions of copied rows) in the materialized columns; enabling it backfills every live file"),
-        _f("icebergCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
-        _f("icebergCompatV2", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
+        _f("icebergCompatV1", False, True, True, _NOTHING, "with delta.enableIcebergCompatV1=true (column mapping on; a new table gets "
+           "mode name): commits keep the table convertible to Iceberg (no deletionVectors feature, no array/map/void types, no "
+           "repartitioning, Iceberg-compatible type changes, numRecords in every add); partition columns written into data files; "
+           "enabling checks every live file (numRecords, partition columns, no deletion vector)"),
+        _f("icebergCompatV2", False, True, True, _NOTHING, "with delta.enableIcebergCompatV2=true (column mapping on; a new table gets "
+           "mode name): as icebergCompatV1 but deletion vectors off (not the feature), V2's type allow-list (no void, variant, interval, "
+           "geometry/geography), array elements and map keys/values get field ids (delta.columnMapping.nested.ids, written as Parquet "
+           "field ids); not with icebergCompatV1; enabling refuses live deletion vectors"),
         _f("icebergCompatV3", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("icebergWriterCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("allowColumnDefaults", False, True, True, _NOTHING, "CURRENT_DEFAULT stored when an append or overwrite lacks the column "
@@ -206,4 +213,5 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")
+    writer.update(iceberg_compat.writer_features(configuration))
     return reader, writer

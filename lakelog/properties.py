@@ -245,6 +245,9 @@ REGISTRY: dict[str, Property] = {
         Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.rowTrackingSuspended", "false", _parse_bool, _BOOL, "bool", used=True),
+        # turn on the icebergCompatV1/V2 constraints (lakelog.iceberg_compat); at most one of them
+        Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", used=True),
+        Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", used=True),
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
             refuse=_refuse_true("symlink manifest generation"),
@@ -261,8 +264,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
-        Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("Iceberg compatibility")),
         Property(
             "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi",
             refuse=lambda v: "lakelog does not implement UniForm" if v else None,

@@ -20,7 +20,7 @@ from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_stri
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
 from .properties import REGISTRY, TableProperties, validate_new
 from .schema import arrow_field_to_delta, canonical_type, check_column_names, schema_from_string
-from . import row_tracking, type_widening
+from . import iceberg_compat, row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
@@ -54,6 +54,7 @@ def set_properties(storage: Storage, props: dict[str, Any]) -> int:
         max_id = int(snap.configuration.get(MAX_COLUMN_ID, "0") or 0)
         schema_string, max_id = mapped_schema_string(orjson.loads(schema_string), [schema_string], max_id)
         configuration[MAX_COLUMN_ID] = str(max_id)
+    schema_string, configuration = iceberg_compat.with_nested_ids(schema_string, configuration)
     protocol = plan_protocol(snap.schema, snap.protocol, configuration)
     if configuration == snap.configuration and protocol is None:
         return snap.version
@@ -339,6 +340,7 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
         # (new fields carry no mapping metadata: they get fresh ids and physical names; the others keep theirs)
         schema_string, max_id = mapped_schema_string(schema, [snap.metadata.schema_string], int(configuration.get(MAX_COLUMN_ID, "0") or 0))
         configuration[MAX_COLUMN_ID] = str(max_id)
+        schema_string, configuration = iceberg_compat.with_nested_ids(schema_string, configuration)
     else:
         schema_string = orjson.dumps(schema).decode()
     new_schema = schema_from_string(schema_string)

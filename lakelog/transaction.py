@@ -34,7 +34,7 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
-from . import row_tracking
+from . import iceberg_compat, row_tracking
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
@@ -172,6 +172,7 @@ class Transaction:
             # removes first: a commit repairing an unparseable delta.appendOnly must not trip over it
             if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
+        iceberg_compat.check_commit(self.snapshot, actions)
         version = self.read_version + 1
         attempts = losses = transient = 0
         round_s = 0.0

@@ -210,7 +210,8 @@ class SparkOperation:
         snap = self.op.snapshot
         task = writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
                             snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
-                            self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None)
+                            self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None,
+                            self.op.partitions_in_files)
         self._writes += 1
         files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
         self.op.add_files([AddFile.from_json(f) for f in files])

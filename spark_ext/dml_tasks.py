@@ -112,7 +112,8 @@ def stable_ids(b: pa.RecordBatch, kinds: np.ndarray | None, tracking: tuple[str,
 
 def writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
                  prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = (),
-                 tracking: tuple[str, str] | None = None, bases: dict[str, tuple[int, int]] | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 tracking: tuple[str, str] | None = None, bases: dict[str, tuple[int, int]] | None = None,
+                 partitions_in_files: bool = False) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
     row per file (its add action as JSON) and one with the task's row counts by KIND. New rows
     (updated, inserted) meet the table's writer ``features``; copied rows are written as they are.
@@ -125,7 +126,8 @@ def writer_task(path: str, storage_options: dict | None, schema: pa.Schema, part
         if feats is not None and feats.identity:  # each task draws identity values from its own range
             feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
         writer = DataWriter(Storage(path, storage_options), writer_schema(schema, tracking), partition_columns, max_indexed_cols, name,
-                            column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or ())
+                            column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or (),
+                            partitions_in_files=partitions_in_files)
         computed = feats.computed if feats is not None else ()
         counts = [0, 0, 0]
 

@@ -34,7 +34,6 @@ REFUSED = {
     "simple_table_features": (UnsupportedFeatureError, "blahabl"),
     "collations-table": (UnsupportedFeatureError, "collations"),
     "spark-variant-checkpoint": (UnsupportedFeatureError, "variantType-preview"),
-    "table-with-icebegCompatV2Enabled": (UnsupportedFeatureError, "icebergCompatV2"),
 }
 # Tables with no data file to rewrite (no rows, or only a log whose data files were not copied).
 NO_DATA = {"crc-full", "dbr_8_1_generated_columns", "table-with-domain-metadata"}

@@ -50,6 +50,7 @@ from ..sql import Engine
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping
+from .. import iceberg_compat
 from ..clustering import clustering_columns
 from ..writer_features import WriterFeatures
 from ..change_feed.read import feed_enabled
@@ -178,7 +179,7 @@ class RowLevelOperation(FileReads):
         files keep (dictionary-encoding a column whose values are mostly distinct only costs time)."""
         w = DataWriter(self.storage, writer_schema(self.schema, self.row_tracking), self.partition_columns, self.snapshot.properties.num_indexed_cols,
                        file_prefix=self.file_prefix, column_mapping=self.column_mapping, features=self.features if like is None else None,
-                       stats_columns=self.stats_columns, extra_columns=self.row_tracking or ())
+                       stats_columns=self.stats_columns, extra_columns=self.row_tracking or (), partitions_in_files=self.partitions_in_files)
         if like is not None and self.column_mapping is None:  # (the kept leaves are physical paths under column mapping)
             kept = self.dictionary_columns.get(decode_path(like.path))
             if kept is not None:  # columns the file lacks (added since) keep the default
@@ -186,6 +187,11 @@ class RowLevelOperation(FileReads):
                            and c not in self._file_columns.get(decode_path(like.path), ())]
                 w.use_dictionary = list(kept) + missing
         return w
+
+    @property
+    def partitions_in_files(self) -> bool:
+        """Whether new files hold the partition columns too (Iceberg compatibility of the table written)."""
+        return iceberg_compat.partitions_in_files((self.metadata or self.snapshot.metadata).configuration)
 
     @property
     def column_mapping(self) -> ColumnMapping | None:

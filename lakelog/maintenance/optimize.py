@@ -9,7 +9,7 @@ from typing import Any, Callable, Hashable
 import orjson
 import pyarrow.compute as pc
 
-from .. import row_tracking
+from .. import iceberg_compat, row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..conform import cast_batch
 from ..partition_keys import PartitionKeys
@@ -207,7 +207,8 @@ def optimize(
         for i, group in enumerate(bins):
             def new_writer() -> DataWriter:
                 return DataWriter(storage, write_schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping, stats_columns=tuple(clustered),
-                                  clustering_provider=clustering.PROVIDER if clustered else None, extra_columns=materialized or ())
+                                  clustering_provider=clustering.PROVIDER if clustered else None, extra_columns=materialized or (),
+                                  partitions_in_files=iceberg_compat.partitions_in_files(snapshot.configuration))
 
             # read_batches drops the rows deletion vectors delete; the new files have no DV
             if materialized is None:

@@ -25,7 +25,7 @@ from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
-from .. import clustering, row_tracking
+from .. import clustering, iceberg_compat, row_tracking
 from ..writer_features import WriterFeatures
 from ..writer_features.generated import check_column_defaults, declare_columns, keep_field_metadata, with_generated_columns
 from ..writer_features.identity import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
@@ -66,6 +66,7 @@ class WritePlan:
     column_defaults: dict[str, str] | None = None  # declared by this write: name -> CURRENT_DEFAULT (Spark SQL)
     cluster_by: list[str] | None = None  # declared by this write: the clustering columns of the new table
     stats_columns: tuple[str, ...] = ()  # columns every file gets stats for (the table's clustering columns)
+    partitions_in_files: bool = False  # data files also hold the partition columns (Iceberg compatibility)
     snapshot: Snapshot | None = field(default=None, repr=False, compare=False)  # in-process only
 
     def __getstate__(self) -> dict:
@@ -89,7 +90,7 @@ class WritePlan:
         if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) or type(data).__module__.startswith("pandas"):
             _, data = to_arrow_stream(data)
         w = DataWriter(self.storage, self.schema, self.partition_columns, self.max_indexed_cols, file_prefix, column_mapping=self.column_mapping,
-                       features=self.features, stats_columns=self.stats_columns)
+                       features=self.features, stats_columns=self.stats_columns, partitions_in_files=self.partitions_in_files)
         computed = self.features.computed if self.features is not None else ()
         try:
             for b in data:
@@ -204,6 +205,10 @@ class WritePlan:
             configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
         elif schema_string is None:
             schema_string = schema_to_string(schema)
+        if mode != "none":  # (IcebergCompatV2 turned on by this write: ids for array elements and map keys and values)
+            schema_string, nested_conf = iceberg_compat.with_nested_ids(schema_string, effective)
+            if nested_conf is not effective:
+                configuration[MAX_COLUMN_ID] = nested_conf[MAX_COLUMN_ID]
         if self.generated_columns or self.identity_columns or self.column_defaults:
             schema_string = declare_columns(schema_string, self.generated_columns, self.identity_columns, self.column_defaults)
         elif snapshot is not None and schema_string != snapshot.metadata.schema_string and self.schema_mode != "overwrite":
@@ -316,6 +321,7 @@ def plan_write(
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     snapshot = _load_or_none(storage)
+    configuration = iceberg_compat.configure(configuration, None if snapshot is None else snapshot.configuration)
     if snapshot is not None:
         if mode == "error":
             raise TableExistsError(f"a table already exists at {path!r} (version {snapshot.version}); use mode='append' or 'overwrite'")
@@ -405,6 +411,7 @@ def plan_write(
         column_defaults=column_defaults or None,
         cluster_by=cluster_by,
         stats_columns=stats_columns,
+        partitions_in_files=iceberg_compat.partitions_in_files(conf),
     )
 
 

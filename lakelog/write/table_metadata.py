@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..actions import Metadata, Protocol
+from .. import iceberg_compat
 from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
 from ..conform import merge_schema
 from ..errors import SchemaMismatchError
@@ -53,10 +54,11 @@ def plan_schema(
 def mapped_schema(schema: pa.Schema, configuration: dict[str, str], sources: list[str | None]) -> tuple[str, dict[str, str]]:
     """(schemaString, configuration) of a column-mapping table with ``schema``: fields keep the column
     mapping metadata they have in the first of ``sources`` (schema strings) naming them; new fields get
-    fresh ids and physical names, and ``delta.columnMapping.maxColumnId`` follows."""
+    fresh ids and physical names (and, with IcebergCompatV2, array elements and map keys and values
+    their nested ids), and ``delta.columnMapping.maxColumnId`` follows."""
     plain = {"type": "struct", "fields": [arrow_field_to_delta(f) for f in schema]}
     string, max_id = mapped_schema_string(plain, sources, int(configuration.get(MAX_COLUMN_ID) or 0))
-    return string, {**configuration, MAX_COLUMN_ID: str(max_id)}
+    return iceberg_compat.with_nested_ids(string, {**configuration, MAX_COLUMN_ID: str(max_id)})
 
 
 def evolved_metadata(snapshot: Snapshot, schema: pa.Schema, configuration: dict[str, str] | None = None, sources: list[str | None] = ()) -> Metadata:
