@@ -122,9 +122,11 @@ def with_nested_ids(schema_string: str, configuration: dict[str, str]) -> tuple[
                 walk_type(t.get(child), ids, key)
 
     walk_type(root, {}, "")
+    if int(configuration.get(MAX_COLUMN_ID) or 0) != counter[0]:
+        configuration = {**configuration, MAX_COLUMN_ID: str(counter[0])}
     if not changed[0] and counter[0] == start:
         return schema_string, configuration
-    return orjson.dumps(root).decode(), {**configuration, MAX_COLUMN_ID: str(counter[0])}
+    return orjson.dumps(root).decode(), configuration
 
 
 def _assign(ids: dict, key: str, counter: list[int]) -> None:
