@@ -82,10 +82,9 @@ def _check_files(path: str, partition_columns: list[str]) -> None:
         physical = [mapping.physical_name(c) for c in partition_columns]
         if physical:
             assert schema.names[-len(physical):] == physical, schema.names
-        ts = mapping.physical_name("ts") if "ts" in fields else None
-        for i in range(len(pf.schema)):
-            if pf.schema.column(i).path == ts:
-                assert pf.schema.column(i).physical_type == "INT64"
+        if "ts" in fields:
+            ts = [pf.schema.column(i) for i in range(len(pf.schema)) if pf.schema.column(i).path == mapping.physical_name("ts")]
+            assert len(ts) == 1 and ts[0].physical_type == "INT64"
         assert add.num_records() == pf.metadata.num_rows
 
 
@@ -242,3 +241,21 @@ def test_the_spark_written_v2_table_takes_every_write(tmp_path):
         assert not [m for f in schema for m in _ids_missing(f)]
         element = schema.field(meta["delta.columnMapping.physicalName"]).type.value_field
         assert field_id(element) == 31 == meta["delta.columnMapping.nested.ids"][meta["delta.columnMapping.physicalName"] + ".element"]
+
+
+def test_spark_writes_keep_it(spark, tmp_path):
+    """format("lakelog") appends and LakelogTable update and merge write from Spark's tasks: their files
+    follow the same rules (field ids, partition columns last, numRecords)."""
+    from spark_ext import LakelogTable
+
+    path = str(tmp_path / "t")
+    write_table(path, pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"], "l": pa.array([[1], []], pa.list_(pa.int64()))}),
+                partition_by=["p"], configuration=V2)
+    spark.createDataFrame([(3, "a", [5])], "id long, p string, l array<long>").write.format("lakelog").mode("append").save(path)
+    t = LakelogTable.forPath(spark, path)
+    t.update("id = 1", {"l": "array(7, 8)"})
+    src = spark.createDataFrame([(2, "b", [9]), (4, "c", None)], "id long, p string, l array<long>")
+    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    _check_files(path, ["p"])
+    expected = sorted([{"id": 1, "p": "a", "l": [7, 8]}, {"id": 2, "p": "b", "l": [9]}, {"id": 3, "p": "a", "l": [5]}, {"id": 4, "p": "c", "l": None}], key=_key)
+    assert _rows(path) == expected == _peer(path)
