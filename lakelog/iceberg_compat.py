@@ -267,7 +267,7 @@ def check_commit(snapshot: Any, actions: list[Action]) -> None:
         if missing:
             raise IcebergCompatError(
                 f"{name} requires a field id for every array element and map key and value ({NESTED_IDS}), and {missing!r} has none; "
-                "this schema was not written by lakelog: set the schema again with lakelog (write_table(..., schema_mode='merge'))"
+                f"another writer left them out: Table.set_properties({{{V2_KEY!r}: 'true'}}) assigns them (a metadata-only commit)"
             )
     if snapshot is not None and snapshot.partition_columns and snapshot.partition_columns != metadata.partition_columns:
         raise IcebergCompatError(
