@@ -248,3 +248,14 @@ class ChangeFeedUnavailableError(LakelogError):
 class IcebergCompatError(LakelogError):
     """A commit would break the Iceberg compatibility (``icebergCompatV1``/``V2``) the table has on, or
     turning it on needs something the table lacks; nothing was committed. The message says what to do."""
+
+
+class SymlinkManifestError(LakelogError):
+    """A commit landed (``version``) but the symlink format manifests could not be updated after it: the
+    commit stands, the manifests are stale until ``Table.generate_symlink_manifest()`` regenerates them."""
+
+    committed = True  # write paths must not treat the commit as failed (their new files are referenced)
+
+    def __init__(self, message: str, version: int | None = None):
+        super().__init__(message)
+        self.version = version

@@ -8,7 +8,7 @@ recognises, each with its default, the form it accepts and whether lakelog can h
   int where the property takes one, and is stored in the protocol's string form (``"true"``, ``"2"``).
   A value that does not parse or is out of range is an ``InvalidTablePropertyError`` naming the key, the
   value and the accepted form; an unknown ``delta.*`` key is refused the same way (as Spark refuses it);
-  a value lakelog cannot honour (e.g. ``delta.compatibility.symlinkFormatManifest.enabled=true``) is an
+  a value lakelog cannot honour (e.g. ``delta.randomizeFilePrefixes=true``) is an
   ``UnsupportedFeatureError``. Keys outside ``delta.`` are the user's and are stored as strings.
 * Reading properties (``TableProperties``): values are parsed as Spark parses them; a missing key gives
   the default. A value another writer stored in a form that does not parse raises
@@ -250,8 +250,7 @@ REGISTRY: dict[str, Property] = {
         Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", used=True),
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
-            refuse=_refuse_true("symlink manifest generation"),
-        ),
+        ),  # lakelog.symlink_manifest writes the manifests after each commit
         # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
@@ -412,10 +411,7 @@ class TableProperties:
 
     def features_in_use(self) -> list[str]:
         """Features turned on by properties that lakelog's writers cannot honour (empty when none)."""
-        out = []
-        if self.get("delta.compatibility.symlinkFormatManifest.enabled"):
-            out.append("symlink manifest generation")
-        return out
+        return []
 
     @property
     def append_only(self) -> bool:

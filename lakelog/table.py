@@ -157,6 +157,17 @@ class Table:
         self._snapshot.check_writable()
         return write_checkpoint(self._snapshot)
 
+    def generate_symlink_manifest(self) -> dict:
+        """Regenerate every symlink format manifest (``_symlink_format_manifest/``) for the latest version,
+        as Delta's ``GENERATE symlink_format_manifest`` does, deleting stale ones; works whether or not
+        ``delta.compatibility.symlinkFormatManifest.enabled`` is set. Leaves this Table at the latest version.
+        Returns ``{"version", "manifests_written", "files_deleted"}``."""
+        from .symlink_manifest import generate_full
+
+        self.refresh()
+        self._snapshot.check_writer_protocol()
+        return {"version": self.version, **generate_full(self.storage, self._snapshot)}
+
     # The operations below work on the latest version of the table (whatever version this Table shows)
     # and, when they commit, leave this Table at the latest version. See lakelog.maintenance.
 

@@ -34,7 +34,7 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
-from . import iceberg_compat, row_tracking
+from . import iceberg_compat, row_tracking, symlink_manifest
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
@@ -173,6 +173,8 @@ class Transaction:
             if any(isinstance(a, RemoveFile) and a.data_change for a in actions) and self.snapshot.append_only:
                 raise UnsupportedFeatureError("table has delta.appendOnly=true: it cannot remove or overwrite data")
         iceberg_compat.check_commit(self.snapshot, actions)
+        if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
+            symlink_manifest.check_commit(self.snapshot, actions)
         version = self.read_version + 1
         attempts = losses = transient = 0
         round_s = 0.0
@@ -232,7 +234,15 @@ class Transaction:
             if delay:
                 time.sleep(delay)
         self._maybe_checkpoint(version, payload)
+        # Last: raises SymlinkManifestError (the commit stands) when the manifests could not be updated.
+        symlink_manifest.after_commit(self.storage, self.snapshot, payload, version, lambda: self._snapshot_at(version, payload))
         return CommitResult(version, attempts)
+
+    def _snapshot_at(self, version: int, actions: list[Action]) -> Snapshot:
+        """The table as of our commit ``version`` (``actions``: what it wrote)."""
+        if self.snapshot is not None and self.snapshot.version == version - 1:
+            return self.snapshot.advance({version: actions})  # no race: no need to read the log again
+        return Snapshot.load(self.storage, version=version)
 
     def _row_id_mark(self, actions: list[Action]) -> int | None:
         """The row id high water mark to assign above when the table assigns row ids after this commit
@@ -353,10 +363,7 @@ class Transaction:
         if version == 0 or version % interval:
             return
         try:
-            if self.snapshot is not None and self.snapshot.version == version - 1:
-                snap = self.snapshot.advance({version: actions})  # no race: no need to read the log again
-            else:
-                snap = Snapshot.load(self.storage, version=version)
+            snap = self._snapshot_at(version, actions)
             write_checkpoint(snap)
             cleanup_expired_logs(self.storage, snap)
         except Exception as e:  # a checkpoint is an optimization: never fail the commit over it

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
-from ..errors import InvalidArgumentError, LakelogError, UnsupportedFeatureError
+from ..errors import InvalidArgumentError, LakelogError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
 from ..deletion_vectors import DeletionVectors
 from ..scan import files_dataset
@@ -376,6 +376,8 @@ class RowLevelOperation(FileReads):
             self._discard(adds)
             self._discard_changes()
             return d.version
+        except SymlinkManifestError:
+            raise  # after the commit: its files are referenced
         except LakelogError:
             self._discard(adds)  # nothing was committed: the new files are unreferenced
             self._discard_changes()

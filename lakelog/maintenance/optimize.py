@@ -16,7 +16,7 @@ from ..partition_keys import PartitionKeys
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..write import DataWriter, discard_files
-from ..errors import InvalidArgumentError, LakelogError, SchemaMismatchError
+from ..errors import InvalidArgumentError, LakelogError, SchemaMismatchError, SymlinkManifestError
 from .commits import MaintenanceTransaction, Progress
 
 
@@ -243,7 +243,7 @@ def optimize(
         # Before the commit, or a LakelogError from it (conflict, protocol: raised before our commit file
         # was written), the new files are unreferenced. Other errors during the commit leave its outcome
         # unknown, so the files stay (vacuum deletes them if they turn out to be orphans).
-        if not committing or isinstance(e, LakelogError):
+        if not committing or (isinstance(e, LakelogError) and not isinstance(e, SymlinkManifestError)):
             discard_files(storage, new_files)
         raise
     return metrics
