@@ -152,7 +152,7 @@ def test_unknown_delta_keys_are_refused_and_user_keys_pass_through(table_path):
         {"delta.constraints.positive": "id > 0"},
         {"delta.feature.deletionVectors": "supported"},
         {"delta.dataSkippingStatsColumns": "id"},
-        {"delta.compatibility.symlinkFormatManifest.enabled": "true"},
+        {"delta.randomizeFilePrefixes": "true"},
     ],
 )
 def test_properties_lakelog_cannot_honour_are_refused(table_path, configuration):

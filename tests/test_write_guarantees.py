@@ -1,8 +1,7 @@
 """Write-side guarantees of README.md and specs/PROTOCOL.md, each on a real table:
 
 * ``delta.appendOnly=true`` refuses commits that remove data (compaction, which changes no data, is allowed);
-* tables that need what lakelog does not write yet (row tracking, symlink manifests, unknown writer
-  features) are refused for writes, naming the feature;
+* tables that need what lakelog does not write yet (unknown writer features) are refused for writes, naming the feature;
 * stores without atomic put-if-absent refuse commits unless ``lakelog.single_writer`` is set;
 * ``WritePlan.abort`` and the Spark writer's ``abort`` keep the files of a commit that landed although
   its reply was lost;
@@ -113,7 +112,7 @@ def _protocol(writer: int, features: list[str] | None = None) -> dict:
 FEATURES = {
     # (CHECK constraints, invariants, generated and identity columns, the change data feed and row tracking
     # are written: tests/test_writer_features.py, tests/test_change_feed.py, tests/test_row_tracking.py)
-    "symlink manifest generation": lambda p: [_protocol(2), *_configuration(p, {"delta.compatibility.symlinkFormatManifest.enabled": "true"})],
+    "writer feature": lambda p: [_protocol(7, ["someFutureWriterFeature"])],
 }
 
 

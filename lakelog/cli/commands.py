@@ -182,6 +182,17 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_generate_manifest(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    out = t.generate_symlink_manifest()
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"symlink format manifests generated at version {out['version']}: "
+              f"{out['manifests_written']} written, {out['files_deleted']} stale file(s) deleted")
+    return EXIT_OK
+
+
 def cmd_vacuum(args: argparse.Namespace) -> int:
     t = open_table(args)
     progress = Progress("vacuum: deleting files")

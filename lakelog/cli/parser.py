@@ -15,6 +15,7 @@ from .commands import (
     cmd_delete,
     cmd_describe,
     cmd_files,
+    cmd_generate_manifest,
     cmd_history,
     cmd_merge,
     cmd_optimize,
@@ -190,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     time_travel(p)
 
     add("checkpoint", cmd_checkpoint, "write a checkpoint for the latest version")
+    add(
+        "generate-manifest", cmd_generate_manifest, "regenerate the symlink format manifests (_symlink_format_manifest/)",
+        "Write the Hive-style manifest of every partition of the latest version and delete stale ones, as Delta's "
+        "GENERATE symlink_format_manifest does (tables with delta.compatibility.symlinkFormatManifest.enabled=true "
+        "keep them current after every commit; this repairs them after a failure).",
+    )
 
     p = add(
         "vacuum", cmd_vacuum, "delete data files no version inside the retention window needs",
