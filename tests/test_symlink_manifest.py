@@ -211,3 +211,19 @@ def test_manifests_on_object_stores(object_store):
         for line in lines:  # the table's URL and the (decoded) relative path: readable as listed
             assert line.startswith(uri.rstrip("/") + "/")
             assert Storage(uri, opts).fs.exists(line.split("://", 1)[1] if "://" in line else line)
+
+
+def test_spark_writes_keep_the_manifests(spark, tmp_path):
+    from spark_ext import LakelogTable
+
+    uri = str(tmp_path / "t")
+    # (plain partition values: Spark's DML on escaped partition directories is a separate matter)
+    lakelog.write_table(uri, pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "p": ["x", "y", None]}, schema=SCHEMA),
+                        partition_by=["p"], configuration=ON)
+    df = spark.createDataFrame([(10, "v10", "x"), (11, "v11", "new")], "id bigint, v string, p string")
+    df.write.format("lakelog").mode("append").save(uri)
+    _check_all(uri)
+    assert "p=new" in _manifests(uri)
+    LakelogTable.forPath(spark, uri).delete("p = 'x' OR id = 2")
+    _check_all(uri)
+    assert "p=x" not in _manifests(uri)
