@@ -123,6 +123,27 @@ def test_every_write_path_keeps_the_manifests_exact(tmp_path):
     assert not os.path.exists(tmp_path / "t" / "_symlink_format_manifest" / "p=a%2Fb")
 
 
+def test_each_commit_updates_only_the_partitions_it_touched_once(tmp_path):
+    uri = str(tmp_path / "t")
+    lakelog.write_table(uri, _data(range(5)), partition_by=["p"], configuration=ON)
+    ops: list[tuple[str, str]] = []
+
+    def record(op, path):
+        if "_symlink_format_manifest/" in path and op in ("put", "delete") and not path.endswith(".crc"):
+            ops.append((op, path.split("_symlink_format_manifest/", 1)[1]))
+
+    opts = {"lakelog.fault_injector": record}
+    lakelog.write_table(uri, _data([5], "x"), mode="append", storage_options=opts)
+    assert ops == [("put", "p=x/manifest")]
+    ops.clear()
+    lakelog.Table(uri, storage_options=opts).delete("p = 'y a'")
+    assert ops == [("delete", "p=y a/manifest")]
+    ops.clear()
+    lakelog.Table(uri, storage_options=opts).set_properties({"delta.appendOnly": False})  # no file actions
+    assert ops == []
+    _check_all(uri)
+
+
 def test_unpartitioned_table_has_one_manifest_even_when_empty(tmp_path):
     uri = str(tmp_path / "t")
     lakelog.write_table(uri, _data([1, 2]), configuration=ON)
@@ -191,9 +212,13 @@ def test_a_manifest_failure_after_the_commit_keeps_the_commit(tmp_path):
     assert e.value.version == 1
     t = lakelog.Table(uri)
     assert t.version == 1 and {r[0] for r in _rows(uri)} == set(range(7))  # committed, files kept
+    # paths that write new files (copy-on-write update, optimize) keep them too
     with pytest.raises(SymlinkManifestError, match="version 2 was committed"):
-        lakelog.Table(uri, storage_options=opts).delete("id = 0")
-    assert lakelog.Table(uri).version == 2 and 0 not in {r[0] for r in _rows(uri)}
+        lakelog.Table(uri, storage_options=opts).update({"v": "'z'"}, "id = 1")
+    assert lakelog.Table(uri).version == 2 and ("z", 1) in {(r[1], r[0]) for r in _rows(uri)}
+    with pytest.raises(SymlinkManifestError, match="version 3 was committed"):
+        lakelog.Table(uri, storage_options=opts).optimize()
+    assert lakelog.Table(uri).version == 3 and {r[0] for r in _rows(uri)} == set(range(7))
     with pytest.raises(AssertionError):
         _check(uri)  # stale
     t.generate_symlink_manifest()
