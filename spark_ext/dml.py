@@ -152,7 +152,7 @@ class SparkOperation:
         for a in files:
             if a.base_row_id is None or a.default_row_commit_version is None:
                 raise LakelogError(f"data file {a.path!r} of a table with row tracking enabled has no baseRowId or defaultRowCommitVersion")
-            self._bases[normal_path(spark_path(self.storage, a.relative_path))] = (a.base_row_id, a.default_row_commit_version)
+            self._bases[normal_path(spark_path(self.storage, a.relative_path), encoded=False)] = (a.base_row_id, a.default_row_commit_version)
         stored = dict(zip(self.tracking, (RT_ID, RT_VERSION)))
         df = files_frame(self.spark, self.path, self.storage_options, self.storage, self.snapshot, rels, FILE if file_column else RT_FILE, ROW if row_column else RT_ROW, stored)
         if file_column:
@@ -194,7 +194,7 @@ class SparkOperation:
     def file_of(self, spark_file: str) -> AddFile:
         """The snapshot's file that Spark read as ``spark_file``."""
         if self._by_spark_path is None:
-            self._by_spark_path = {normal_path(spark_path(self.storage, rel)): rel for rel in self.snapshot.files}
+            self._by_spark_path = {normal_path(spark_path(self.storage, rel), encoded=False): rel for rel in self.snapshot.files}
         rel = self._by_spark_path.get(normal_path(spark_file))
         if rel is None:
             raise LakelogError(f"Spark read {spark_file!r}, which is not a file of version {self.snapshot.version}")
@@ -252,7 +252,7 @@ class SparkOperation:
         # (spread round-robin over an explicit number of tasks: adaptive execution would coalesce the few
         # grouped rows into one task, and hashing a few files' paths can put them all in one)
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
-        by_path = {normal_path(spark_path(self.storage, a.relative_path)): a for a in files}
+        by_path = {normal_path(spark_path(self.storage, a.relative_path), encoded=False): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
         task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
                              columns, self.op.features if columns is not None else None, one_match, prefix, self._writes << 20)

@@ -46,9 +46,12 @@ ONE_MATCH_MESSAGE = (
     "nothing was committed. Deduplicate the source on the join keys (or make the condition match at most one source row)"
 )
 
-def normal_path(path: str) -> str:
-    """A Spark file path in one form: URI escapes decoded, ``file:///x`` as ``file:/x``."""
-    p = urllib.parse.unquote(path)
+def normal_path(path: str, *, encoded: bool = True) -> str:
+    """A Spark file path in one form: URI escapes decoded, ``file:///x`` as ``file:/x``. ``encoded``:
+    the path is a URI as Spark reports it (``_metadata.file_path``); False for a path built from a
+    decoded relative path (``spark_path``), whose ``%`` are the file name's own (Hive-escaped partition
+    directories such as ``p=a%2Fb``)."""
+    p = urllib.parse.unquote(path) if encoded else path
     if p.startswith("file://"):
         p = "file:/" + p[len("file://"):].lstrip("/")
     return p
