@@ -12,7 +12,7 @@ from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
 from ..conform import merge_schema
 from ..errors import SchemaMismatchError
 from ..features import LEGACY_WRITER_FEATURES, features_for_properties
-from ..geospatial import uses_geospatial
+from ..geospatial import is_geo, uses_geospatial
 from ..properties import TableProperties
 from ..schema import arrow_field_to_delta, canonical_schema, check_column_names, delta_type_string, schema_to_string, uses_timestamp_ntz
 from ..snapshot import Snapshot
@@ -35,7 +35,7 @@ def plan_schema(
             if c not in schema.names:
                 raise SchemaMismatchError(f"partition column {c!r} is not in the data (columns: {schema.names})")
             t = schema.field(c).type
-            if pa.types.is_nested(t) or pa.types.is_null(t):
+            if pa.types.is_nested(t) or pa.types.is_null(t) or is_geo(t):
                 raise SchemaMismatchError(f"cannot partition by {c!r} of type {delta_type_string(t)}; partition columns must be primitive and typed")
         if len(parts) == len(schema):
             raise SchemaMismatchError("a table needs at least one column that is not a partition column")
