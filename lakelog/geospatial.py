@@ -239,6 +239,24 @@ def _check_wkb(storage: pa.Array, path: str) -> None:
         )
 
 
+def from_parquet(logical_type_json: str) -> GeoType | None:
+    """The ``GeoType`` of a Parquet GEOMETRY / GEOGRAPHY logical type (pyarrow's ``to_json()`` of it),
+    None for another logical type. An omitted CRS is Parquet's default, ``OGC:CRS84``; an omitted
+    algorithm, ``spherical``. ``SchemaMismatchError`` for a CRS Delta cannot spell (``srid:``,
+    ``projjson:``)."""
+    try:
+        d = json.loads(logical_type_json)
+    except ValueError:
+        return None
+    kind = d.get("Type") if isinstance(d, dict) else None
+    if kind not in ("Geometry", "Geography"):
+        return None
+    crs = d.get("crs") or DEFAULT_CRS
+    if kind == "Geometry":
+        return geometry(crs)
+    return geography(crs, d.get("algorithm") or DEFAULT_ALGORITHM)
+
+
 def plain_type(t: pa.DataType) -> pa.DataType:
     """``t`` with every geometry/geography type (at any depth) replaced by ``binary``, its storage."""
     if is_geo(t):

@@ -149,3 +149,15 @@ def test_an_unknown_edge_algorithm_is_refused_by_name(tmp_path):
     _hand_made(path, "geography(OGC:CRS84, geodesic)")
     with pytest.raises(UnsupportedFeatureError, match="'geodesic'"):
         lakelog.Table(path).to_pyarrow()
+
+
+def test_convert_adopts_parquet_geometry_columns_with_their_types(tmp_path):
+    path = str(tmp_path / "t")
+    os.makedirs(path)
+    data = pa.table({"id": [1, 2], "g": pa.array([_point(1, 2), None], lakelog.geometry("EPSG:3857")),
+                     "h": pa.array([None, _point(3, 4)], lakelog.geography())})
+    pq.write_table(data, os.path.join(path, "part-0.parquet"))
+    lakelog.convert(path)
+    assert _types(path) == {"id": "long", "g": "geometry(EPSG:3857)", "h": "geography(OGC:CRS84, spherical)"}
+    assert lakelog.Table(path).to_pyarrow().equals(data)
+    assert "geospatial" in lakelog.Table(path).snapshot.protocol.reader_features
