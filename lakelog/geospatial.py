@@ -252,6 +252,8 @@ def from_parquet(logical_type_json: str) -> GeoType | None:
     if kind not in ("Geometry", "Geography"):
         return None
     crs = d.get("crs") or DEFAULT_CRS
+    if crs.lower().startswith(("srid:", "projjson:")):
+        raise SchemaMismatchError(f"the Parquet {kind.upper()} column's CRS {crs!r} is not an AUTHORITY:CODE, which Delta needs")
     if kind == "Geometry":
         return geometry(crs)
     return geography(crs, d.get("algorithm") or DEFAULT_ALGORITHM)
