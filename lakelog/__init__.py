@@ -20,6 +20,7 @@ from .table import Table, read_table  # noqa: E402
 from .write import WritePlan, plan_write  # noqa: E402
 from .api import write_table  # noqa: E402
 from .conversion import convert  # noqa: E402
+from .geospatial import geography, geometry  # noqa: E402
 
 __all__ = [
     "Table",
@@ -28,6 +29,8 @@ __all__ = [
     "plan_write",
     "WritePlan",
     "convert",
+    "geometry",
+    "geography",
     "errors",
     "LakelogError",
     "TableNotFoundError",

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import geospatial
 from .actions import DomainMetadata
 from .errors import InvalidArgumentError, SchemaMismatchError
 
@@ -41,6 +42,8 @@ def check_columns(columns: Any, schema: pa.Schema, partition_columns: list[str],
             raise SchemaMismatchError(f"{what}: column {c!r} is not in the table (columns: {schema.names})")
         if name in partition_columns:
             raise SchemaMismatchError(f"{what}: {name!r} is a partition column; files are already separated by it")
+        if geospatial.is_geo(schema.field(name).type):
+            raise SchemaMismatchError(f"{what}: {name!r} is {geospatial.to_delta(schema.field(name).type)}, which has no order to cluster by")
         if pa.types.is_nested(schema.field(name).type):
             raise SchemaMismatchError(f"{what}: {name!r} is {schema.field(name).type}; only primitive columns order files")
         out.append(name)

@@ -24,6 +24,7 @@ from typing import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import geospatial
 from .errors import SchemaMismatchError
 from .schema import canonical_type, check_column_names, delta_type_string
 
@@ -94,6 +95,10 @@ def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool) ->
         key = merge_type(table.key_type, data.key_type, f"{path}.key", merge)
         item = merge_type(table.item_type, data.item_type, f"{path}.value", merge)
         return pa.map_(table.key_field.with_type(key), table.item_field.with_type(item))
+    if geospatial.is_geo(table):
+        if geospatial.stores_as(data, table):
+            return table
+        raise _mismatch(path, data, table, "geometry and geography columns take WKB as binary or as the column's geoarrow.wkb type")
     try:
         src = canonical_type(data)
     except SchemaMismatchError:
@@ -275,6 +280,8 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
         return pa.chunked_array([conform_array(c, t, path) for c in arr.chunks], t)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    if geospatial.is_geo(t) and not pa.types.is_null(arr.type):
+        return geospatial.as_geo(arr, t, path)  # (also when already of type t: every WKB value is checked)
     if arr.type == t and not _has_required_children(t):
         return arr
     if pa.types.is_null(arr.type):

@@ -111,7 +111,11 @@ REGISTRY: dict[str, Feature] = {
         _f("variantShredding-preview", True, False, False, "refused, as variantShredding", _REFUSED),
         _f("catalogManaged", True, False, False, "refused: the catalog, not _delta_log, holds the commits", _REFUSED),
         _f("catalogOwned-preview", True, False, False, "refused, as catalogManaged", _REFUSED),
-        _f("geospatial", True, False, False, "refused: geometry/geography types are not read", _REFUSED),
+        _f("geospatial", True, True, True, "geometry(<crs>) / geography(<crs>, <algorithm>) columns read as WKB in the geoarrow.wkb "
+           "extension type (lakelog.geometry / lakelog.geography); DNF filters on them refused",
+           "WKB kept byte for byte in Parquet GEOMETRY / GEOGRAPHY columns (no column stats: pyarrow writes none for them); "
+           "the feature is added with the "
+           "first such column; geographies other than spherical refused (pyarrow cannot record their edges)"),
         _f("coordinatedCommits-preview", False, True, False, _NOTHING, "refused: commits go through a commit coordinator"),
         _f("redirectReaderWriter-preview", True, False, False, "refused: the table redirects to another location", _REFUSED),
         _f("redirectWriterOnly-preview", False, True, False, _NOTHING, "refused: writes redirect to another location"),

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_values
+from . import arrow_values, geospatial
 from .errors import InvalidFilterError
 from .schema import ColumnNames
 
@@ -193,6 +193,12 @@ def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any):
     if not isinstance(op, str) or op.lower() not in OPS:
         raise InvalidFilterError(f"filter {quoted!r}: unknown operator {op!r} (use one of {', '.join(OPS)})")
     op = op.lower()
+    if geospatial.is_geo(t):
+        raise InvalidFilterError(
+            f"filter {quoted!r}: column {column!r} is {geospatial.to_delta(t)}, whose values lakelog does not compare "
+            "(equal WKB bytes are not the geometric equality, and there is no order); filter on other columns, or test "
+            f"for null with an expression (pc.field({column!r}).is_null())"
+        )
     if pa.types.is_nested(t):
         raise InvalidFilterError(
             f"filter {quoted!r}: column {column!r} has the nested type {t}, which DNF filters cannot compare; "

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from . import arrow_values
+from . import arrow_values, geospatial
 from .errors import CorruptLogError, InvalidArgumentTypeError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -54,6 +54,9 @@ def delta_type_to_arrow(t: Any) -> pa.DataType:
             return pa.decimal128(precision, scale)
         if t == "decimal":
             return pa.decimal128(10, 0)
+        geo = geospatial.parse_delta_type(t)
+        if geo is not None:
+            return geo
         raise UnsupportedFeatureError(f"column type {t!r} is not supported by lakelog (see specs/PROTOCOL.md for the supported types)")
     if not isinstance(t, dict):
         raise ValueError(f"{t!r} is not a Delta type")
@@ -121,6 +124,8 @@ def schema_from_string(schema_string: str) -> pa.Schema:
 # ---------------------------------------------------------------- Arrow -> Delta
 
 def arrow_type_to_delta(t: pa.DataType) -> Any:
+    if geospatial.is_geo(t):
+        return geospatial.to_delta(t)
     if pa.types.is_null(t):
         return "void"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):

@@ -40,6 +40,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from . import geospatial
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import ColumnNames
@@ -225,7 +226,7 @@ class Engine:
             if name is None:
                 self._n += 1
                 name = f"__lakelog_rel_{self._n}"
-            self.con.register(name, table)
+            self.con.register(name, geospatial.plain(table))
         return name
 
     def unregister(self, name: str) -> None:
@@ -282,7 +283,9 @@ class Engine:
             raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def sql_type(self, t: pa.DataType) -> str:
-        """DuckDB's name for the Arrow type ``t`` (as DuckDB reads it from Arrow)."""
+        """DuckDB's name for the Arrow type ``t`` (as DuckDB reads it from Arrow; a geometry or geography
+        is its WKB, a BLOB)."""
+        t = geospatial.plain_type(t)
         with self._lock:
             name = self._types.get(t)
             if name is None:

@@ -40,6 +40,7 @@ from pyspark.sql.types import StructType
 import lakelog
 from lakelog.actions import AddFile, parse_app_version
 from lakelog.errors import InvalidArgumentError, LakelogError
+from lakelog.geospatial import plain_type
 from lakelog.predicates import NEGATED_OP, term_expression
 
 from .files import MAX_PARTITION_BYTES, FilesPartition
@@ -89,7 +90,9 @@ class LakelogDataSource(DataSource):
     def schema(self) -> StructType:
         if reads_change_feed(self.options):
             return feed_schema(self.options)
-        return from_arrow_schema(self._table().schema, prefer_timestamp_ntz=True)
+        # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back.
+        schema = self._table().schema
+        return from_arrow_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):

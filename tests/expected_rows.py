@@ -42,8 +42,8 @@ def _value(v, t: pa.DataType):
         return v.isoformat(timespec="microseconds")
     if pa.types.is_date(t):
         return v.isoformat()
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return {"$binary": bytes(v).hex()}
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or getattr(t, "extension_name", None) == "geoarrow.wkb":
+        return {"$binary": bytes(v).hex()}  # (geometry/geography values: their WKB)
     return v
 
 

@@ -9,9 +9,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import geospatial
 from ..data_files import nanosecond_columns
 from ..errors import (
     ConvertError,
+    LakelogError,
     MissingDataFileError,
     NanosecondTimestampError,
     SchemaMismatchError,
@@ -84,7 +86,23 @@ def _read_footer(storage: Storage, rel: str) -> Footer:
         raise MissingDataFileError(f"{rel!r} disappeared while converting; retry") from None
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ConvertError(f"{rel!r} is not a readable Parquet file ({e}); remove or repair it before converting") from None
-    return Footer(_with_int96_as_utc(schema, md), md)
+    return Footer(_with_geo_types(_with_int96_as_utc(schema, md), md, rel), md)
+
+
+def _with_geo_types(schema: pa.Schema, md: pq.FileMetaData, rel: str) -> pa.Schema:
+    """Top-level GEOMETRY / GEOGRAPHY columns (which pyarrow reads as binary) as their geo types."""
+    for i in range(md.num_columns):
+        col = md.schema.column(i)
+        if col.path not in schema.names or col.logical_type.type not in ("GEOMETRY", "GEOGRAPHY"):
+            continue
+        try:
+            t = geospatial.from_parquet(col.logical_type.to_json())
+        except LakelogError as e:
+            raise ConvertError(f"{rel!r} column {col.path!r}: {e}") from None
+        if t is not None:
+            j = schema.get_field_index(col.path)
+            schema = schema.set(j, schema.field(j).with_type(t))
+    return schema
 
 
 def read_footers(storage: Storage, files: list[SourceFile]) -> dict[str, Footer]:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from ..actions import AddFile, encode_path, now_ms
 from ..column_mapping import ColumnMapping, physical_schema, to_physical
 from ..errors import SchemaMismatchError
+from ..geospatial import check_writable as check_geo_writable
 from ..schema import (
     hive_escape,
     serialize_partition_value,
@@ -95,6 +96,7 @@ class DataWriter:
     _made_dirs: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        check_geo_writable(self.schema)
         self.data_schema = pa.schema([f for f in self.schema if f.name not in self.partition_columns])
         in_files = [self.schema.field(c) for c in self.partition_columns] if self.partitions_in_files else []
         self._ptypes = {c: self.schema.field(c).type for c in self.partition_columns}

@@ -12,6 +12,7 @@ from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
 from ..conform import merge_schema
 from ..errors import SchemaMismatchError
 from ..features import LEGACY_WRITER_FEATURES, features_for_properties
+from ..geospatial import is_geo, uses_geospatial
 from ..properties import TableProperties
 from ..schema import arrow_field_to_delta, canonical_schema, check_column_names, delta_type_string, schema_to_string, uses_timestamp_ntz
 from ..snapshot import Snapshot
@@ -34,7 +35,7 @@ def plan_schema(
             if c not in schema.names:
                 raise SchemaMismatchError(f"partition column {c!r} is not in the data (columns: {schema.names})")
             t = schema.field(c).type
-            if pa.types.is_nested(t) or pa.types.is_null(t):
+            if pa.types.is_nested(t) or pa.types.is_null(t) or is_geo(t):
                 raise SchemaMismatchError(f"cannot partition by {c!r} of type {delta_type_string(t)}; partition columns must be primitive and typed")
         if len(parts) == len(schema):
             raise SchemaMismatchError("a table needs at least one column that is not a partition column")
@@ -99,7 +100,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
                   writer_features: frozenset[str] = frozenset()) -> Protocol | None:
     """The protocol the table needs (None when ``current`` already suffices).
 
-    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature, and
+    Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature (a
+    geometry or geography column: ``geospatial``), and
     so do properties that turn a feature on (``delta.checkpointPolicy=v2``: ``v2Checkpoint``;
     ``delta.enableInCommitTimestamps``: ``inCommitTimestamp``, writer version 7); on writer version 7 every
     feature in use must be listed, so ``appendOnly`` is listed when it is on. Column mapping alone takes
@@ -114,7 +116,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if widened and not (current and "typeWidening-preview" in (current.reader_features or [])):
         by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)
         by_properties_writer.add("typeWidening")
-    if (current is None or current.min_writer_version < 7) and not uses_timestamp_ntz(schema) and by_properties_writer <= set(LEGACY_WRITER_VERSION):
+    type_features = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | ({"geospatial"} if uses_geospatial(schema) else set())
+    if (current is None or current.min_writer_version < 7) and not type_features and by_properties_writer <= set(LEGACY_WRITER_VERSION):
         # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5,
         # a CHECK constraint writer 3, a generated column writer 4.
         reader_version, writer_version = (1, 2) if current is None else (current.min_reader_version, current.min_writer_version)
@@ -127,7 +130,7 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
         if current is not None and (reader_version, writer_version) == (current.min_reader_version, current.min_writer_version):
             return None
         return Protocol(reader_version, writer_version)
-    needs_reader = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | by_properties_reader
+    needs_reader = type_features | by_properties_reader
     needs_writer = needs_reader | by_properties_writer | ({"appendOnly"} if append_only else set())
     reader = set((current.reader_features or []) if current and current.min_reader_version >= 3 else [])
     writer = set((current.writer_features or []) if current and current.min_writer_version >= 7 else [])
