@@ -259,3 +259,9 @@ class SymlinkManifestError(LakelogError):
     def __init__(self, message: str, version: int | None = None):
         super().__init__(message)
         self.version = version
+
+
+class VariantError(LakelogError, ValueError):
+    """A Variant value cannot be built or read: invalid JSON text (as Spark's ``parse_json`` refuses it),
+    a duplicate object key, a Python value with no Variant type, or metadata/value bytes that are not a
+    valid Parquet Variant encoding (truncated, a bad header, an unknown type id)."""
