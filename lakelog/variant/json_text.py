@@ -5,7 +5,7 @@ int8/16/32/64, then (beyond int64, or written with a '.') a decimal of up to 38 
 otherwise (an exponent, more digits) a double; duplicate keys and lone surrogates are refused; text
 after the first complete value is ignored, as Jackson does, except that a top-level number or literal
 must end at a delimiter. to_json writes numbers, dates, timestamps, binary and strings as Spark's
-``Variant.toJson`` (Java ``Double.toString`` layout, ``BigDecimal.stripTrailingZeros().toPlainString()``,
+``Variant.toJson`` (Java 17 ``Double.toString``, ``BigDecimal.stripTrailingZeros().toPlainString()``,
 ISO dates, ``yyyy-MM-dd HH:mm:ss[.f]+00:00`` timestamps, base64 binary, Jackson string escapes).
 """
 
@@ -16,10 +16,9 @@ import json
 import re
 from decimal import Decimal
 
-import numpy as np
-
 from ..errors import VariantError
 from . import codec as c
+from .java_float import double_to_string, float_to_string
 
 # Jackson's default StreamReadConstraints
 _MAX_DEPTH = 1000
@@ -147,29 +146,6 @@ def quote(s: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape, s) + '"'
 
 
-def _java_float_text(digits: str, exp10: int, negative: bool) -> str:
-    """Java's Double/Float.toString layout of 0.<digits> x 10^exp10 (digits without leading zeros)."""
-    sign = "-" if negative else ""
-    if 0 < exp10 < 8:
-        whole = digits[:exp10].ljust(exp10, "0")
-        frac = digits[exp10:] or "0"
-        return f"{sign}{whole}.{frac}"
-    if -3 < exp10 <= 0:
-        return f"{sign}0.{'0' * -exp10}{digits}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp10 - 1}"
-
-
-def java_double(x: float, single: bool = False) -> str:
-    """Java's ``Double.toString`` (or ``Float.toString`` when single) for a finite value, from the
-    shortest round-tripping digits."""
-    if x == 0:
-        return "-0.0" if str(x).startswith("-") else "0.0"
-    text = np.format_float_positional(np.float32(x), unique=True) if single else repr(x)
-    _, digs, exp = Decimal(text).as_tuple()
-    digits = "".join(map(str, digs))
-    return _java_float_text(digits.rstrip("0"), len(digits) + exp, x < 0)
-
-
 def _days_to_civil(z: int) -> tuple[int, int, int]:
     """Proleptic Gregorian (year, month, day) of days since 1970-01-01, for any int (Java's LocalDate range)."""
     z += 719468
@@ -236,7 +212,7 @@ def _scalar_json(tid: int, x) -> str:
     if tid in (c.DOUBLE, c.FLOAT):
         if x != x or x in (float("inf"), float("-inf")):
             return '"' + ("NaN" if x != x else "Infinity" if x > 0 else "-Infinity") + '"'
-        return java_double(x, tid == c.FLOAT)
+        return float_to_string(x) if tid == c.FLOAT else double_to_string(x)
     if tid in (c.DECIMAL4, c.DECIMAL8, c.DECIMAL16):
         return plain_decimal(*x)
     if tid == c.DATE:
