@@ -109,6 +109,13 @@ def decimal_value(unscaled: int, scale: int) -> bytes:
     return primitive(DECIMAL16, bytes((scale,)) + unscaled.to_bytes(16, "little", signed=True))
 
 
+def unscaled(d: Decimal, scale: int) -> int:
+    """The exact unscaled integer of a finite Decimal at a scale at least its own."""
+    sign, digits, exp = d.as_tuple()
+    n = int("".join(map(str, digits))) * 10 ** (exp + scale)
+    return -n if sign else n
+
+
 def string_value(data: bytes) -> bytes:
     if len(data) <= MAX_SHORT_STR:
         return bytes(((len(data) << 2) | SHORT_STR,)) + data
@@ -262,11 +269,9 @@ class VariantBuilder:
     def _decimal(self, d: Decimal) -> bytes:
         if not d.is_finite():
             raise VariantError(f"Decimal {d} is not finite; a Variant decimal holds finite values only.")
-        sign, digits, exp = d.as_tuple()
-        unscaled = int("".join(map(str, digits))) * (-1 if sign else 1)
-        if exp > 0:  # a negative scale: the same number with scale 0
-            unscaled, exp = unscaled * 10**exp, 0
-        return decimal_value(unscaled, -exp)
+        exp = d.as_tuple().exponent
+        scale = max(0, -exp)  # a negative scale: the same number with scale 0
+        return decimal_value(unscaled(d, scale), scale)
 
 
 def encode(obj: object) -> tuple[bytes, bytes]:
@@ -433,7 +438,7 @@ def _decode(v: bytes, pos: int, keys: list[str], depth: int):
     if tid == BINARY:
         return bytes(x)
     if tid in (DECIMAL4, DECIMAL8, DECIMAL16):
-        return Decimal(x[0]).scaleb(-x[1])
+        return Decimal(f"{x[0]}E-{x[1]}")  # exact: no context rounding at 28 digits
     try:
         if tid == DATE:
             return _EPOCH_DATE + _dt.timedelta(days=x)

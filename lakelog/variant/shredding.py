@@ -65,7 +65,7 @@ def _primitive(x, t: pa.DataType) -> bytes:
     if pa.types.is_float64(t):
         return c.double_value(x)
     if pa.types.is_decimal(t):
-        return c.decimal_value(int(x.scaleb(t.scale)), t.scale)
+        return c.decimal_value(c.unscaled(x, t.scale), t.scale)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return c.string_value(c.utf8(x))
     if pa.types.is_fixed_size_binary(t) and t.byte_width == 16:
