@@ -14,13 +14,22 @@ from hypothesis import strategies as st
 
 from lakelog.errors import LakelogError, VariantError
 from lakelog.variant import (
-    VARIANT_ARROW_TYPE, VARIANT_NULL, decode, encode, from_json_array, from_python, parse_json, to_json,
-    to_json_array, to_python, unshred,
+    VARIANT_ARROW_TYPE,
+    VARIANT_NULL,
+    decode,
+    encode,
+    from_json_array,
+    from_python,
+    parse_json,
+    to_json,
+    to_json_array,
+    to_python,
+    unshred,
 )
 from lakelog.variant.codec import VariantBuilder
 from lakelog.variant.java_float import double_to_string, float_to_string
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 keys = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)

@@ -119,7 +119,7 @@ def test_invalid_json_refused_by_both(spark):
 
 
 def _encoded_values() -> list:
-    utc = dt.timezone.utc
+    utc = dt.UTC
     values = [
         None, True, 7, -300, 70000, 2**40, 2**70, 1.5, -0.0, 1e-7, 1e21, float("inf"), float("nan"),
         Decimal("1.50"), Decimal("-0.000123"), Decimal("12345678901234.5678"), Decimal("1" * 30 + ".25"),
@@ -147,3 +147,16 @@ def test_spark_reads_lakelog_encoded_parquet_as_variant(spark, tmp_path):
     ours = [to_json(*p) for p in pairs]
     theirs = [r.j for r in rows]
     assert [(v, a, b) for v, a, b in zip(values, ours, theirs) if a != b] == []
+
+
+def test_unshred_gives_the_bytes_spark_reads_from_a_shredded_file(spark, tmp_path):
+    from lakelog.variant import unshred
+    from tests.test_variant_codec import _shredded_events
+
+    arr, _ = _shredded_events()
+    pq.write_table(pa.table({"i": pa.array(range(len(arr)), pa.int32()), "v": arr}), tmp_path / "s.parquet")
+    rows = spark.read.schema("i int, v variant").parquet(str(tmp_path / "s.parquet")).orderBy("i").collect()
+    theirs = [None if r.v is None else (bytes(r.v.metadata), bytes(r.v.value)) for r in rows]
+    flat = unshred(pq.read_table(tmp_path / "s.parquet").column("v"))
+    ours = [(row["metadata"], row["value"]) if row else None for row in flat.to_pylist()]
+    assert None in theirs and ours == theirs

@@ -12,7 +12,8 @@ import pyarrow as pa
 from ..errors import VariantError
 from . import codec as c
 from .json_text import parse_json, to_json
-from .shredding import VARIANT_ARROW_TYPE, combine as _combine, unshred
+from .shredding import VARIANT_ARROW_TYPE, unshred
+from .shredding import combine as _combine
 
 __all__ = ["VARIANT_ARROW_TYPE", "from_json_array", "from_python", "to_json_array", "to_python"]
 

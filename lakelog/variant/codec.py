@@ -13,6 +13,7 @@ import datetime as _dt
 import struct
 import uuid as _uuid
 from decimal import Decimal
+from itertools import pairwise
 
 from ..errors import VariantError
 
@@ -32,7 +33,7 @@ NULL_VALUE = b"\x00"
 
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MICRO = _dt.timedelta(microseconds=1)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -164,7 +165,7 @@ class VariantBuilder:
             offsets.append(pos)
             pos += len(v)
         order = sorted(range(len(fields)), key=lambda i: utf16_key(fields[i][0]))
-        for a, b in zip(order, order[1:]):
+        for a, b in pairwise(order):
             if fields[a][0] == fields[b][0]:
                 raise VariantError(f"Duplicate object key {fields[a][0]!r}: a Variant object's keys must be "
                                    "unique (Spark's VARIANT_DUPLICATE_KEY); remove the repeated key.")
@@ -307,10 +308,10 @@ def read_metadata(metadata: bytes) -> list[str]:
     if start > len(m):
         raise _bad(f"metadata declares {n} keys but has {len(m)} bytes")
     offs = [int.from_bytes(m[1 + size + i * size:1 + size + (i + 1) * size], "little") for i in range(n + 1)]
-    if offs[0] != 0 or any(a > b for a, b in zip(offs, offs[1:])) or start + offs[-1] > len(m):
+    if offs[0] != 0 or any(a > b for a, b in pairwise(offs)) or start + offs[-1] > len(m):
         raise _bad("metadata key offsets out of order or past its end")
     try:
-        return [m[start + a:start + b].decode("utf-8") for a, b in zip(offs, offs[1:])]
+        return [m[start + a:start + b].decode("utf-8") for a, b in pairwise(offs)]
     except UnicodeDecodeError:
         raise _bad("a metadata key is not UTF-8") from None
 

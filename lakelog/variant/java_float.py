@@ -143,7 +143,7 @@ def _layout(negative: bool, digits: list[int], exp10: int) -> str:
 
 def double_to_string(x: float) -> str:
     """Java 17 ``Double.toString(x)``."""
-    if x != x:
+    if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
@@ -167,7 +167,7 @@ def double_to_string(x: float) -> str:
 
 def float_to_string(x: float) -> str:
     """Java 17 ``Float.toString((float) x)``."""
-    if x != x:
+    if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"

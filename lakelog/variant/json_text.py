@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from decimal import Decimal
 
@@ -32,7 +33,7 @@ _DECIMAL_TEXT = re.compile(r"-?[0-9.]+\Z")
 class _Num:
     """A JSON number kept as its text (typed later as Spark types it)."""
 
-    __slots__ = ("text", "is_int")
+    __slots__ = ("is_int", "text")
 
     def __init__(self, text: str, is_int: bool):
         if len(text) > _MAX_NUMBER_LEN:
@@ -138,7 +139,7 @@ _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
 
 def _escape(ch: re.Match) -> str:
     s = ch.group()
-    return _ESCAPES.get(s) or "\\u%04X" % ord(s)
+    return _ESCAPES.get(s) or f"\\u{ord(s):04X}"
 
 
 def quote(s: str) -> str:
@@ -210,8 +211,8 @@ def _scalar_json(tid: int, x) -> str:
     if tid == c.LONG_STR:
         return quote(c._text(x))
     if tid in (c.DOUBLE, c.FLOAT):
-        if x != x or x in (float("inf"), float("-inf")):
-            return '"' + ("NaN" if x != x else "Infinity" if x > 0 else "-Infinity") + '"'
+        if not math.isfinite(x):
+            return '"' + ("NaN" if math.isnan(x) else "Infinity" if x > 0 else "-Infinity") + '"'
         return float_to_string(x) if tid == c.FLOAT else double_to_string(x)
     if tid in (c.DECIMAL4, c.DECIMAL8, c.DECIMAL16):
         return plain_decimal(*x)
