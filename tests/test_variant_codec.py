@@ -193,6 +193,18 @@ def test_invalid_json_is_a_typed_error(text):
     assert isinstance(e.value, LakelogError) and isinstance(e.value, ValueError)
 
 
+def test_jackson_limits_as_spark_applies_them():
+    # Spark (Jackson) nests up to 1000 levels and allows 1000 digits, the sign not counted
+    deep = "[" * 1000 + "]" * 1000
+    assert to_json(*parse_json(deep)) == deep
+    assert decode(*parse_json(deep)) is not None
+    assert to_json(*parse_json("-" + "1" * 1000)) == '"-Infinity"'
+    assert to_json(*parse_json("0." + "1" * 1000)) == "0.1111111111111111"
+    for text in ("[" * 1001 + "]" * 1001, "1" * 1001, "0." + "1" * 1001):
+        with pytest.raises(VariantError):
+            parse_json(text)
+
+
 def test_duplicate_key_error_names_the_key():
     with pytest.raises(VariantError, match="'dup'"):
         parse_json('{"x":{"dup":1,"dup":2}}')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
+import sys
 import uuid as _uuid
 from decimal import Decimal
 from itertools import pairwise
@@ -286,6 +287,25 @@ def encode(obj: object) -> tuple[bytes, bytes]:
     return b.metadata(), value
 
 
+def deep_call(fn, *args):
+    """fn(*args), retried with a raised recursion limit when the nesting exceeds Python's default:
+    Spark nests variants up to 1000 levels (Jackson's depth limit), a few Python frames per level."""
+    try:
+        return fn(*args)
+    except RecursionError:
+        old = sys.getrecursionlimit()
+        if old >= _DEEP_LIMIT:
+            raise
+        sys.setrecursionlimit(_DEEP_LIMIT)
+        try:
+            return fn(*args)
+        finally:
+            sys.setrecursionlimit(old)
+
+
+_DEEP_LIMIT = 5000
+
+
 # ---- reading values --------------------------------------------------------------------------------
 
 def _bad(what: str) -> VariantError:
@@ -469,7 +489,7 @@ def decode(metadata: bytes, value: bytes) -> object:
     keys = read_metadata(metadata)
     v = bytes(value)
     try:
-        return _decode(v, 0, keys, 0)
+        return deep_call(_decode, v, 0, keys, 0)
     except RecursionError:
         raise VariantError("Variant nesting too deep to decode in Python; read it with to_json.") from None
 

@@ -36,8 +36,11 @@ class _Num:
     __slots__ = ("is_int", "text")
 
     def __init__(self, text: str, is_int: bool):
-        if len(text) > _MAX_NUMBER_LEN:
-            raise VariantError(f"JSON number of {len(text)} characters is longer than {_MAX_NUMBER_LEN} "
+        # Jackson's 1000-digit limit: integers count their digits; for other numbers this count (digits
+        # after the first) matches Jackson's except right at the limit when both '.' and 'e' occur
+        digits = sum(ch.isdigit() for ch in text) - (0 if is_int else 1)
+        if digits > _MAX_NUMBER_LEN:
+            raise VariantError(f"JSON number of {len(text)} characters has more than {_MAX_NUMBER_LEN} digits "
                                "(Jackson's limit Spark's parse_json applies); store it as a string.")
         self.text, self.is_int = text, is_int
 
@@ -112,7 +115,7 @@ def parse_json(text: str) -> tuple[bytes, bytes]:
         raise VariantError("Invalid JSON: the text is empty (Spark's parse_json: 'Unexpected null token'); "
                            "pass a JSON value, e.g. 'null'.")
     try:
-        node, end = _DECODER.raw_decode(text, start)
+        node, end = _parse(text, start)
     except json.JSONDecodeError as e:
         raise VariantError(f"Invalid JSON (Spark's parse_json refuses it too): {e.msg} at line {e.lineno} "
                            f"column {e.colno}; pass well-formed JSON text.") from None
@@ -126,9 +129,36 @@ def parse_json(text: str) -> tuple[bytes, bytes]:
         if bad:
             raise VariantError(f"Invalid JSON: unexpected character {ch!r} after the value at offset {end}; "
                                "pass one JSON value.")
-    b = c.VariantBuilder()
-    value = _build(b, node, 0)
-    return b.metadata(), value
+
+    def build() -> tuple[bytes, bytes]:  # a fresh builder per attempt: deep_call may run it twice
+        b = c.VariantBuilder()
+        value = _build(b, node, 0)
+        return b.metadata(), value
+
+    try:
+        return c.deep_call(build)
+    except RecursionError:
+        raise VariantError("JSON nesting too deep to build in Python.") from None
+
+
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _parse(text: str, start: int):
+    try:
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:
+        # only nesting within Jackson's limit is retried with a raised recursion limit
+        depth, deepest = 0, 0
+        for ch in _STRING_LITERAL.sub("", text[start:]):
+            if ch in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in "]}":
+                depth -= 1
+        if deepest > _MAX_DEPTH:
+            raise VariantError(f"JSON nesting deeper than {_MAX_DEPTH} levels (Jackson's limit Spark applies).") from None
+        return c.deep_call(_DECODER.raw_decode, text, start)
 
 
 # ---- to_json --------------------------------------------------------------------------------------
@@ -261,9 +291,13 @@ def to_json(metadata: bytes, value: bytes) -> str:
     """JSON text of a variant as Spark's ``to_json`` writes it with session time zone UTC. Malformed
     bytes raise VariantError."""
     keys = c.read_metadata(metadata)
-    out: list[str] = []
-    try:
+
+    def write() -> str:  # a fresh buffer per attempt: deep_call may run it twice
+        out: list[str] = []
         _to_json(bytes(value), 0, keys, out)
+        return "".join(out)
+
+    try:
+        return c.deep_call(write)
     except RecursionError:
         raise VariantError("Variant nesting too deep to write as JSON in Python.") from None
-    return "".join(out)
