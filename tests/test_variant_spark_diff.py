@@ -160,3 +160,31 @@ def test_unshred_gives_the_bytes_spark_reads_from_a_shredded_file(spark, tmp_pat
     flat = unshred(pq.read_table(tmp_path / "s.parquet").column("v"))
     ours = [(row["metadata"], row["value"]) if row else None for row in flat.to_pylist()]
     assert None in theirs and ours == theirs
+
+
+def test_unshred_spark_written_shredded_parquet(spark, tmp_path):
+    # Spark shreds on write with a forced schema: objects (partially) shredded, arrays of decimals,
+    # nested objects, values of other types left in value
+    texts = [f'{{"a":{i},"b":"s{i}","c":[{i},2.5,"x"],"d":{{"e":{i * 10**12}}},"rest":{i % 3}}}' for i in range(20)]
+    texts += ['"str"', "null", '{"a":"not an int","z":1e300}', "[1,2]", '{"a":1.5}', "{}", '{"d":[1]}', '{"c":{"k":1}}']
+    confs = {"spark.sql.variant.writeShredding.enabled": "true",
+             "spark.sql.variant.forceShreddingSchemaForTest":
+                 "struct<a: int, b: string, c: array<decimal(9,1)>, d: struct<e: long>, z: double>"}
+    old = {k: spark.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    try:
+        df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)] + [(len(texts), None)], "i int, s string")
+        df.selectExpr("i", "parse_json(s) AS v").coalesce(1).write.parquet(str(tmp_path / "out"))
+    finally:
+        for k, v in old.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    theirs = {r.i: None if r.v is None else (bytes(r.v.metadata), bytes(r.v.value)) for r in rows}
+    table = pq.read_table(tmp_path / "out")
+    assert "typed_value" in table.schema.field("v").type.names  # the file really is shredded
+    from lakelog.variant import unshred
+
+    flat = unshred(table.column("v"))
+    ours = {i: (x["metadata"], x["value"]) if x else None for i, x in zip(table.column("i").to_pylist(), flat.to_pylist())}
+    assert ours == theirs
