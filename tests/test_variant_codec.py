@@ -184,6 +184,7 @@ def test_object_fields_sorted_as_spark_sorts_keys():
     metadata, value = parse_json('{"\uffff":1,"\U0001F600":2,"b":3,"a":4}')
     assert to_json(metadata, value) == '{"a":4,"b":3,"\U0001F600":2,"\uffff":1}'
     assert metadata[1] == 4 and metadata.endswith("\uffff\U0001F600ba".encode())
+    assert to_json(*parse_json('{"a\uffff":1,"a\U0001F600":2,"":3}')) == '{"":3,"a\U0001F600":2,"a\uffff":1}'
 
 
 @pytest.mark.parametrize("text", ["", "{", '{"a":1,"a":2}', "NaN", "01", "1x", "truex", '"\\ud800"', "[1,]", "'a'"])

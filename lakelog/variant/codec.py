@@ -165,7 +165,11 @@ class VariantBuilder:
         for _, _, v in fields:
             offsets.append(pos)
             pos += len(v)
-        order = sorted(range(len(fields)), key=lambda i: utf16_key(fields[i][0]))
+        keys = [f[0] for f in fields]
+        # below U+D800 code point order is UTF-16 order: sort the str; otherwise by UTF-16 units
+        sort_key = keys.__getitem__ if all(not k or max(k) < "\ud800" for k in keys) \
+            else (lambda i: utf16_key(keys[i]))
+        order = sorted(range(len(fields)), key=sort_key)
         for a, b in pairwise(order):
             if fields[a][0] == fields[b][0]:
                 raise VariantError(f"Duplicate object key {fields[a][0]!r}: a Variant object's keys must be "

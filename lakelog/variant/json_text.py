@@ -79,26 +79,33 @@ def _string(s: str, what: str = "string") -> bytes:
 
 
 def _build(b: c.VariantBuilder, node, depth: int) -> bytes:
-    if isinstance(node, _Pairs):
+    t = type(node)
+    if t is str:
+        if len(node) > _MAX_STRING_LEN:
+            _string(node)
+        return c.string_value(c.utf8(node))
+    if t is _Num:
+        return _number(b, node)
+    if t is _Pairs:
         if depth >= _MAX_DEPTH:
             raise VariantError(f"JSON nesting deeper than {_MAX_DEPTH} levels (Jackson's limit Spark applies).")
         fields = []
+        add_key = b.add_key
         for k, v in node:
-            _string(k, "object key")
-            kid = b.add_key(k)
-            fields.append((k, kid, _build(b, v, depth + 1)))
+            if len(k) > _MAX_NAME_LEN:
+                _string(k, "object key")
+            fields.append((k, add_key(k), _build(b, v, depth + 1)))
         return b.object_value(fields)
-    if isinstance(node, list):
+    if t is list:
         if depth >= _MAX_DEPTH:
             raise VariantError(f"JSON nesting deeper than {_MAX_DEPTH} levels (Jackson's limit Spark applies).")
         return b.array_value([_build(b, e, depth + 1) for e in node])
-    if isinstance(node, _Num):
-        return _number(b, node)
-    if isinstance(node, str):
-        return c.string_value(_string(node))
     if node is None:
         return c.NULL_VALUE
-    return c.primitive(c.TRUE if node else c.FALSE)
+    return _TRUE if node else _FALSE
+
+
+_TRUE, _FALSE = c.primitive(c.TRUE), c.primitive(c.FALSE)
 
 
 def _is_java_identifier_part(ch: str) -> bool:
