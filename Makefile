@@ -24,8 +24,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Two workers (the machines have two cores); the tests that use Spark share one worker and its one session.
+XDIST ?= -n 2 --dist loadgroup
 test: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS)
 
 demo: venv
 	@$(BIN)/python -m spark_ext.demo

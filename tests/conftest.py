@@ -271,6 +271,14 @@ def cloud(request):
     endpoint.proxy.clear()
 
 
+def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist (make test: -n 2 --dist loadgroup) every test using the Spark session runs on one
+    # worker, so the run starts one JVM, not one per worker.
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 _exit_status = {}
 
 
