@@ -102,7 +102,7 @@ REGISTRY: dict[str, Feature] = {
            "(a merge insert or update that omits it stores NULL)"),
         _f("materializePartitionColumns", False, True, False, "partition values come from the log (copies in data files ignored)",
            "refused: partition columns are not written into data files"),
-        _f("checkpointProtection", False, True, False, _NOTHING, "refused: log cleanup does not honour delta.requireCheckpointProtectionBeforeVersion"),
+        _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
         _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
         _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
         _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),

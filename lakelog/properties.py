@@ -278,6 +278,8 @@ REGISTRY: dict[str, Property] = {
         Property("delta.rowTracking.materializedRowCommitVersionColumnName", None, _any_string, "a column name", settable=False),
         Property("delta.inCommitTimestampEnablementVersion", None, _int_parser(0, _INT64), "a non-negative integer", "int", settable=False),
         Property("delta.inCommitTimestampEnablementTimestamp", None, _int_parser(0, _INT64), "a non-negative integer", "int", settable=False),
+        # checkpointProtection: commits and checkpoints before it are only removed together (log cleanup)
+        Property("delta.requireCheckpointProtectionBeforeVersion", "0", _int_parser(0, _INT64), "a non-negative integer", "int", used=True, settable=False),
         Property("delta.minReaderVersion", None, _int_parser(1, 3), "1, 2 or 3", "int", settable=False),
         Property("delta.minWriterVersion", None, _int_parser(1, 7), "1 to 7", "int", settable=False),
     ]
