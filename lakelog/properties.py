@@ -251,6 +251,10 @@ REGISTRY: dict[str, Property] = {
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
         ),  # lakelog.symlink_manifest writes the manifests after each commit
+        # turns on the materializePartitionColumns feature (as Delta: the protocol keeps it once listed)
+        Property("delta.enableMaterializePartitionColumnsFeature", None, _parse_bool, _BOOL, "bool", used=True),
+        # best effort without the feature: partition columns written into data files too when true
+        Property("delta.writePartitionColumnsToParquet", None, _parse_bool, _BOOL, "bool", used=True),
         # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
