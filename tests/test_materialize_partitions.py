@@ -148,3 +148,16 @@ def test_the_logged_partition_value_wins_over_the_files(tmp_path):
     assert lakelog.Table(path).delete("p = 'zz'")["num_deleted_rows"] == 0
     assert lakelog.Table(path).delete("p = 'a'")["num_deleted_rows"] == 1
     assert _sorted(lakelog.read_table(path).to_pylist()) == _delta_rows(path) == expected[1:]
+
+
+def test_spark_appends_and_row_level_tasks_materialize(spark, table_path):
+    from spark_ext import LakelogTable
+
+    # (with deletion vectors the updated rows are written by Spark's own tasks; copy-on-write rewrites
+    # run lakelog's row-level rewrite in them)
+    lakelog.write_table(table_path, _rows([1, 2], ["a", "b"]), partition_by=["p"], configuration={**ENABLE, "delta.enableDeletionVectors": "true"})
+    spark.createDataFrame([(3, "v3", "c")], "id long, v string, p string").write.format("lakelog").mode("append").save(table_path)
+    LakelogTable.forPath(spark, table_path).update("id = 1", {"v": "'u'"})
+    _check_files(table_path)
+    assert _delta_rows(table_path) == _sorted(lakelog.read_table(table_path).to_pylist()) == _sorted(
+        [{"id": 1, "v": "u", "p": "a"}, {"id": 2, "v": "v2", "p": "b"}, {"id": 3, "v": "v3", "p": "c"}])
