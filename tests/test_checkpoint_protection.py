@@ -41,8 +41,9 @@ def _protocol(*features):
     return {"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": sorted(["appendOnly", "invariants", *features])}}
 
 
-def _protected_table(path, unsupported=True):
-    """Versions 0-7 as above; with ``unsupported=False`` versions 1-4 list only features lakelog supports."""
+def _protected_table(path, unsupported=True, protection=True):
+    """Versions 0-7 as above; with ``unsupported=False`` versions 1-4 list only features lakelog supports;
+    with ``protection=False`` version 5 sets the property without listing the feature."""
     lakelog.write_table(path, _rows(0), configuration={"delta.enableExpiredLogCleanup": "false"})
     _commit(path, 1, _protocol(*(["testRemovableWriter"] if unsupported else [])))
     storage = Storage(path)
@@ -52,7 +53,7 @@ def _protected_table(path, unsupported=True):
     lines = open(os.path.join(path, "_delta_log", f"{0:020d}.json"), "rb").read().splitlines()
     meta = next(a for a in map(orjson.loads, lines) if "metaData" in a)
     meta["metaData"]["configuration"][PROP] = "5"
-    _commit(path, 5, _protocol("checkpointProtection"), meta)
+    _commit(path, 5, _protocol(*(["checkpointProtection"] if protection else [])), meta)
     lakelog.Table(path).checkpoint()
     lakelog.write_table(path, _rows(6))  # normal writes on a protected table
     lakelog.Table(path).delete("id = 1")  # v7
@@ -85,6 +86,7 @@ def test_partial_cleanup_over_unsupported_versions_removes_nothing(tmp_path):
     assert _names(path) == before
     for v, rows in expected.items():
         assert _sorted(lakelog.read_table(path, version=v)) == rows
+    assert _sorted(DeltaTable(path).to_pyarrow_table()) == expected[7]
     # a checkpoint at a version whose protocol lakelog cannot write is refused
     with pytest.raises(UnsupportedFeatureError, match="testRemovableWriter"):
         lakelog.Table(path, version=3).checkpoint()
@@ -125,3 +127,11 @@ def test_the_property_is_kept_and_not_settable(tmp_path):
     assert t.snapshot.configuration[PROP] == "5" and "checkpointProtection" in t.snapshot.protocol.writer_features
     with pytest.raises(InvalidTablePropertyError, match="maintained by the engine"):
         t.set_properties({PROP: "7"})
+
+
+def test_the_property_without_the_feature_protects_nothing(tmp_path):
+    """As in Delta: the version only counts while the protocol lists checkpointProtection."""
+    path = str(tmp_path / "t")
+    _protected_table(path, protection=False)
+    _age(path, range(4))
+    assert lakelog.Table(path).cleanup_log() == [f"{v:020d}.json" for v in range(3)] + [f"{2:020d}.checkpoint.parquet"]
