@@ -100,9 +100,9 @@ REGISTRY: dict[str, Feature] = {
         _f("icebergWriterCompatV1", False, True, False, _NOTHING, "refused: Iceberg compatibility constraints not enforced"),
         _f("allowColumnDefaults", False, True, True, _NOTHING, "CURRENT_DEFAULT stored when an append or overwrite lacks the column "
            "(a merge insert or update that omits it stores NULL)"),
-        _f("materializePartitionColumns", False, True, False, "partition values come from the log (copies in data files ignored)",
-           "refused: partition columns are not written into data files"),
-        _f("checkpointProtection", False, True, False, _NOTHING, "refused: log cleanup does not honour delta.requireCheckpointProtectionBeforeVersion"),
+        _f("materializePartitionColumns", False, True, True, "partition values come from the log (copies in data files ignored, as Delta reads them)",
+           "every new data file (writes, overwrites, DML rewrites, optimize, Spark tasks) also holds the partition columns, after the data columns, without stats; delta.enableMaterializePartitionColumnsFeature=true lists it"),
+        _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
         _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
         _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
         _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),
@@ -218,4 +218,6 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
         reader.add("deletionVectors")
         writer.add("deletionVectors")
     writer.update(iceberg_compat.writer_features(configuration))
+    if props.get("delta.enableMaterializePartitionColumnsFeature"):
+        writer.add("materializePartitionColumns")
     return reader, writer

@@ -251,6 +251,10 @@ REGISTRY: dict[str, Property] = {
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
         ),  # lakelog.symlink_manifest writes the manifests after each commit
+        # turns on the materializePartitionColumns feature (as Delta: the protocol keeps it once listed)
+        Property("delta.enableMaterializePartitionColumnsFeature", None, _parse_bool, _BOOL, "bool", used=True),
+        # best effort without the feature: partition columns written into data files too when true
+        Property("delta.writePartitionColumnsToParquet", None, _parse_bool, _BOOL, "bool", used=True),
         # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
@@ -278,6 +282,8 @@ REGISTRY: dict[str, Property] = {
         Property("delta.rowTracking.materializedRowCommitVersionColumnName", None, _any_string, "a column name", settable=False),
         Property("delta.inCommitTimestampEnablementVersion", None, _int_parser(0, _INT64), "a non-negative integer", "int", settable=False),
         Property("delta.inCommitTimestampEnablementTimestamp", None, _int_parser(0, _INT64), "a non-negative integer", "int", settable=False),
+        # checkpointProtection: commits and checkpoints before it are only removed together (log cleanup)
+        Property("delta.requireCheckpointProtectionBeforeVersion", "0", _int_parser(0, _INT64), "a non-negative integer", "int", used=True, settable=False),
         Property("delta.minReaderVersion", None, _int_parser(1, 3), "1, 2 or 3", "int", settable=False),
         Property("delta.minWriterVersion", None, _int_parser(1, 7), "1 to 7", "int", settable=False),
     ]

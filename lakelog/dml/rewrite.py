@@ -56,7 +56,7 @@ from ..writer_features import WriterFeatures
 from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
 from ..writer_features.identity import high_water_marks, with_high_water_marks
-from ..write import DataWriter
+from ..write import DataWriter, materializes_partitions
 from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
@@ -190,8 +190,10 @@ class RowLevelOperation(FileReads):
 
     @property
     def partitions_in_files(self) -> bool:
-        """Whether new files hold the partition columns too (Iceberg compatibility of the table written)."""
-        return iceberg_compat.partitions_in_files((self.metadata or self.snapshot.metadata).configuration)
+        """Whether new files hold the partition columns too (Iceberg compatibility of the table written, or
+        materializePartitionColumns)."""
+        configuration = (self.metadata or self.snapshot.metadata).configuration
+        return iceberg_compat.partitions_in_files(configuration) or materializes_partitions(self.snapshot.protocol, configuration)
 
     @property
     def column_mapping(self) -> ColumnMapping | None:

@@ -15,7 +15,7 @@ from ..conform import cast_batch
 from ..partition_keys import PartitionKeys
 from ..snapshot import Snapshot
 from ..storage import Storage
-from ..write import DataWriter, discard_files
+from ..write import DataWriter, discard_files, materializes_partitions
 from ..errors import InvalidArgumentError, LakelogError, SchemaMismatchError, SymlinkManifestError
 from .commits import MaintenanceTransaction, Progress
 
@@ -201,6 +201,7 @@ def optimize(
     # Row tracking enabled: the rewritten rows keep their stable ids and commit versions (they are copies).
     materialized = row_tracking.materialized_columns(snapshot.metadata)
     write_schema = row_tracking.writer_schema(schema, materialized)
+    in_files = iceberg_compat.partitions_in_files(snapshot.configuration) or materializes_partitions(snapshot.protocol, snapshot.configuration)
     new_files: list[AddFile] = []
     committing = False
     try:
@@ -208,7 +209,7 @@ def optimize(
             def new_writer() -> DataWriter:
                 return DataWriter(storage, write_schema, parts, max_indexed, "part", column_mapping=snapshot.column_mapping, stats_columns=tuple(clustered),
                                   clustering_provider=clustering.PROVIDER if clustered else None, extra_columns=materialized or (),
-                                  partitions_in_files=iceberg_compat.partitions_in_files(snapshot.configuration))
+                                  partitions_in_files=in_files)
 
             # read_batches drops the rows deletion vectors delete; the new files have no DV
             if materialized is None:

@@ -5,7 +5,7 @@ Modules: ``stats`` (file statistics from Parquet footers), ``files`` (``DataWrit
 ``plan_write``, ``write_table``: the files prepared, then one commit).
 """
 
-from .files import DataWriter, default_max_open_files
+from .files import DataWriter, default_max_open_files, materializes_partitions
 from .plan import WritePlan, discard_files, plan_write, write_table
 from .table_metadata import evolved_metadata, mapped_schema, plan_protocol
 from .stats import STRING_STATS_PREFIX, stats_from_parquet_metadata
@@ -18,6 +18,7 @@ __all__ = [
     "discard_files",
     "evolved_metadata",
     "mapped_schema",
+    "materializes_partitions",
     "plan_protocol",
     "plan_write",
     "stats_from_parquet_metadata",

@@ -13,16 +13,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..actions import AddFile, encode_path, now_ms
+from ..actions import AddFile, Protocol, encode_path, now_ms
 from ..column_mapping import ColumnMapping, physical_schema, to_physical
 from ..errors import SchemaMismatchError
 from ..geospatial import check_writable as check_geo_writable
+from ..features import is_supported
+from ..properties import TableProperties
 from ..schema import (
     hive_escape,
     serialize_partition_value,
 )
 from ..storage import Storage
 from .stats import stats_from_parquet_metadata
+
+MATERIALIZE = "materializePartitionColumns"
 ROLL_FILE_BYTES = 256 * 1024 * 1024  # in-memory Arrow bytes per file before starting a new one
 ROW_GROUP_ROWS = 1024 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
@@ -56,6 +60,17 @@ def default_max_open_files() -> int:
     if soft == resource.RLIM_INFINITY:
         return MAX_OPEN_FILES
     return max(2, min(MAX_OPEN_FILES, soft // 8))
+
+
+def materializes_partitions(protocol: Protocol | None, configuration: dict[str, str] | None) -> bool:
+    """Whether new data files carry the partition columns under ``materializePartitionColumns``: required
+    once the protocol lists the feature (or ``delta.enableMaterializePartitionColumnsFeature`` is about to
+    list it); otherwise as ``delta.writePartitionColumnsToParquet`` asks (unset: not written). Iceberg
+    compatibility asks for them too (``iceberg_compat.partitions_in_files``)."""
+    props = TableProperties(configuration)
+    if protocol is not None and is_supported(protocol, MATERIALIZE):
+        return True
+    return bool(props.get("delta.enableMaterializePartitionColumnsFeature") or props.get("delta.writePartitionColumnsToParquet"))
 
 
 @dataclass

@@ -30,7 +30,7 @@ from ..writer_features import WriterFeatures
 from ..writer_features.generated import check_column_defaults, declare_columns, keep_field_metadata, with_generated_columns
 from ..writer_features.identity import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
 from ..writer_features.identity import identity_columns as declared_identity
-from .files import DataWriter
+from .files import DataWriter, materializes_partitions
 from .table_metadata import mapped_schema, plan_protocol, plan_schema
 
 
@@ -220,6 +220,12 @@ class WritePlan:
                                  frozenset(clustering.FEATURES) if self.cluster_by else frozenset())
         if protocol is not None:
             actions.append(protocol)
+        if parts and adds and not self.partitions_in_files and materializes_partitions(protocol or (snapshot.protocol if snapshot else None), None):
+            raise CommitConflictError(
+                "the table requires partition columns in data files (materializePartitionColumns), listed after this write "
+                "was planned, so its files lack them; nothing was committed. Retry the write",
+                read_version=snapshot.version if snapshot is not None else None,
+            )
         if self.cluster_by:
             actions.append(clustering.domain(self.cluster_by, ColumnMapping(mode, schema_string).physical_name if mode != "none" else str))
         self._check_physical(ColumnMapping(mode, schema_string), snapshot)
@@ -413,7 +419,8 @@ def plan_write(
         column_defaults=column_defaults or None,
         cluster_by=cluster_by,
         stats_columns=stats_columns,
-        partitions_in_files=iceberg_compat.partitions_in_files(conf),
+        partitions_in_files=iceberg_compat.partitions_in_files(conf) or materializes_partitions(
+            plan_protocol(table_schema, snapshot.protocol if snapshot else None, conf) or (snapshot.protocol if snapshot else None), conf),
     )
 
 
