@@ -264,8 +264,8 @@ REGISTRY: dict[str, Property] = {
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
         Property(
-            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi",
-            refuse=lambda v: "lakelog does not implement UniForm" if v else None,
+            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi", used=True,
+            refuse=lambda v: "lakelog writes Iceberg metadata (UniForm) but not Hudi metadata" if "hudi" in v else None,
         ),
         Property("delta.randomizeFilePrefixes", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("random file prefixes")),
         Property("delta.randomPrefixLength", "2", _int_parser(1, _INT32), "a positive integer", "int"),
@@ -411,7 +411,10 @@ class TableProperties:
 
     def features_in_use(self) -> list[str]:
         """Features turned on by properties that lakelog's writers cannot honour (empty when none)."""
-        return []
+        out = []
+        if "hudi" in self.get("delta.universalFormat.enabledFormats"):
+            out.append("Hudi metadata (UniForm)")
+        return out
 
     @property
     def append_only(self) -> bool:
