@@ -1,0 +1,273 @@
+"""UniForm: the Iceberg metadata lakelog writes next to the Delta log, read back by an independent reader
+(pyiceberg's ``StaticTable``) and compared with lakelog's own reads, at every snapshot.
+
+The random program (hypothesis) runs a few short seeded examples by default; LAKELOG_UNIFORM_FULL=1 runs
+many longer ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lakelog
+from lakelog.cli import main as cli_main
+from lakelog.errors import InvalidTablePropertyError, UniformDependencyError, UnsupportedFeatureError
+
+pyiceberg_table = pytest.importorskip("pyiceberg.table")
+
+UNIFORM = {
+    "delta.columnMapping.mode": "name",
+    "delta.enableIcebergCompatV2": "true",
+    "delta.universalFormat.enabledFormats": "iceberg",
+}
+FULL = os.environ.get("LAKELOG_UNIFORM_FULL") == "1"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def latest_metadata(path) -> str:
+    with open(os.path.join(path, "metadata", "version-hint.text")) as f:
+        n = int(f.read().strip())
+    return os.path.join(path, "metadata", f"v{n}.metadata.json")
+
+
+def rows(table: pa.Table) -> list:
+    return sorted((tuple(sorted(r.items())) for r in table.to_pylist()), key=repr)
+
+
+def check_iceberg(path, filters: list[tuple[str, pc.Expression]] = ()) -> dict[int, int]:
+    """Every Iceberg snapshot reads the rows of the Delta version its summary names; the latest is the
+    table's latest version; ``filters`` (pyiceberg's filter, the same as a pyarrow expression on lakelog's
+    rows) agree at the latest, where pyiceberg prunes files by the partition values and bounds.
+    Returns {delta version: snapshot id}."""
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    latest = lakelog.Table(path)
+    assert ice.properties["delta-version"] == str(latest.version)
+    by_version = {}
+    for snap in ice.snapshots():
+        v = int(snap.summary["delta-version"])
+        by_version[v] = snap.snapshot_id
+        got = ice.scan(snapshot_id=snap.snapshot_id).to_arrow()
+        assert rows(got) == rows(lakelog.Table(path, version=v).to_pyarrow()), f"snapshot of version {v}"
+    versions = sorted(by_version)
+    assert versions == list(range(versions[0], latest.version + 1)), "one snapshot per Delta version"
+    assert ice.current_snapshot().snapshot_id == by_version[latest.version]
+    for ice_filter, delta_filter in filters:
+        assert rows(ice.scan(row_filter=ice_filter).to_arrow()) == rows(latest.to_pyarrow().filter(delta_filter)), ice_filter
+    return by_version
+
+
+def data(ids, part: str | None = None) -> pa.Table:
+    ids = list(ids)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "part": pa.array([part or ("a" if i % 3 else "b") for i in ids]),
+        "name": pa.array([None if i % 4 == 0 else f"n{i}" for i in ids]),
+        "score": pa.array([i / 2 for i in ids], pa.float64()),
+    })
+
+
+def test_every_operation_reads_the_same_through_iceberg(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(10)), partition_by=["part"], configuration=UNIFORM)
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(10, 15)), mode="append")
+    check_iceberg(path)
+    t = lakelog.Table(path)
+    t.delete("id < 3")
+    check_iceberg(path)
+    t.update({"name": "'upd'"}, "id % 2 = 0")
+    check_iceberg(path)
+    src = data(range(12, 20))
+    (t.merge(src, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute())
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(30, 33), part="c"), mode="overwrite", predicate="part = 'c'")
+    check_iceberg(path)
+    t.refresh().optimize()
+    f = pc.field
+    check_iceberg(path, [("id >= 12", f("id") >= 12), ("part = 'b'", f("part") == "b"), ("name = 'upd'", f("name") == "upd"), ("score < 3.0", f("score") < 3)])
+    lakelog.write_table(path, data(range(3)), mode="overwrite")
+    by_version = check_iceberg(path, [("id = 1", f("id") == 1)])
+    assert sorted(by_version) == list(range(t.refresh().version + 1))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    ops = [s.summary.operation.value for s in ice.snapshots()]
+    assert ops[1] == "append" and ops[2] == "overwrite" and "replace" in ops  # optimize changes no data
+
+
+def test_types_stats_and_partition_values(tmp_path):
+    """Bounds in Iceberg's binary form let pyiceberg prune files: a wrong bound would drop rows."""
+    path = str(tmp_path / "t")
+    utc = dt.timezone.utc
+
+    def batch(k):
+        return pa.table({
+            "i8": pa.array([k, k + 1], pa.int8()), "i16": pa.array([k * 100, -5], pa.int16()), "i32": pa.array([k, None], pa.int32()),
+            "i64": pa.array([2**40 + k, -(2**40)], pa.int64()), "f32": pa.array([k + 0.5, -1.25], pa.float32()),
+            "b": pa.array([True, k % 2 == 0]), "s": pa.array(["é" * 40 + str(k), "z"]),
+            "d": pa.array([dt.date(2020, 1, 1 + k), dt.date(1969, 12, 31)]),
+            "ts": pa.array([dt.datetime(2021, 1, 1, 0, 0, 0, k, tzinfo=utc), dt.datetime(2021, 6, 1, tzinfo=utc)], pa.timestamp("us", "UTC")),
+            "ntz": pa.array([dt.datetime(2021, 1, 1, 1, 2, 3, 999999), None], pa.timestamp("us")),
+            "dec": pa.array([decimal.Decimal(f"{k}.25"), decimal.Decimal("-3.10")], pa.decimal128(9, 2)),
+            "bin": pa.array([b"\x00\x01", None], pa.binary()),
+            "st": pa.array([{"x": k, "y": "a"}, {"x": -k, "y": None}]),
+            "pd": pa.array([dt.date(2024, 1, k % 2 + 1)] * 2), "pi": pa.array([k % 2] * 2, pa.int32()),
+        })
+
+    lakelog.write_table(path, batch(1), partition_by=["pd", "pi"], configuration=UNIFORM)
+    for k in (2, 3):
+        lakelog.write_table(path, batch(k), mode="append")
+    f, e40 = pc.field, "é" * 40
+    ts = pa.scalar(dt.datetime(2021, 1, 1, 0, 0, 0, 2, tzinfo=utc), pa.timestamp("us", "UTC"))
+    ntz = pa.scalar(dt.datetime(2021, 1, 1, 1, 2, 3, 999999), pa.timestamp("us"))
+    check_iceberg(path, [
+        ("i8 = 2", f("i8") == 2), ("i16 < 0", f("i16") < 0), ("i64 > 1099511627777", f("i64") > 2**40 + 1), ("f32 > 2.0", f("f32") > 2.0),
+        ("s = 'z'", f("s") == "z"), (f"s > '{e40}2'", f("s") > f"{e40}2"), ("d < '1970-01-01'", f("d") < pa.scalar(dt.date(1970, 1, 1))),
+        ("ts > '2021-01-01T00:00:00.000002+00:00'", f("ts") > ts), ("ntz >= '2021-01-01T01:02:03.999999'", f("ntz") >= ntz),
+        ("dec > 2.00", f("dec") > pa.scalar(decimal.Decimal("2.00"), pa.decimal128(9, 2))),
+        ("pd = '2024-01-02'", f("pd") == pa.scalar(dt.date(2024, 1, 2))), ("pi = 1", f("pi") == 1), ("i32 is null", f("i32").is_null()),
+        ("b = false", f("b") == False),  # noqa: E712
+    ])
+
+
+def test_uniform_needs_iceberg_compat_and_column_mapping(tmp_path):
+    t = pa.table({"x": [1]})
+    no_compat = {k: v for k, v in UNIFORM.items() if k != "delta.enableIcebergCompatV2"}
+    with pytest.raises(InvalidTablePropertyError, match="enabledFormats=iceberg needs Iceberg compatibility.*delta.enableIcebergCompatV2"):
+        lakelog.write_table(str(tmp_path / "a"), t, configuration=no_compat)
+    with pytest.raises(InvalidTablePropertyError, match="needs column mapping.*delta.columnMapping.mode"):
+        lakelog.write_table(str(tmp_path / "b"), t, configuration={**UNIFORM, "delta.columnMapping.mode": "none"})
+    with pytest.raises(UnsupportedFeatureError, match="not Hudi"):
+        lakelog.write_table(str(tmp_path / "c"), t, configuration={**UNIFORM, "delta.universalFormat.enabledFormats": "iceberg,hudi"})
+    for name in "abc":
+        assert not os.path.exists(tmp_path / name / "_delta_log" / "00000000000000000000.json")
+    plain = str(tmp_path / "d")
+    lakelog.write_table(plain, t)
+    with pytest.raises(UnsupportedFeatureError, match="does not have UniForm on"):
+        lakelog.Table(plain).sync_iceberg()
+
+
+def test_enabling_uniform_on_an_existing_table_converts_it_once(tmp_path):
+    path = str(tmp_path / "t")
+    compat = {k: v for k, v in UNIFORM.items() if k != "delta.universalFormat.enabledFormats"}
+    lakelog.write_table(path, data(range(5)), configuration=compat)
+    lakelog.write_table(path, data(range(5, 9)), mode="append")
+    lakelog.Table(path).delete("id = 2")
+    assert not os.path.exists(tmp_path / "t" / "metadata")
+    t = lakelog.Table(path)
+    t.set_properties({"delta.universalFormat.enabledFormats": "iceberg"})
+    assert check_iceberg(path).keys() == {3}
+    lakelog.write_table(path, data(range(20, 22)), mode="append")
+    assert check_iceberg(path).keys() == {3, 4}
+
+
+def _failing_iceberg_step(op, p):
+    if "/metadata/" in p and op in ("put", "put_if_absent"):
+        raise OSError("injected: the Iceberg step fails")
+
+
+def test_a_failed_iceberg_step_is_caught_up(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    failing = {"lakelog.fault_injector": _failing_iceberg_step}
+    with pytest.warns(UserWarning, match="version 1 is committed, but writing its Iceberg metadata"):
+        lakelog.write_table(path, data(range(5, 8)), mode="append", storage_options=failing)
+    with pytest.warns(UserWarning, match="version 2 is committed"):
+        lakelog.Table(path, storage_options=failing).delete("id = 1")
+    assert lakelog.Table(path).version == 2  # the Delta commits stand
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.properties["delta-version"] == "0"
+    assert lakelog.Table(path).sync_iceberg() == 2
+    assert check_iceberg(path).keys() == {0, 1, 2}
+    # the next commit catches up too
+    with pytest.warns(UserWarning):
+        lakelog.write_table(path, data(range(40, 41)), mode="append", storage_options=failing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lakelog.write_table(path, data(range(50, 51)), mode="append")
+    assert check_iceberg(path).keys() == {0, 1, 2, 3, 4}
+
+
+def test_a_writer_killed_between_the_commit_and_the_iceberg_step(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    script = textwrap.dedent(f"""
+        import os, signal, pyarrow as pa, lakelog
+        def die(op, p):
+            if "/metadata/" in p:
+                os.kill(os.getpid(), signal.SIGKILL)
+        lakelog.write_table({path!r}, pa.table({{"id": pa.array([100], pa.int64()), "part": ["a"], "name": ["k"], "score": [1.0]}}),
+                            mode="append", storage_options={{"lakelog.fault_injector": die}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert lakelog.Table(path).version == 1
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.properties["delta-version"] == "0"
+    assert cli_main(["uniform", path]) == 0
+    assert "describes version 1" in capsys.readouterr().out
+    assert check_iceberg(path).keys() == {0, 1}
+    assert cli_main(["uniform", path, "--json"]) == 0  # nothing left to do
+    assert '"version": 1' in capsys.readouterr().out.replace(":1", ": 1")
+
+
+def test_lakelog_imports_no_iceberg_and_names_the_extra_when_missing(tmp_path):
+    code = textwrap.dedent(f"""
+        import sys, pyarrow as pa, lakelog
+        assert not [m for m in sys.modules if m.startswith(("pyiceberg", "fastavro"))], "import lakelog loaded pyiceberg"
+        sys.modules["pyiceberg"] = None  # as if not installed
+        try:
+            lakelog.write_table({str(tmp_path / 't')!r}, pa.table({{"x": [1]}}), configuration={UNIFORM!r})
+        except lakelog.errors.UniformDependencyError as e:
+            assert "lakelog[uniform]" in str(e), e
+            print("refused")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == "refused", proc.stderr.decode()
+    assert not os.path.exists(tmp_path / "t" / "_delta_log" / "00000000000000000000.json")
+    assert issubclass(UniformDependencyError, ImportError)
+
+
+# ---------------------------------------------------------------- random programs
+
+OPS = st.sampled_from(["append", "delete", "update", "merge", "overwrite", "overwrite_where", "optimize", "sync_fail"])
+
+
+@settings(max_examples=40 if FULL else 3, deadline=None, derandomize=not FULL,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(OPS, st.integers(0, 30)), min_size=3, max_size=14 if FULL else 5), partitioned=st.booleans())
+def test_random_programs_read_the_same_through_iceberg(tmp_path_factory, ops, partitioned):
+    path = str(tmp_path_factory.mktemp("uniform") / "t")
+    lakelog.write_table(path, data(range(6)), partition_by=["part"] if partitioned else None, configuration=UNIFORM)
+    for op, k in ops:
+        t = lakelog.Table(path)
+        if op == "append":
+            lakelog.write_table(path, data(range(k, k + 3)), mode="append")
+        elif op == "delete":
+            t.delete(f"id % 5 = {k % 5}")
+        elif op == "update":
+            t.update({"score": "score + 1", "name": f"'u{k}'"}, f"id > {k}")
+        elif op == "merge":
+            (t.merge(data(range(k, k + 4)), "target.id = source.id").when_matched_delete("source.id % 2 = 0")
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+        elif op == "overwrite":
+            lakelog.write_table(path, data(range(k, k + 2)), mode="overwrite")
+        elif op == "overwrite_where":
+            lakelog.write_table(path, data(range(k, k + 2), part="b"), mode="overwrite", predicate="part = 'b'")
+        elif op == "optimize":
+            t.optimize()
+        else:  # a commit whose Iceberg step fails: caught up by the next one
+            with pytest.warns(UserWarning):
+                lakelog.write_table(path, data([k]), mode="append", storage_options={"lakelog.fault_injector": _failing_iceberg_step})
+    lakelog.Table(path).sync_iceberg()
+    check_iceberg(path)
