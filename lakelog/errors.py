@@ -259,7 +259,3 @@ class SymlinkManifestError(LakelogError):
     def __init__(self, message: str, version: int | None = None):
         super().__init__(message)
         self.version = version
-
-
-class UniformDependencyError(UnsupportedFeatureError, ImportError):
-    """The table has UniForm (Iceberg metadata) on, which needs the ``uniform`` extra (pyiceberg), not installed."""

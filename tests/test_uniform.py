@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.cli import main as cli_main
-from lakelog.errors import InvalidTablePropertyError, UniformDependencyError, UnsupportedFeatureError
+from lakelog.errors import InvalidTablePropertyError, UnsupportedFeatureError
 
 pyiceberg_table = pytest.importorskip("pyiceberg.table")
 
@@ -221,21 +221,10 @@ def test_a_writer_killed_between_the_commit_and_the_iceberg_step(tmp_path, capsy
     assert '"version": 1' in capsys.readouterr().out.replace(":1", ": 1")
 
 
-def test_lakelog_imports_no_iceberg_and_names_the_extra_when_missing(tmp_path):
-    code = textwrap.dedent(f"""
-        import sys, pyarrow as pa, lakelog
-        assert not [m for m in sys.modules if m.startswith(("pyiceberg", "fastavro"))], "import lakelog loaded pyiceberg"
-        sys.modules["pyiceberg"] = None  # as if not installed
-        try:
-            lakelog.write_table({str(tmp_path / 't')!r}, pa.table({{"x": [1]}}), configuration={UNIFORM!r})
-        except lakelog.errors.UniformDependencyError as e:
-            assert "lakelog[uniform]" in str(e), e
-            print("refused")
-    """)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.decode().strip() == "refused", proc.stderr.decode()
-    assert not os.path.exists(tmp_path / "t" / "_delta_log" / "00000000000000000000.json")
-    assert issubclass(UniformDependencyError, ImportError)
+def test_import_lakelog_loads_no_iceberg_code():
+    code = "import sys, lakelog; print(sorted(m for m in sys.modules if 'iceberg' in m or 'avro' in m))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120, check=True)
+    assert proc.stdout.decode().strip() == "['lakelog.iceberg']", proc.stdout  # the package's light __init__ only
 
 
 # ---------------------------------------------------------------- random programs

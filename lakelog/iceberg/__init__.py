@@ -7,18 +7,16 @@ version, with the Delta version in the snapshot summary and in the table propert
 
 The step never decides a commit's outcome: the Delta commit is made first, and a failed or interrupted
 step is caught up by the next commit, ``Table.sync_iceberg()`` or ``lakelog uniform PATH`` from the last
-version the Iceberg metadata records. The Avro files are written with pyiceberg (the ``uniform`` extra),
-imported only here and only when a table has UniForm on.
+version the Iceberg metadata records. The Avro files are written by ``lakelog.iceberg.avro``
+(no dependency; imported only when a table has UniForm on).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from ..errors import InvalidTablePropertyError, UniformDependencyError
+from ..errors import InvalidTablePropertyError
 
-EXTRA = "uniform"
 FORMATS_KEY = "delta.universalFormat.enabledFormats"
 COMPAT_KEYS = ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2")
 COLUMN_MAPPING_KEY = "delta.columnMapping.mode"
@@ -47,26 +45,13 @@ def check_enablement(configuration: dict[str, str]) -> None:
             f"{COLUMN_MAPPING_KEY} = 'name' (or 'id') in the same change",
             key=FORMATS_KEY, value=configuration.get(FORMATS_KEY),
         )
-    if importlib.util.find_spec("pyiceberg") is None:
-        _require_pyiceberg()
 
-
-def _require_pyiceberg() -> None:
-    try:
-        import pyiceberg.manifest  # noqa: F401
-    except ImportError as e:
-        raise UniformDependencyError(
-            f"the table has UniForm on ({FORMATS_KEY} = iceberg), which writes Iceberg metadata with pyiceberg; "
-            f"install it with `pip install 'lakelog[{EXTRA}]'` (the Delta commit itself was made: run "
-            "`lakelog uniform PATH` afterwards to write the Iceberg metadata)"
-        ) from e
 
 
 def sync(storage: Any, *, before: Any = None, committed: dict[int, list] | None = None) -> int | None:
     """Write Iceberg snapshots for every Delta version after the last converted one, up to the latest
     (or the newest of ``committed``: {version: actions} just committed on top of the snapshot ``before``,
     which spares reading them back). Returns the Delta version the Iceberg metadata now describes."""
-    _require_pyiceberg()
     from .catch_up import sync_table
 
     for _ in range(_ATTEMPTS):
@@ -77,4 +62,4 @@ def sync(storage: Any, *, before: Any = None, committed: dict[int, list] | None 
     return sync_table(storage, None, None)
 
 
-__all__ = ["EXTRA", "UniformDependencyError", "check_enablement", "enabled", "sync"]
+__all__ = ["check_enablement", "enabled", "sync"]

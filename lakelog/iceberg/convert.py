@@ -14,32 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from pyiceberg.manifest import (
-    DataFile,
-    DataFileContent,
-    FileFormat,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    read_manifest_list,
-    write_manifest,
-    write_manifest_list,
-)
-from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.schema import Schema
-from pyiceberg.typedef import Record
 
 from ..actions import AddFile, CommitInfo, Metadata, RemoveFile, decode_path
 from ..data_files import physical_rows
 from ..errors import UnsupportedFeatureError
 from ..storage import Storage
-from .files import StorageFileIO, table_location
+from .files import table_location, to_storage_path, write_file
+from .manifests import ADDED, DELETED, EXISTING, Spec, as_pairs, decimal_size, manifest_file, read_entries, read_manifest_list, write_manifest, write_manifest_list
 from .metadata import DELTA_TIMESTAMP, DELTA_VERSION, NAME_MAPPING, IcebergMetadata
 from .schema import IcebergSchema, partition_spec
-from .values import file_metrics, partition_value
+from .values import file_metrics, partition_value, unscaled_bytes
 
-_CODEC = "deflate"
+_LAST_LIST: list = [None, []]  # [location, records] of the manifest list this process wrote last
 
 
 @dataclass
@@ -71,41 +57,41 @@ class Converter:
 
     def __init__(self, storage: Storage, meta: IcebergMetadata):
         self.storage = storage
-        self.io = StorageFileIO(storage)
         self.meta = meta
         self.location = table_location(storage)
-        self._schema_cache: dict[str, IcebergSchema] = {}
+        self._schemas: dict[str, IcebergSchema] = {}
+        self._specs: dict[int, Spec] = {}
 
-    # ------------------------------------------------------------ paths
+    # ------------------------------------------------------------ files
     def _metadata_location(self, name: str) -> str:
         return f"{self.location}/metadata/{name}"
 
-    def _data_location(self, rel: str) -> str:
-        return f"{self.location}/{rel}"
+    def _read(self, location: str) -> bytes:
+        return self.storage.read(to_storage_path(self.storage, location))
+
+    def _write(self, location: str, data: bytes) -> None:
+        write_file(self.storage, to_storage_path(self.storage, location), data, unique=True)
 
     # ------------------------------------------------------------ schema and spec
-    def _iceberg_schema(self, metadata: Metadata) -> IcebergSchema:
-        s = self._schema_cache.get(metadata.schema_string)
-        if s is None:
-            s = self._schema_cache[metadata.schema_string] = IcebergSchema(metadata.schema_string)
-        return s
-
-    def _use_metadata(self, metadata: Metadata) -> tuple[IcebergSchema, Schema, PartitionSpec]:
+    def _use_metadata(self, metadata: Metadata) -> tuple[IcebergSchema, dict, Spec]:
         """Make ``metadata``'s schema and partition spec current (adding them when new); return them."""
-        ischema = self._iceberg_schema(metadata)
+        ischema = self._schemas.get(metadata.schema_string)
+        if ischema is None:
+            ischema = self._schemas[metadata.schema_string] = IcebergSchema(metadata.schema_string)
         schema_id = self.meta.ensure_schema(ischema.json, ischema.last_column_id)
         spec_id = self.meta.ensure_spec(partition_spec(ischema, list(metadata.partition_columns), 0)["fields"])
         self.meta.set_property(NAME_MAPPING, orjson.dumps(ischema.name_mapping).decode())
-        return ischema, self._pyiceberg_schema(schema_id), self._pyiceberg_spec(spec_id)
+        return ischema, self.meta.schema(schema_id), self._spec(spec_id)
 
-    def _pyiceberg_schema(self, schema_id: int) -> Schema:
-        return Schema.model_validate(self.meta.schema(schema_id))
+    def _spec(self, spec_id: int) -> Spec:
+        spec = self._specs.get(spec_id)
+        if spec is None:
+            types = {f["id"]: f["type"] for s in self.meta.raw["schemas"] for f in s["fields"] if isinstance(f["type"], str)}
+            spec = self._specs[spec_id] = Spec(self.meta.spec(spec_id), types)
+        return spec
 
-    def _pyiceberg_spec(self, spec_id: int) -> PartitionSpec:
-        return PartitionSpec.model_validate(self.meta.spec(spec_id))
-
-    # ------------------------------------------------------------ files
-    def data_file(self, add: AddFile, ischema: IcebergSchema, metadata: Metadata) -> DataFile:
+    # ------------------------------------------------------------ entries
+    def data_file(self, add: AddFile, ischema: IcebergSchema, metadata: Metadata, spec: Spec) -> dict:
         if add.deletion_vector is not None:
             raise UnsupportedFeatureError(
                 f"UniForm: data file {add.path!r} has a deletion vector, which Iceberg format version 2 cannot express; "
@@ -113,86 +99,75 @@ class Converter:
             )
         m = file_metrics(add.stats, ischema.columns)
         count = m["record_count"] if m["record_count"] is not None else physical_rows(self.storage, add)
-        values = []
-        for name in metadata.partition_columns:
-            col = ischema.column(name)
-            pv = add.partition_values or {}
-            values.append(partition_value(pv.get(col.physical, pv.get(name)), col))
-        return DataFile.from_args(
-            content=DataFileContent.DATA,
-            file_path=self._data_location(add.relative_path),
-            file_format=FileFormat.PARQUET,
-            partition=Record(*values),
-            record_count=count,
-            file_size_in_bytes=add.size,
-            null_value_counts=m["null_value_counts"] or None,
-            lower_bounds=m["lower_bounds"] or None,
-            upper_bounds=m["upper_bounds"] or None,
-            _table_format_version=2,
-        )
+        pv = add.partition_values or {}
+        partition = {}
+        for (name, _, t), column in zip(spec.fields, metadata.partition_columns):
+            col = ischema.column(column)
+            v = partition_value(pv.get(col.physical, pv.get(column)), col)
+            if v is not None and t.startswith("decimal("):
+                p, sc = (int(x) for x in t[8:-1].split(","))
+                v = unscaled_bytes(v, sc, decimal_size(p))  # Avro fixed
+            partition[name] = v
+        return {
+            "content": 0, "file_path": f"{self.location}/{add.relative_path}", "file_format": "PARQUET", "partition": partition,
+            "record_count": count, "file_size_in_bytes": add.size, "column_sizes": None, "value_counts": None,
+            "null_value_counts": as_pairs(m["null_value_counts"]), "nan_value_counts": None,
+            "lower_bounds": as_pairs(m["lower_bounds"]), "upper_bounds": as_pairs(m["upper_bounds"]),
+            "key_metadata": None, "split_offsets": None, "equality_ids": None, "sort_order_id": None,
+        }
 
-    def _new_manifest(self, spec: PartitionSpec, schema: Schema, sid: int):
-        return write_manifest(2, spec, schema, self.io.new_output(self._metadata_location(f"{uuid.uuid4()}-m0.avro")), sid, _CODEC)
+    def _write_manifest(self, spec: Spec, schema_json: dict, entries: list[dict], sid: int, seq: int) -> dict:
+        location = self._metadata_location(f"{uuid.uuid4()}-m0.avro")
+        data = write_manifest(spec, schema_json, entries)
+        self._write(location, data)
+        return manifest_file(location, len(data), spec, seq, sid, entries)
 
     # ------------------------------------------------------------ snapshots
     def full(self, version: int, timestamp_ms: int, metadata: Metadata, adds: list[AddFile]) -> None:
         """A snapshot of ``version`` listing every live file ``adds`` (no earlier manifests)."""
-        ischema, schema, spec = self._use_metadata(metadata)
-        sid = snapshot_id(self.meta.uuid, version)
-        manifests: list[ManifestFile] = []
-        records = 0
-        if adds:
-            with self._new_manifest(spec, schema, sid) as w:
-                for a in adds:
-                    df = self.data_file(a, ischema, metadata)
-                    records += df.record_count
-                    w.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=sid, data_file=df))
-            manifests.append(w.to_manifest_file())
+        ischema, schema_json, spec = self._use_metadata(metadata)
+        sid, seq = snapshot_id(self.meta.uuid, version), self.meta.next_sequence_number()
+        entries = [{"status": ADDED, "snapshot_id": sid, "sequence_number": None, "file_sequence_number": None,
+                    "data_file": self.data_file(a, ischema, metadata, spec)} for a in adds]
+        manifests = [self._write_manifest(spec, schema_json, entries, sid, seq)] if entries else []
+        records = sum(e["data_file"]["record_count"] for e in entries)
         summary = {"operation": "overwrite", "added-data-files": str(len(adds)), "added-records": str(records),
                    "total-data-files": str(len(adds)), "total-records": str(records)}
-        self._write_snapshot(sid, version, timestamp_ms, manifests, summary, replace_all=True)
+        self._write_snapshot(sid, seq, version, timestamp_ms, manifests, summary)
 
     def incremental(self, change: VersionChange) -> None:
         """The snapshot of ``change.version`` on top of the current one."""
-        ischema, schema, spec = self._use_metadata(change.metadata)
-        sid = snapshot_id(self.meta.uuid, change.version)
-        current = self._current_manifests()
-        kept: list[ManifestFile] = []
+        ischema, schema_json, spec = self._use_metadata(change.metadata)
+        sid, seq = snapshot_id(self.meta.uuid, change.version), self.meta.next_sequence_number()
+        kept: list[dict] = []
         deleted_files = deleted_records = 0
-        removed = {self._data_location(p) for p in change.removed}
-        for mf in current:
-            if mf.content != ManifestContent.DATA:
-                kept.append(mf)
-                continue
-            live = (mf.added_files_count or 0) + (mf.existing_files_count or 0)
-            if live == 0:
+        removed = {f"{self.location}/{p}" for p in change.removed}
+        for mf in self._current_manifests():
+            if mf["content"] == 0 and mf["added_files_count"] + mf["existing_files_count"] == 0:
                 continue  # only deleted entries, already reported by the snapshot that deleted them
-            if not removed:
+            if not removed or mf["content"] != 0:
                 kept.append(mf)
                 continue
-            entries = mf.fetch_manifest_entry(self.io, discard_deleted=True)
-            hit = [e for e in entries if e.data_file.file_path in removed]
-            if not hit:
+            entries = [e for e in read_entries(self._read(mf["manifest_path"]), mf) if e["status"] != DELETED]
+            if not any(e["data_file"]["file_path"] in removed for e in entries):
                 kept.append(mf)
                 continue
-            mspec = self._pyiceberg_spec(mf.partition_spec_id)
-            with self._new_manifest(mspec, self._schema_for_spec(mspec, schema), sid) as w:
-                for e in entries:
-                    if e.data_file.file_path in removed:
-                        w.delete(e)
-                        deleted_files += 1
-                        deleted_records += e.data_file.record_count
-                    else:
-                        w.existing(e)
-            kept.append(w.to_manifest_file())
+            out = []
+            for e in entries:
+                if e["data_file"]["file_path"] in removed:
+                    out.append({**e, "status": DELETED, "snapshot_id": sid})
+                    deleted_files += 1
+                    deleted_records += e["data_file"]["record_count"]
+                else:
+                    out.append({**e, "status": EXISTING})
+            mspec = self._spec(mf["partition_spec_id"])
+            kept.append(self._write_manifest(mspec, schema_json, out, sid, seq))
         added_records = 0
         if change.adds:
-            with self._new_manifest(spec, schema, sid) as w:
-                for a in change.adds:
-                    df = self.data_file(a, ischema, change.metadata)
-                    added_records += df.record_count
-                    w.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=sid, data_file=df))
-            kept.append(w.to_manifest_file())
+            entries = [{"status": ADDED, "snapshot_id": sid, "sequence_number": None, "file_sequence_number": None,
+                        "data_file": self.data_file(a, ischema, change.metadata, spec)} for a in change.adds]
+            added_records = sum(e["data_file"]["record_count"] for e in entries)
+            kept.append(self._write_manifest(spec, schema_json, entries, sid, seq))
         prev = self.meta.current_summary()
         total_files = int(prev.get("total-data-files", 0)) + len(change.adds) - deleted_files
         total_records = int(prev.get("total-records", 0)) + added_records - deleted_records
@@ -207,39 +182,29 @@ class Converter:
         summary = {"operation": op, "added-data-files": str(len(change.adds)), "deleted-data-files": str(deleted_files),
                    "added-records": str(added_records), "deleted-records": str(deleted_records),
                    "total-data-files": str(total_files), "total-records": str(total_records)}
-        self._write_snapshot(sid, change.version, change.timestamp_ms, kept, summary)
+        self._write_snapshot(sid, seq, change.version, change.timestamp_ms, kept, summary)
 
-    def _schema_for_spec(self, spec: PartitionSpec, current: Schema) -> Schema:
-        """A schema holding every source column of ``spec`` (an older spec's column may have been dropped since)."""
-        ids = {f.source_id for f in spec.fields}
-        have = {f.field_id for f in current.fields}
-        if ids <= have:
-            return current
-        for s in reversed(self.meta.raw["schemas"]):
-            if ids <= {f["id"] for f in s["fields"]}:
-                return Schema.model_validate(s)
-        return current
-
-    def _current_manifests(self) -> list[ManifestFile]:
+    def _current_manifests(self) -> list[dict]:
         snap = self.meta.current_snapshot()
         if snap is None:
             return []
-        return list(read_manifest_list(self.io.new_input(snap["manifest-list"])))
+        location = snap["manifest-list"]
+        if _LAST_LIST[0] == location:  # this process wrote it (the usual case: its previous commit)
+            return list(_LAST_LIST[1])
+        return read_manifest_list(self._read(location))
 
-    def _write_snapshot(self, sid: int, version: int, timestamp_ms: int, manifests: list[ManifestFile], summary: dict,
-                        replace_all: bool = False) -> None:
+    def _write_snapshot(self, sid: int, seq: int, version: int, timestamp_ms: int, manifests: list[dict], summary: dict) -> None:
         parent = self.meta.current_snapshot_id()
-        seq = self.meta.next_sequence_number()
-        ml = self._metadata_location(f"snap-{sid}-1-{uuid.uuid4()}.avro")
-        with write_manifest_list(2, self.io.new_output(ml), sid, parent, seq, _CODEC) as w:
-            w.add_manifests(manifests)
+        location = self._metadata_location(f"snap-{sid}-1-{uuid.uuid4()}.avro")
+        self._write(location, write_manifest_list(manifests, sid, parent, seq))
+        _LAST_LIST[:] = [location, manifests]
         summary[DELTA_VERSION] = str(version)
         self.meta.add_snapshot({
             "snapshot-id": sid,
             **({"parent-snapshot-id": parent} if parent is not None else {}),
             "sequence-number": seq,
             "timestamp-ms": timestamp_ms,
-            "manifest-list": ml,
+            "manifest-list": location,
             "summary": summary,
             "schema-id": self.meta.current_schema_id(),
         })

@@ -1,12 +1,10 @@
-"""pyiceberg's file interface over lakelog's ``Storage`` (so Iceberg metadata goes wherever the table is,
-with the same storage options), and the Iceberg locations of the table's files."""
+"""Where the Iceberg files go: the table's locations as Iceberg names them, and whole-file writes through
+lakelog's ``Storage`` (so the metadata goes wherever the table is, with the same storage options)."""
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
-from pyiceberg.io import FileIO, InputFile, OutputFile
+import os
+import uuid
 
 from ..storage import Storage
 
@@ -16,80 +14,44 @@ def table_location(storage: Storage) -> str:
     return storage.root if storage.is_local else f"{storage.protocol}://{storage.root}"
 
 
+def write_file(storage: Storage, path: str, data: bytes, *, exclusive: bool = False, unique: bool = False) -> None:
+    """Write ``path`` whole (readers never see a torn file); ``exclusive``: FileExistsError if it exists;
+    ``unique``: a new name nothing refers to yet (a manifest), written in place.
+
+    Locally without fsync, as data files are written: Iceberg metadata is derived from the Delta log,
+    which is synced, and a file lost to a crash is written again by the next catch-up."""
+    if not storage.is_local:
+        (storage.put_if_absent if exclusive else storage.put)(path, data)
+        return
+    storage._before("put_if_absent" if exclusive else "put", path)
+    d, name = os.path.split(path)
+    if unique:
+        try:
+            f = open(path, "xb")
+        except FileNotFoundError:
+            os.makedirs(d, exist_ok=True)
+            f = open(path, "xb")
+        with f:
+            f.write(data)
+        return
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    if not exclusive:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic, FileExistsError when another writer made it first
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here: the store's own put-if-absent knows what to do
+        storage.put_if_absent(path, data)
+    finally:
+        os.unlink(tmp)
+
+
 def to_storage_path(storage: Storage, location: str) -> str:
     if not storage.is_local and "://" in location:
         return location.split("://", 1)[1]
     return location
-
-
-class _Input(InputFile):
-    def __init__(self, storage: Storage, location: str):
-        super().__init__(location)
-        self._storage = storage
-        self._data: bytes | None = None
-
-    def _bytes(self) -> bytes:
-        if self._data is None:
-            self._data = self._storage.read(to_storage_path(self._storage, self.location))
-        return self._data
-
-    def __len__(self) -> int:
-        return len(self._bytes())
-
-    def exists(self) -> bool:
-        return self._storage.exists(to_storage_path(self._storage, self.location))
-
-    def open(self, seekable: bool = True) -> Any:
-        return io.BytesIO(self._bytes())
-
-
-class _Buffer(io.BytesIO):
-    """Collects a file's bytes and writes them in one put when closed (object stores have no appends)."""
-
-    def __init__(self, on_close):
-        super().__init__()
-        self._on_close = on_close
-
-    def close(self) -> None:
-        if not self.closed:
-            self._on_close(self.getvalue())
-        super().close()
-
-
-class _Output(OutputFile):
-    def __init__(self, storage: Storage, location: str):
-        super().__init__(location)
-        self._storage = storage
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def exists(self) -> bool:
-        return self._storage.exists(to_storage_path(self._storage, self.location))
-
-    def to_input_file(self) -> InputFile:
-        return _Input(self._storage, self.location)
-
-    def create(self, overwrite: bool = False) -> Any:
-        def put(data: bytes) -> None:
-            self._size = len(data)
-            self._storage.put(to_storage_path(self._storage, self.location), data)
-
-        return _Buffer(put)
-
-
-class StorageFileIO(FileIO):
-    def __init__(self, storage: Storage):
-        super().__init__({})
-        self.storage = storage
-
-    def new_input(self, location: str) -> InputFile:
-        return _Input(self.storage, location)
-
-    def new_output(self, location: str) -> OutputFile:
-        return _Output(self.storage, location)
-
-    def delete(self, location: Any) -> None:
-        loc = location if isinstance(location, str) else location.location
-        self.storage.delete(to_storage_path(self.storage, loc))

@@ -10,6 +10,7 @@ import orjson
 
 from ..errors import CorruptLogError
 from ..storage import Storage
+from .files import write_file
 
 METADATA_DIR = "metadata"
 HINT = "version-hint.text"
@@ -164,6 +165,6 @@ def write_next(storage: Storage, meta: IcebergMetadata, location: str, now_ms: i
         log = meta.raw["metadata-log"]
         log.append({"timestamp-ms": now_ms, "metadata-file": f"{location}/{METADATA_DIR}/{metadata_name(meta.n)}"})
         del log[:-PREVIOUS_VERSIONS_MAX]
-    storage.put_if_absent(_path(storage, metadata_name(n)), orjson.dumps(meta.raw, option=orjson.OPT_INDENT_2))
+    write_file(storage, _path(storage, metadata_name(n)), orjson.dumps(meta.raw), exclusive=True)
     meta.n = n
-    storage.put(_path(storage, HINT), str(n).encode())
+    write_file(storage, _path(storage, HINT), str(n).encode())

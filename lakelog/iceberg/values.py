@@ -41,6 +41,37 @@ def partition_value(s: str | None, col: IcebergColumn) -> Any:
     return s
 
 
+def serialize(v: Any, iceberg_type: str) -> bytes:
+    """Iceberg's single-value binary serialization of ``v`` (dates as days, timestamps as microseconds,
+    decimals as ``Decimal``)."""
+    t = iceberg_type
+    if t in ("int", "date"):
+        return struct.pack("<i", v)
+    if t in ("long", "timestamp", "timestamptz"):
+        return struct.pack("<q", v)
+    if t == "float":
+        return struct.pack("<f", v)
+    if t == "double":
+        return struct.pack("<d", v)
+    if t == "boolean":
+        return b"\x01" if v else b"\x00"
+    if t == "string":
+        return v.encode("utf-8")
+    if t.startswith("decimal("):
+        return unscaled_bytes(v, int(t[8:-1].split(",")[1]))
+    return bytes(v)
+
+
+def unscaled_bytes(d: decimal.Decimal, scale: int, size: int | None = None) -> bytes:
+    """A decimal's unscaled value, big-endian two's complement (minimal, or ``size`` bytes)."""
+    n = int(d.scaleb(scale).to_integral_value())
+    return n.to_bytes(size or (n.bit_length() + 8) // 8, "big", signed=True)
+
+
+def decimal_from_bytes(b: bytes, scale: int) -> decimal.Decimal:
+    return decimal.Decimal(int.from_bytes(b, "big", signed=True)).scaleb(-scale)
+
+
 def _bound(v: Any, col: IcebergColumn, upper: bool) -> bytes | None:
     """Iceberg's binary form of a Delta stats value; None when it cannot be a bound (then none is written)."""
     t = col.delta_type
@@ -73,8 +104,7 @@ def _bound(v: Any, col: IcebergColumn, upper: bool) -> bytes | None:
             unscaled = d.scaleb(scale)
             if unscaled != unscaled.to_integral_value():
                 return None
-            n = int(unscaled)
-            return n.to_bytes(max(1, (n + (n < 0)).bit_length() // 8 + 1), "big", signed=True)
+            return unscaled_bytes(d, scale)
     except (ValueError, TypeError, OverflowError, AttributeError, decimal.InvalidOperation, struct.error):
         return None
     return None
