@@ -25,6 +25,7 @@ from .metadata import DELTA_TIMESTAMP, DELTA_VERSION, NAME_MAPPING, IcebergMetad
 from .schema import IcebergSchema, partition_spec
 from .values import file_metrics, partition_value, unscaled_bytes
 
+MERGE_AT = 100  # Iceberg's commit.manifest.min-count-to-merge
 _LAST_LIST: list = [None, []]  # [location, records] of the manifest list this process wrote last
 
 
@@ -162,6 +163,7 @@ class Converter:
                     out.append({**e, "status": EXISTING})
             mspec = self._spec(mf["partition_spec_id"])
             kept.append(self._write_manifest(mspec, schema_json, out, sid, seq))
+        kept = self._merged(kept, sid, seq, schema_json)
         added_records = 0
         if change.adds:
             entries = [{"status": ADDED, "snapshot_id": sid, "sequence_number": None, "file_sequence_number": None,
@@ -183,6 +185,24 @@ class Converter:
                    "added-records": str(added_records), "deleted-records": str(deleted_records),
                    "total-data-files": str(total_files), "total-records": str(total_records)}
         self._write_snapshot(sid, seq, change.version, change.timestamp_ms, kept, summary)
+
+    def _merged(self, manifests: list[dict], sid: int, seq: int, schema_json: dict) -> list[dict]:
+        """``manifests``, those of one spec merged into one when there are more than ``MERGE_AT`` of them
+        (as Iceberg's merging appends do): each append adds a manifest, and a reader opens them all."""
+        by_spec: dict[int, list[dict]] = {}
+        for mf in manifests:
+            if mf["content"] == 0 and mf["added_snapshot_id"] != sid:
+                by_spec.setdefault(mf["partition_spec_id"], []).append(mf)
+        out = list(manifests)
+        for spec_id, group in by_spec.items():
+            if len(group) <= MERGE_AT:
+                continue
+            entries = [{**e, "status": EXISTING} for mf in group for e in read_entries(self._read(mf["manifest_path"]), mf)
+                       if e["status"] != DELETED]
+            out = [mf for mf in out if mf not in group]
+            if entries:
+                out.append(self._write_manifest(self._spec(spec_id), schema_json, entries, sid, seq))
+        return out
 
     def _current_manifests(self) -> list[dict]:
         snap = self.meta.current_snapshot()

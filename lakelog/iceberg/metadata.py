@@ -62,7 +62,8 @@ class IcebergMetadata:
 
     def current_snapshot(self) -> dict | None:
         sid = self.current_snapshot_id()
-        return next((s for s in self.raw["snapshots"] if s["snapshot-id"] == sid), None)
+        # newest first: the current snapshot is the last one added, save after a rollback by another writer
+        return next((s for s in reversed(self.raw["snapshots"]) if s["snapshot-id"] == sid), None)
 
     def current_summary(self) -> dict:
         snap = self.current_snapshot()
