@@ -260,3 +260,35 @@ def test_random_programs_read_the_same_through_iceberg(tmp_path_factory, ops, pa
                 lakelog.write_table(path, data([k]), mode="append", storage_options={"lakelog.fault_injector": _failing_iceberg_step})
     lakelog.Table(path).sync_iceberg()
     check_iceberg(path)
+
+
+def test_schema_changes_restore_and_manifest_merging(tmp_path, monkeypatch):
+    """A renamed column keeps its field id (files written before the rename still read), an added column
+    gets a new schema, restore re-adds old files, and many appends' manifests are merged into one."""
+    from lakelog.iceberg import convert
+
+    monkeypatch.setattr(convert, "MERGE_AT", 3)
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(4)), configuration=UNIFORM)
+    for k in range(5):
+        lakelog.write_table(path, data(range(10 * k + 10, 10 * k + 12)), mode="append")
+    t = lakelog.Table(path)
+    t.rename_column("name", "label")
+    t.add_columns({"extra": pa.int32()})
+    lakelog.write_table(path, data(range(90, 92)).append_column("extra", pa.array([7, None], pa.int32())).rename_columns(
+        ["id", "part", "label", "score", "extra"]), mode="append")
+    t.refresh().delete("id = 10")
+    check_iceberg(path, [("label = 'n11'", pc.field("label") == "n11"), ("extra = 7", pc.field("extra") == 7)])
+    t.refresh().restore(version=3)
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(95, 96)), mode="append")
+    by_version = check_iceberg(path)
+    assert sorted(by_version) == list(range(t.refresh().version + 1))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    # unmerged, each of the 8 appends would have left its manifest
+    assert max(len(s.manifests(ice.io)) for s in ice.snapshots()) <= convert.MERGE_AT + 3
+    assert len(ice.current_snapshot().manifests(ice.io)) <= convert.MERGE_AT
+    schemas = [{f.name: f.field_id for f in sc.fields} for _, sc in sorted(ice.schemas().items())]
+    first, renamed = schemas[0], next(sc for sc in schemas if "extra" in sc)
+    assert renamed["id"] == first["id"] and renamed["label"] == first["name"] and renamed["extra"] > max(first.values())
+    assert ice.schema().schema_id == 0  # restored to version 3: the first schema again
