@@ -19,7 +19,6 @@ from ..errors import InvalidTablePropertyError
 
 FORMATS_KEY = "delta.universalFormat.enabledFormats"
 COMPAT_KEYS = ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2")
-COLUMN_MAPPING_KEY = "delta.columnMapping.mode"
 _ATTEMPTS = 5
 
 
@@ -39,13 +38,7 @@ def check_enablement(configuration: dict[str, str]) -> None:
             f"{COMPAT_KEYS[1]} = true (or {COMPAT_KEYS[0]}) in the same change",
             key=FORMATS_KEY, value=configuration.get(FORMATS_KEY),
         )
-    if configuration.get(COLUMN_MAPPING_KEY, "none") not in ("id", "name"):
-        raise InvalidTablePropertyError(
-            f"table property {FORMATS_KEY}=iceberg needs column mapping (Iceberg reads columns by field id): set "
-            f"{COLUMN_MAPPING_KEY} = 'name' (or 'id') in the same change",
-            key=FORMATS_KEY, value=configuration.get(FORMATS_KEY),
-        )
-
+    # column mapping (field ids) is icebergCompat's own requirement, enforced with it (lakelog.iceberg_compat)
 
 
 def sync(storage: Any, *, before: Any = None, committed: dict[int, list] | None = None) -> int | None:
