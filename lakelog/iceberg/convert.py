@@ -257,5 +257,5 @@ def version_change(version: int, actions: list, metadata: Metadata, live: Any, t
             if rel not in change.removed and rel in live:
                 change.removed.add(rel)
     change.adds = list(adds.values())
-    change.data_change = any_data_change or not (adds or change.removed)
+    change.data_change = any_data_change  # False for a metadata-only version: a "replace" of nothing
     return change
