@@ -251,6 +251,11 @@ REGISTRY: dict[str, Property] = {
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
         ),  # lakelog.symlink_manifest writes the manifests after each commit
+        # UniForm: iceberg writes Iceberg metadata after each commit (lakelog.iceberg); hudi is refused
+        Property(
+            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi", used=True,
+            refuse=lambda v: "lakelog writes Iceberg metadata (UniForm) but not Hudi metadata" if "hudi" in v else None,
+        ),
         # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
@@ -263,10 +268,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property(
-            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi", used=True,
-            refuse=lambda v: "lakelog writes Iceberg metadata (UniForm) but not Hudi metadata" if "hudi" in v else None,
-        ),
         Property("delta.randomizeFilePrefixes", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("random file prefixes")),
         Property("delta.randomPrefixLength", "2", _int_parser(1, _INT32), "a positive integer", "int"),
         Property("delta.autoOptimize.optimizeWrite", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("optimized writes")),
