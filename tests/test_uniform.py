@@ -302,3 +302,22 @@ def test_schema_changes_restore_and_manifest_merging(tmp_path, monkeypatch):
     first, renamed = schemas[0], next(sc for sc in schemas if "extra" in sc)
     assert renamed["id"] == first["id"] and renamed["label"] == first["name"] and renamed["extra"] > max(first.values())
     assert ice.schema().schema_id == 0  # restored to version 3: the first schema again
+
+
+def test_vacuum_keeps_the_iceberg_metadata_and_catch_up_survives_log_cleanup(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(4)), configuration={**UNIFORM, "delta.checkpointInterval": "3"})
+    failing = {"lakelog.fault_injector": _failing_iceberg_step}
+    with pytest.warns(UserWarning):
+        for k in range(3):
+            lakelog.write_table(path, data(range(10 * k + 10, 10 * k + 12)), mode="overwrite", storage_options=failing)
+    # the commits after the last converted version are gone (as log cleanup removes them): the next
+    # commit (vacuum's) converts its version whole, on top of the existing history
+    for v in (1, 2):
+        os.remove(tmp_path / "t" / "_delta_log" / f"{v:020d}.json")
+    assert lakelog.Table(path).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    assert lakelog.Table(path).sync_iceberg() == 5  # VACUUM START and END are versions 4 and 5
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["0", "4", "5"]
+    # vacuum left metadata/ alone (as Delta's does on UniForm tables): the Iceberg table still reads
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())
