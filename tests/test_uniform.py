@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 
 import pyarrow as pa
@@ -342,3 +343,17 @@ def test_uniform_on_s3(s3_endpoint):
         v = int(snap.summary["delta-version"])
         assert rows(ice.scan(snapshot_id=snap.snapshot_id).to_arrow()) == rows(lakelog.Table(path, version=v).to_pyarrow())
     assert [s.summary["delta-version"] for s in ice.snapshots()] == ["0", "1", "2"]
+
+
+def test_iceberg_snapshots_expire_with_the_log_retention(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)
+    lakelog.write_table(path, data(range(3, 5)), mode="append")
+    assert len(pyiceberg_table.StaticTable.from_metadata(latest_metadata(path)).snapshots()) == 2
+    lakelog.Table(path).set_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+    time.sleep(0.05)  # a later commit time than version 2's
+    lakelog.write_table(path, data(range(5, 6)), mode="append")
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["3"]  # older than 0 s before the latest: gone
+    assert ice.current_snapshot().parent_snapshot_id is None
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())

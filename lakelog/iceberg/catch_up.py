@@ -6,8 +6,9 @@ import time
 from typing import Any
 
 from ..actions import CommitInfo, Metadata
-from ..errors import CorruptLogError, VersionNotFoundError
+from ..errors import CorruptLogError, LakelogError, VersionNotFoundError
 from ..log import DeltaLog, commit_name
+from ..properties import TableProperties
 from ..snapshot import Snapshot
 from ..storage import Storage, _mtime_ms
 from .convert import Converter, table_uuid, version_change
@@ -98,6 +99,12 @@ def sync_table(storage: Storage, before: Snapshot | None, committed: dict[int, l
                 paths = set(live.paths()) if paths is None else paths
                 paths -= change.removed
                 paths.update(a.relative_path for a in change.adds)
+    try:
+        retention = TableProperties(metadata_now.configuration).log_retention_ms
+    except LakelogError:
+        retention = None  # unparseable (another writer's): keep every snapshot
+    if retention is not None:
+        meta.expire_before(meta.last_timestamp_ms() - retention)
     write_next(storage, meta, location, int(time.time() * 1000))
     return target
 

@@ -124,6 +124,21 @@ class IcebergMetadata:
         self.raw["snapshot-log"].append({"snapshot-id": snap["snapshot-id"], "timestamp-ms": snap["timestamp-ms"]})
         self.raw["refs"]["main"] = {"snapshot-id": snap["snapshot-id"], "type": "branch"}
 
+    def expire_before(self, cutoff_ms: int) -> None:
+        """Drop the snapshots older than ``cutoff_ms``, never the current one (their versions leave the
+        Delta log at that age too, with ``delta.logRetentionDuration``); keeps this file from growing
+        with every version ever committed. Their manifest files stay: later snapshots may list them."""
+        current = self.current_snapshot_id()
+        keep = [s for s in self.raw["snapshots"] if s["timestamp-ms"] >= cutoff_ms or s["snapshot-id"] == current]
+        if len(keep) == len(self.raw["snapshots"]):
+            return
+        ids = {s["snapshot-id"] for s in keep}
+        self.raw["snapshots"] = keep
+        self.raw["snapshot-log"] = [e for e in self.raw["snapshot-log"] if e["snapshot-id"] in ids]
+        for s in keep:
+            if s.get("parent-snapshot-id") not in ids:
+                s.pop("parent-snapshot-id", None)
+
     def last_timestamp_ms(self) -> int:
         snap = self.current_snapshot()
         return snap["timestamp-ms"] if snap else 0
