@@ -129,9 +129,12 @@ def test_types_stats_and_partition_values(tmp_path):
             "mp": pa.array([[("a", k)], []], pa.map_(pa.string(), pa.int32())),
             "nest": pa.array([{"l": [{"z": k}]}, None], pa.struct([("l", pa.list_(pa.struct([("z", pa.int16())])))])),
             "pd": pa.array([dt.date(2024, 1, k % 2 + 1)] * 2), "pi": pa.array([k % 2] * 2, pa.int32()),
+            "pdec": pa.array([decimal.Decimal(f"-{k}.50")] * 2, pa.decimal128(9, 2)),
+            "pdec2": pa.array([decimal.Decimal("1.25") if k < 3 else None] * 2, pa.decimal128(9, 2)),
+            "pts": pa.array([dt.datetime(2020, 5, 5, k, tzinfo=utc)] * 2, pa.timestamp("us", "UTC")),
         })
 
-    lakelog.write_table(path, batch(1), partition_by=["pd", "pi"], configuration=UNIFORM)
+    lakelog.write_table(path, batch(1), partition_by=["pd", "pi", "pdec", "pdec2", "pts"], configuration=UNIFORM)
     for k in (2, 3):
         lakelog.write_table(path, batch(k), mode="append")
     f, e40 = pc.field, "é" * 40
@@ -144,7 +147,36 @@ def test_types_stats_and_partition_values(tmp_path):
         ("dec > 2.00", f("dec") > pa.scalar(decimal.Decimal("2.00"), pa.decimal128(9, 2))),
         ("pd = '2024-01-02'", f("pd") == pa.scalar(dt.date(2024, 1, 2))), ("pi = 1", f("pi") == 1), ("i32 is null", f("i32").is_null()),
         ("b = false", f("b") == False),  # noqa: E712
+        ("pdec < -1.50", f("pdec") < pa.scalar(decimal.Decimal("-1.50"), pa.decimal128(9, 2))), ("pdec2 is null", f("pdec2").is_null()),
+        ("pts >= '2020-05-05T02:00:00+00:00'", f("pts") >= pa.scalar(dt.datetime(2020, 5, 5, 2, tzinfo=utc), pa.timestamp("us", "UTC"))),
     ])
+    # Avro defines each name once (Java's parser refuses a redefinition; pyiceberg does not check)
+    import glob
+
+    import orjson
+
+    from lakelog.iceberg.avro import read_container
+
+    for f in glob.glob(os.path.join(path, "metadata", "*.avro")):
+        with open(f, "rb") as fh:
+            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+        names: list[str] = []
+
+        def walk(t):
+            if isinstance(t, list):
+                for x in t:
+                    walk(x)
+            elif isinstance(t, dict):
+                if t["type"] in ("record", "fixed", "enum"):
+                    names.append(t["name"])
+                for x in t.get("fields", []):
+                    walk(x["type"])
+                for key in ("items", "values"):
+                    if key in t:
+                        walk(t[key])
+
+        walk(schema)
+        assert len(names) == len(set(names)), (f, names)
 
 
 def test_uniform_needs_iceberg_compat_and_column_mapping(tmp_path):

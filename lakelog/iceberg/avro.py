@@ -191,9 +191,11 @@ def decoder(schema: Any, named: dict[str, Any] | None = None) -> Decoder:
                             out[_read_bytes(buf).decode()] = item(buf)
             return blocks
         if t == "fixed":
+            named[schema["name"]] = schema
             size = schema["size"]
             return lambda buf: buf.read(size)
         if t == "enum":
+            named[schema["name"]] = schema
             symbols = schema["symbols"]
             return lambda buf: symbols[_read_long(buf)]
         return decoder(t, named)

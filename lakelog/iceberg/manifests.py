@@ -51,14 +51,14 @@ def decimal_size(precision: int) -> int:
     return next(n for n in range(1, 17) if 2 ** (8 * n - 1) > 10**precision)
 
 
-def _avro_partition_type(t: str) -> Any:
+def _avro_partition_type(t: str, fid: int) -> Any:
     if t == "date":
         return {"type": "int", "logicalType": "date"}
     if t in ("timestamp", "timestamptz"):
         return {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": t == "timestamptz"}
     if t.startswith("decimal("):
         p, s = (int(x) for x in t[8:-1].split(","))
-        return {"type": "fixed", "name": f"fixed_{decimal_size(p)}_{p}_{s}", "size": decimal_size(p),
+        return {"type": "fixed", "name": f"fixed_{fid}", "size": decimal_size(p),  # Avro names are defined once
                 "logicalType": "decimal", "precision": p, "scale": s}
     return {"binary": "bytes"}.get(t, t)
 
@@ -66,7 +66,7 @@ def _avro_partition_type(t: str) -> Any:
 def manifest_entry_schema(partition_fields: list[tuple[str, int, str]]) -> dict:
     """The manifest entry schema of a spec whose partition fields are (name, field id, Iceberg type)."""
     partition = {"type": "record", "name": "r102",
-                 "fields": [_opt(name, _avro_partition_type(t), fid) for name, fid, t in partition_fields]}
+                 "fields": [_opt(name, _avro_partition_type(t, fid), fid) for name, fid, t in partition_fields]}
     data_file = {"type": "record", "name": "r2", "fields": [
         _req("content", "int", 134), _req("file_path", "string", 100), _req("file_format", "string", 101),
         _req("partition", partition, 102), _req("record_count", "long", 103), _req("file_size_in_bytes", "long", 104),
