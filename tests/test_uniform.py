@@ -389,3 +389,29 @@ def test_iceberg_snapshots_expire_with_the_log_retention(tmp_path):
     assert [s.summary["delta-version"] for s in ice.snapshots()] == ["3"]  # older than 0 s before the latest: gone
     assert ice.current_snapshot().parent_snapshot_id is None
     assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())
+
+
+def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
+    """Partition field names in manifests' Avro schemas are made valid Avro names (as Iceberg's Java
+    library makes them); the partition spec keeps the column names."""
+    from pyiceberg.expressions import EqualTo
+
+    path = str(tmp_path / "t")
+    t = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "my region": ["eu", "us", "eu"], "1st": pa.array([1, 1, 2], pa.int32())})
+    lakelog.write_table(path, t, partition_by=["my region", "1st"], configuration=UNIFORM)
+    lakelog.Table(path).delete("id = 2")
+    check_iceberg(path, [(EqualTo("my region", "eu"), pc.field("my region") == "eu")])
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [f.name for f in ice.spec().fields] == ["my region", "1st"]
+    import glob
+
+    import orjson
+
+    from lakelog.iceberg.avro import read_container
+
+    for f in glob.glob(os.path.join(path, "metadata", "*-m0.avro")):
+        with open(f, "rb") as fh:
+            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+        data_file = next(x["type"] for x in schema["fields"] if x["name"] == "data_file")
+        partition = next(x["type"] for x in data_file["fields"] if x["name"] == "partition")
+        assert [x["name"] for x in partition["fields"]] == ["my_x20region", "_1st"]

@@ -87,13 +87,24 @@ def as_pairs(m: dict[int, Any] | None) -> list[dict] | None:
     return None if not m else [{"key": k, "value": v} for k, v in sorted(m.items())]
 
 
+def avro_name(name: str) -> str:
+    """``name`` as an Avro field name, as Iceberg's Java library makes it (``AvroSchemaUtil.makeCompatibleName``):
+    a leading digit becomes ``_<digit>``, other characters that are not letters, digits or ``_`` ``_x<HEX>``."""
+    def fix(c: str) -> str:
+        return "_" + c if c.isdigit() else f"_x{ord(c):X}"
+
+    if name and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name):
+        return name
+    return "".join(c if (c.isalpha() or c == "_" or (i and c.isdigit())) else fix(c) for i, c in enumerate(name))
+
+
 class Spec:
-    """A partition spec with what writing its manifests needs: (name, field id, type) per field."""
+    """A partition spec with what writing its manifests needs: (Avro field name, field id, type) per field."""
 
     def __init__(self, spec: dict, schema_fields: dict[int, str]):
         self.id = spec["spec-id"]
         self.json = spec
-        self.fields = [(f["name"], f["field-id"], schema_fields[f["source-id"]]) for f in spec["fields"]]
+        self.fields = [(avro_name(f["name"]), f["field-id"], schema_fields[f["source-id"]]) for f in spec["fields"]]
         self.entry_schema = manifest_entry_schema(self.fields)
 
 
