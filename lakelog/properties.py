@@ -255,6 +255,11 @@ REGISTRY: dict[str, Property] = {
         Property("delta.enableMaterializePartitionColumnsFeature", None, _parse_bool, _BOOL, "bool", used=True),
         # best effort without the feature: partition columns written into data files too when true
         Property("delta.writePartitionColumnsToParquet", None, _parse_bool, _BOOL, "bool", used=True),
+        # UniForm: iceberg writes Iceberg metadata after each commit (lakelog.iceberg); hudi is refused
+        Property(
+            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi", used=True,
+            refuse=lambda v: "lakelog writes Iceberg metadata (UniForm) but not Hudi metadata" if "hudi" in v else None,
+        ),
         # turns on the typeWidening feature; Table.alter_column_type widens only where it is true
         Property("delta.enableTypeWidening", "false", _parse_bool, _BOOL, "bool"),
         # recognised: values lakelog can honour by doing nothing
@@ -267,10 +272,6 @@ REGISTRY: dict[str, Property] = {
         Property("delta.isolationLevel", "Serializable", _enum_parser("Serializable", case_sensitive=True), "Serializable"),
         Property("delta.tuneFileSizesForRewrites", "false", _parse_bool, _BOOL, "bool"),
         # recognised: features lakelog does not implement (refused when turned on)
-        Property(
-            "delta.universalFormat.enabledFormats", "", _formats, "a comma-separated list of iceberg, hudi",
-            refuse=lambda v: "lakelog does not implement UniForm" if v else None,
-        ),
         Property("delta.randomizeFilePrefixes", "false", _parse_bool, _BOOL, "bool", refuse=_refuse_true("random file prefixes")),
         Property("delta.randomPrefixLength", "2", _int_parser(1, _INT32), "a positive integer", "int"),
         Property("delta.autoOptimize.optimizeWrite", None, _parse_bool, _BOOL, "bool", refuse=_refuse_true("optimized writes")),
@@ -417,7 +418,10 @@ class TableProperties:
 
     def features_in_use(self) -> list[str]:
         """Features turned on by properties that lakelog's writers cannot honour (empty when none)."""
-        return []
+        out = []
+        if "hudi" in self.get("delta.universalFormat.enabledFormats"):
+            out.append("Hudi metadata (UniForm)")
+        return out
 
     @property
     def append_only(self) -> bool:

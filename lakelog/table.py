@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import maintenance, scan
 from .actions import CommitInfo, Metadata, Protocol
 from .checkpoint import write_checkpoint
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedFeatureError
 from .log import DeltaLog
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
@@ -167,6 +167,21 @@ class Table:
         self.refresh()
         self._snapshot.check_writer_protocol()
         return {"version": self.version, **generate_full(self.storage, self._snapshot)}
+
+    def sync_iceberg(self) -> int:
+        """UniForm: write the Iceberg metadata (``metadata/``) of every version since the last one it
+        describes, up to the latest, which this Table moves to; returns that version. A commit does this
+        itself; this catches up after a commit whose Iceberg step failed or was interrupted. A table
+        without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``."""
+        from . import iceberg
+
+        self.refresh()
+        if not iceberg.enabled(self.metadata.configuration):
+            raise UnsupportedFeatureError(
+                f"the table at {self.path!r} does not have UniForm on: set delta.universalFormat.enabledFormats = 'iceberg' "
+                "(with delta.enableIcebergCompatV2 = true) to have Iceberg metadata written"
+            )
+        return iceberg.sync(self.storage)
 
     # The operations below work on the latest version of the table (whatever version this Table shows)
     # and, when they commit, leave this Table at the latest version. See lakelog.maintenance.

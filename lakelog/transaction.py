@@ -34,7 +34,7 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
-from . import iceberg_compat, row_tracking, symlink_manifest
+from . import iceberg, iceberg_compat, row_tracking, symlink_manifest
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
@@ -164,6 +164,8 @@ class Transaction:
         new_metadata = next((a for a in actions if isinstance(a, Metadata)), None)
         if self.snapshot is None and new_metadata is not None:
             TableProperties(new_metadata.configuration).check_writable()
+        if new_metadata is not None:
+            iceberg.check_enablement(new_metadata.configuration)
         if self.snapshot is not None:
             if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
                 self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
@@ -234,6 +236,7 @@ class Transaction:
             if delay:
                 time.sleep(delay)
         self._maybe_checkpoint(version, payload)
+        self._maybe_uniform(version, payload)
         # Last: raises SymlinkManifestError (the commit stands) when the manifests could not be updated.
         symlink_manifest.after_commit(self.storage, self.snapshot, payload, version, lambda: self._snapshot_at(version, payload))
         return CommitResult(version, attempts)
@@ -352,6 +355,19 @@ class Transaction:
                         raise conflict(f"removed {a.path!r}, which this {self.operation} read")
             elif isinstance(a, AddFile) and a.data_change and self.reads_data and self._reads(a):
                 raise conflict(f"added {a.path!r}, which this {self.operation} would have read")
+
+    def _maybe_uniform(self, version: int, actions: list[Action]) -> None:
+        """UniForm: write the Iceberg metadata of the new version. After the commit and never failing it: a
+        failed step is caught up by the next commit (or ``Table.sync_iceberg``)."""
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)
+        if metadata is None or not iceberg.enabled(metadata.configuration):
+            return
+        before = self.snapshot if self.snapshot is not None and self.snapshot.version == version - 1 else None
+        try:
+            iceberg.sync(self.storage, before=before, committed={version: actions} if before is not None or version == 0 else None)
+        except Exception as e:  # noqa: BLE001 - the Delta commit stands; the next one catches up
+            warnings.warn(f"lakelog: version {version} is committed, but writing its Iceberg metadata (UniForm) failed: {e!r}; "
+                          "the next commit or Table.sync_iceberg() writes it", stacklevel=3)
 
     def _maybe_checkpoint(self, version: int, actions: list[Action]) -> None:
         metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)

@@ -193,6 +193,16 @@ def cmd_generate_manifest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_uniform(args: argparse.Namespace) -> int:
+    t = open_table(args)
+    version = t.sync_iceberg()
+    if args.json:
+        emit_json({"version": version})
+    else:
+        print(f"Iceberg metadata describes version {version}")
+    return EXIT_OK
+
+
 def cmd_vacuum(args: argparse.Namespace) -> int:
     t = open_table(args)
     progress = Progress("vacuum: deleting files")

@@ -22,6 +22,7 @@ from .commands import (
     cmd_properties,
     cmd_restore,
     cmd_show,
+    cmd_uniform,
     cmd_update,
     cmd_vacuum,
     cmd_write,
@@ -196,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Write the Hive-style manifest of every partition of the latest version and delete stale ones, as Delta's "
         "GENERATE symlink_format_manifest does (tables with delta.compatibility.symlinkFormatManifest.enabled=true "
         "keep them current after every commit; this repairs them after a failure).",
+    )
+    add(
+        "uniform", cmd_uniform, "write the Iceberg metadata (UniForm) up to the latest version",
+        "On a table with delta.universalFormat.enabledFormats=iceberg, write the Iceberg snapshots of every "
+        "version since the last one metadata/ describes (each commit does this itself; this catches up after "
+        "one whose Iceberg step failed or was interrupted).",
     )
 
     p = add(

@@ -1,0 +1,417 @@
+"""UniForm: the Iceberg metadata lakelog writes next to the Delta log, read back by an independent reader
+(pyiceberg's ``StaticTable``) and compared with lakelog's own reads, at every snapshot.
+
+The random program (hypothesis) runs a few short seeded examples by default; LAKELOG_UNIFORM_FULL=1 runs
+many longer ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lakelog
+from lakelog.cli import main as cli_main
+from lakelog.errors import InvalidTablePropertyError, LakelogError, UnsupportedFeatureError
+
+pyiceberg_table = pytest.importorskip("pyiceberg.table")
+
+UNIFORM = {
+    "delta.columnMapping.mode": "name",
+    "delta.enableIcebergCompatV2": "true",
+    "delta.universalFormat.enabledFormats": "iceberg",
+}
+FULL = os.environ.get("LAKELOG_UNIFORM_FULL") == "1"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def latest_metadata(path) -> str:
+    with open(os.path.join(path, "metadata", "version-hint.text")) as f:
+        n = int(f.read().strip())
+    return os.path.join(path, "metadata", f"v{n}.metadata.json")
+
+
+def rows(table: pa.Table) -> list:
+    return sorted((tuple(sorted(r.items())) for r in table.to_pylist()), key=repr)
+
+
+def check_iceberg(path, filters: list[tuple[str, pc.Expression]] = ()) -> dict[int, int]:
+    """Every Iceberg snapshot reads the rows of the Delta version its summary names; the latest is the
+    table's latest version; ``filters`` (pyiceberg's filter, the same as a pyarrow expression on lakelog's
+    rows) agree at the latest, where pyiceberg prunes files by the partition values and bounds.
+    Returns {delta version: snapshot id}."""
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    latest = lakelog.Table(path)
+    assert ice.properties["delta-version"] == str(latest.version)
+    by_version = {}
+    for snap in ice.snapshots():
+        v = int(snap.summary["delta-version"])
+        by_version[v] = snap.snapshot_id
+        got = ice.scan(snapshot_id=snap.snapshot_id).to_arrow()
+        assert rows(got) == rows(lakelog.Table(path, version=v).to_pyarrow()), f"snapshot of version {v}"
+    versions = sorted(by_version)
+    assert versions == list(range(versions[0], latest.version + 1)), "one snapshot per Delta version"
+    assert ice.current_snapshot().snapshot_id == by_version[latest.version]
+    for ice_filter, delta_filter in filters:
+        assert rows(ice.scan(row_filter=ice_filter).to_arrow()) == rows(latest.to_pyarrow().filter(delta_filter)), ice_filter
+    return by_version
+
+
+def data(ids, part: str | None = None) -> pa.Table:
+    ids = list(ids)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "part": pa.array([part or ("a" if i % 3 else "b") for i in ids]),
+        "name": pa.array([None if i % 4 == 0 else f"n{i}" for i in ids]),
+        "score": pa.array([i / 2 for i in ids], pa.float64()),
+    })
+
+
+def test_every_operation_reads_the_same_through_iceberg(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(10)), partition_by=["part"], configuration=UNIFORM)
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(10, 15)), mode="append")
+    check_iceberg(path)
+    t = lakelog.Table(path)
+    from lakelog.iceberg import convert
+
+    convert._LAST_LIST[:] = [None, []]  # as a new process: the manifest list is read back from its Avro file
+    t.delete("id < 3")
+    check_iceberg(path)
+    t.update({"name": "'upd'"}, "id % 2 = 0")
+    check_iceberg(path)
+    src = data(range(12, 20))
+    (t.merge(src, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute())
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(30, 33), part="c"), mode="overwrite", predicate="part = 'c'")
+    check_iceberg(path)
+    t.refresh().optimize()
+    f = pc.field
+    check_iceberg(path, [("id >= 12", f("id") >= 12), ("part = 'b'", f("part") == "b"), ("name = 'upd'", f("name") == "upd"), ("score < 3.0", f("score") < 3)])
+    lakelog.write_table(path, data(range(3)), mode="overwrite")
+    by_version = check_iceberg(path, [("id = 1", f("id") == 1)])
+    assert sorted(by_version) == list(range(t.refresh().version + 1))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    ops = [s.summary.operation.value for s in ice.snapshots()]
+    assert ops[1] == "append" and ops[2] == "overwrite" and "replace" in ops  # optimize changes no data
+
+
+def test_types_stats_and_partition_values(tmp_path):
+    """Bounds in Iceberg's binary form let pyiceberg prune files: a wrong bound would drop rows."""
+    path = str(tmp_path / "t")
+    utc = dt.timezone.utc
+
+    def batch(k):
+        return pa.table({
+            "i8": pa.array([k, k + 1], pa.int8()), "i16": pa.array([k * 100, -5], pa.int16()), "i32": pa.array([k, None], pa.int32()),
+            "i64": pa.array([2**40 + k, -(2**40)], pa.int64()), "f32": pa.array([k + 0.5, -1.25], pa.float32()),
+            "b": pa.array([True, k % 2 == 0]), "s": pa.array(["é" * 40 + str(k), "z"]),
+            "d": pa.array([dt.date(2020, 1, 1 + k), dt.date(1969, 12, 31)]),
+            "ts": pa.array([dt.datetime(2021, 1, 1, 0, 0, 0, k, tzinfo=utc), dt.datetime(2021, 6, 1, tzinfo=utc)], pa.timestamp("us", "UTC")),
+            "ntz": pa.array([dt.datetime(2021, 1, 1, 1, 2, 3, 999999), None], pa.timestamp("us")),
+            "dec": pa.array([decimal.Decimal(f"{k}.25"), decimal.Decimal("-3.10")], pa.decimal128(9, 2)),
+            "bin": pa.array([b"\x00\x01", None], pa.binary()),
+            "st": pa.array([{"x": k, "y": "a"}, {"x": -k, "y": None}]),
+            "lst": pa.array([[k, None], None], pa.list_(pa.int64())),
+            "mp": pa.array([[("a", k)], []], pa.map_(pa.string(), pa.int32())),
+            "nest": pa.array([{"l": [{"z": k}]}, None], pa.struct([("l", pa.list_(pa.struct([("z", pa.int16())])))])),
+            "pd": pa.array([dt.date(2024, 1, k % 2 + 1)] * 2), "pi": pa.array([k % 2] * 2, pa.int32()),
+            "pdec": pa.array([decimal.Decimal(f"-{k}.50")] * 2, pa.decimal128(9, 2)),
+            "pdec2": pa.array([decimal.Decimal("1.25") if k < 3 else None] * 2, pa.decimal128(9, 2)),
+            "pts": pa.array([dt.datetime(2020, 5, 5, k, tzinfo=utc)] * 2, pa.timestamp("us", "UTC")),
+        })
+
+    lakelog.write_table(path, batch(1), partition_by=["pd", "pi", "pdec", "pdec2", "pts"], configuration=UNIFORM)
+    for k in (2, 3):
+        lakelog.write_table(path, batch(k), mode="append")
+    f, e40 = pc.field, "é" * 40
+    ts = pa.scalar(dt.datetime(2021, 1, 1, 0, 0, 0, 2, tzinfo=utc), pa.timestamp("us", "UTC"))
+    ntz = pa.scalar(dt.datetime(2021, 1, 1, 1, 2, 3, 999999), pa.timestamp("us"))
+    check_iceberg(path, [
+        ("i8 = 2", f("i8") == 2), ("i16 < 0", f("i16") < 0), ("i64 > 1099511627777", f("i64") > 2**40 + 1), ("f32 > 2.0", f("f32") > 2.0),
+        ("s = 'z'", f("s") == "z"), (f"s > '{e40}2'", f("s") > f"{e40}2"), ("d < '1970-01-01'", f("d") < pa.scalar(dt.date(1970, 1, 1))),
+        ("ts > '2021-01-01T00:00:00.000002+00:00'", f("ts") > ts), ("ntz >= '2021-01-01T01:02:03.999999'", f("ntz") >= ntz),
+        ("dec > 2.00", f("dec") > pa.scalar(decimal.Decimal("2.00"), pa.decimal128(9, 2))),
+        ("pd = '2024-01-02'", f("pd") == pa.scalar(dt.date(2024, 1, 2))), ("pi = 1", f("pi") == 1), ("i32 is null", f("i32").is_null()),
+        ("b = false", f("b") == False),  # noqa: E712
+        ("pdec < -1.50", f("pdec") < pa.scalar(decimal.Decimal("-1.50"), pa.decimal128(9, 2))), ("pdec2 is null", f("pdec2").is_null()),
+        ("pts >= '2020-05-05T02:00:00+00:00'", f("pts") >= pa.scalar(dt.datetime(2020, 5, 5, 2, tzinfo=utc), pa.timestamp("us", "UTC"))),
+    ])
+    # Avro defines each name once (Java's parser refuses a redefinition; pyiceberg does not check)
+    import glob
+
+    import orjson
+
+    from lakelog.iceberg.avro import read_container
+
+    for f in glob.glob(os.path.join(path, "metadata", "*.avro")):
+        with open(f, "rb") as fh:
+            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+        names: list[str] = []
+
+        def walk(t):
+            if isinstance(t, list):
+                for x in t:
+                    walk(x)
+            elif isinstance(t, dict):
+                if t["type"] in ("record", "fixed", "enum"):
+                    names.append(t["name"])
+                for x in t.get("fields", []):
+                    walk(x["type"])
+                for key in ("items", "values"):
+                    if key in t:
+                        walk(t[key])
+
+        walk(schema)
+        assert len(names) == len(set(names)), (f, names)
+
+
+def test_uniform_needs_iceberg_compat_and_column_mapping(tmp_path):
+    t = pa.table({"x": [1]})
+    no_compat = {k: v for k, v in UNIFORM.items() if k != "delta.enableIcebergCompatV2"}
+    with pytest.raises(InvalidTablePropertyError, match="enabledFormats=iceberg needs Iceberg compatibility.*delta.enableIcebergCompatV2"):
+        lakelog.write_table(str(tmp_path / "a"), t, configuration=no_compat)
+    with pytest.raises(LakelogError, match="column mapping"):  # icebergCompatV2's own requirement
+        lakelog.write_table(str(tmp_path / "b"), t, configuration={**UNIFORM, "delta.columnMapping.mode": "none"})
+    with pytest.raises(UnsupportedFeatureError, match="not Hudi"):
+        lakelog.write_table(str(tmp_path / "c"), t, configuration={**UNIFORM, "delta.universalFormat.enabledFormats": "iceberg,hudi"})
+    for name in "abc":
+        assert not os.path.exists(tmp_path / name / "_delta_log" / "00000000000000000000.json")
+    plain = str(tmp_path / "d")
+    lakelog.write_table(plain, t)
+    with pytest.raises(UnsupportedFeatureError, match="does not have UniForm on"):
+        lakelog.Table(plain).sync_iceberg()
+
+
+def test_enabling_uniform_on_an_existing_table_converts_it_once(tmp_path):
+    path = str(tmp_path / "t")
+    compat = {k: v for k, v in UNIFORM.items() if k != "delta.universalFormat.enabledFormats"}
+    lakelog.write_table(path, data(range(5)), configuration=compat)
+    lakelog.write_table(path, data(range(5, 9)), mode="append")
+    lakelog.Table(path).delete("id = 2")
+    assert not os.path.exists(tmp_path / "t" / "metadata")
+    t = lakelog.Table(path)
+    t.set_properties({"delta.universalFormat.enabledFormats": "iceberg"})
+    assert check_iceberg(path).keys() == {3}
+    lakelog.write_table(path, data(range(20, 22)), mode="append")
+    assert check_iceberg(path).keys() == {3, 4}
+
+
+def _failing_iceberg_step(op, p):
+    if "/metadata/" in p and op in ("put", "put_if_absent"):
+        raise OSError("injected: the Iceberg step fails")
+
+
+def test_a_failed_iceberg_step_is_caught_up(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    failing = {"lakelog.fault_injector": _failing_iceberg_step}
+    with pytest.warns(UserWarning, match="version 1 is committed, but writing its Iceberg metadata"):
+        lakelog.write_table(path, data(range(5, 8)), mode="append", storage_options=failing)
+    with pytest.warns(UserWarning, match="version 2 is committed"):
+        lakelog.Table(path, storage_options=failing).delete("id = 1")
+    assert lakelog.Table(path).version == 2  # the Delta commits stand
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.properties["delta-version"] == "0"
+    assert lakelog.Table(path).sync_iceberg() == 2
+    assert check_iceberg(path).keys() == {0, 1, 2}
+    # the next commit catches up too
+    with pytest.warns(UserWarning):
+        lakelog.write_table(path, data(range(40, 41)), mode="append", storage_options=failing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lakelog.write_table(path, data(range(50, 51)), mode="append")
+    assert check_iceberg(path).keys() == {0, 1, 2, 3, 4}
+
+
+def test_a_writer_killed_between_the_commit_and_the_iceberg_step(tmp_path, capsys):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    script = textwrap.dedent(f"""
+        import os, signal, pyarrow as pa, lakelog
+        def die(op, p):
+            if "/metadata/" in p:
+                os.kill(os.getpid(), signal.SIGKILL)
+        lakelog.write_table({path!r}, pa.table({{"id": pa.array([100], pa.int64()), "part": ["a"], "name": ["k"], "score": [1.0]}}),
+                            mode="append", storage_options={{"lakelog.fault_injector": die}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert lakelog.Table(path).version == 1
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.properties["delta-version"] == "0"
+    assert cli_main(["uniform", path]) == 0
+    assert "describes version 1" in capsys.readouterr().out
+    assert check_iceberg(path).keys() == {0, 1}
+    assert cli_main(["uniform", path, "--json"]) == 0  # nothing left to do
+    assert '"version": 1' in capsys.readouterr().out.replace(":1", ": 1")
+
+
+def test_import_lakelog_loads_no_iceberg_code():
+    code = "import sys, lakelog; print(sorted(m for m in sys.modules if m.startswith(('lakelog.iceberg.', 'pyiceberg', 'fastavro'))))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=120, check=True)
+    assert proc.stdout.decode().strip() == "[]", proc.stdout  # only the package's light __init__ is imported
+
+
+# ---------------------------------------------------------------- random programs
+
+OPS = st.sampled_from(["append", "delete", "update", "merge", "overwrite", "overwrite_where", "optimize", "sync_fail", "new_process"])
+
+
+@settings(max_examples=40 if FULL else 3, deadline=None, derandomize=not FULL,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(OPS, st.integers(0, 30)), min_size=3, max_size=14 if FULL else 5), partitioned=st.booleans())
+def test_random_programs_read_the_same_through_iceberg(tmp_path_factory, ops, partitioned):
+    from lakelog.iceberg import convert
+
+    path = str(tmp_path_factory.mktemp("uniform") / "t")
+    lakelog.write_table(path, data(range(6)), partition_by=["part"] if partitioned else None, configuration=UNIFORM)
+    for op, k in ops:
+        t = lakelog.Table(path)
+        if op == "append":
+            lakelog.write_table(path, data(range(k, k + 3)), mode="append")
+        elif op == "delete":
+            t.delete(f"id % 5 = {k % 5}")
+        elif op == "update":
+            t.update({"score": "score + 1", "name": f"'u{k}'"}, f"id > {k}")
+        elif op == "merge":
+            (t.merge(data(range(k, k + 4)), "target.id = source.id").when_matched_delete("source.id % 2 = 0")
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+        elif op == "overwrite":
+            lakelog.write_table(path, data(range(k, k + 2)), mode="overwrite")
+        elif op == "overwrite_where":
+            lakelog.write_table(path, data(range(k, k + 2), part="b"), mode="overwrite", predicate="part = 'b'")
+        elif op == "optimize":
+            t.optimize()
+        elif op == "new_process":  # forget the manifest list this process wrote: the next step reads it back
+            convert._LAST_LIST[:] = [None, []]
+        else:  # a commit whose Iceberg step fails: caught up by the next one
+            with pytest.warns(UserWarning):
+                lakelog.write_table(path, data([k]), mode="append", storage_options={"lakelog.fault_injector": _failing_iceberg_step})
+    lakelog.Table(path).sync_iceberg()
+    check_iceberg(path)
+
+
+def test_schema_changes_restore_and_manifest_merging(tmp_path, monkeypatch):
+    """A renamed column keeps its field id (files written before the rename still read), an added column
+    gets a new schema, restore re-adds old files, and many appends' manifests are merged into one."""
+    from lakelog.iceberg import convert
+
+    monkeypatch.setattr(convert, "MERGE_AT", 3)
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(4)), configuration=UNIFORM)
+    for k in range(5):
+        lakelog.write_table(path, data(range(10 * k + 10, 10 * k + 12)), mode="append")
+    t = lakelog.Table(path)
+    t.rename_column("name", "label")
+    t.add_columns({"extra": pa.int32()})
+    lakelog.write_table(path, data(range(90, 92)).append_column("extra", pa.array([7, None], pa.int32())).rename_columns(
+        ["id", "part", "label", "score", "extra"]), mode="append")
+    t.refresh().delete("id = 10")
+    check_iceberg(path, [("label = 'n11'", pc.field("label") == "n11"), ("extra = 7", pc.field("extra") == 7)])
+    t.refresh().restore(version=3)
+    check_iceberg(path)
+    lakelog.write_table(path, data(range(95, 96)), mode="append")
+    by_version = check_iceberg(path)
+    assert sorted(by_version) == list(range(t.refresh().version + 1))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    # unmerged, each of the 8 appends would have left its manifest
+    assert max(len(s.manifests(ice.io)) for s in ice.snapshots()) <= convert.MERGE_AT + 3
+    assert len(ice.current_snapshot().manifests(ice.io)) <= convert.MERGE_AT
+    schemas = [{f.name: f.field_id for f in sc.fields} for _, sc in sorted(ice.schemas().items())]
+    first, renamed = schemas[0], next(sc for sc in schemas if "extra" in sc)
+    assert renamed["id"] == first["id"] and renamed["label"] == first["name"] and renamed["extra"] > max(first.values())
+    assert ice.schema().schema_id == 0  # restored to version 3: the first schema again
+
+
+def test_vacuum_keeps_the_iceberg_metadata_and_catch_up_survives_log_cleanup(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(4)), configuration={**UNIFORM, "delta.checkpointInterval": "3"})
+    failing = {"lakelog.fault_injector": _failing_iceberg_step}
+    with pytest.warns(UserWarning):
+        for k in range(3):
+            lakelog.write_table(path, data(range(10 * k + 10, 10 * k + 12)), mode="overwrite", storage_options=failing)
+    # the commits after the last converted version are gone (as log cleanup removes them): the next
+    # commit (vacuum's) converts its version whole, on top of the existing history
+    for v in (1, 2):
+        os.remove(tmp_path / "t" / "_delta_log" / f"{v:020d}.json")
+    assert lakelog.Table(path).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    assert lakelog.Table(path).sync_iceberg() == 5  # VACUUM START and END are versions 4 and 5
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["0", "4", "5"]
+    # vacuum left metadata/ alone (as Delta's does on UniForm tables): the Iceberg table still reads
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())
+
+
+def test_uniform_on_s3(s3_endpoint):
+    """The Iceberg metadata goes through the table's store: on S3 (moto), pyiceberg reads it there."""
+    path = s3_endpoint.new_table_uri()
+    lakelog.write_table(path, data(range(6)), partition_by=["part"], configuration=UNIFORM)
+    lakelog.write_table(path, data(range(6, 9)), mode="append")
+    lakelog.Table(path).delete("id = 4")
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    hint = int(fs.cat_file(f"{path}/metadata/version-hint.text"))
+    ice = pyiceberg_table.StaticTable.from_metadata(f"{path}/metadata/v{hint}.metadata.json", properties={
+        "s3.endpoint": s3_endpoint.url, "s3.access-key-id": s3_endpoint.access_key,
+        "s3.secret-access-key": s3_endpoint.secret_key, "s3.region": s3_endpoint.region,
+    })
+    assert ice.location() == path
+    for snap in ice.snapshots():
+        v = int(snap.summary["delta-version"])
+        assert rows(ice.scan(snapshot_id=snap.snapshot_id).to_arrow()) == rows(lakelog.Table(path, version=v).to_pyarrow())
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["0", "1", "2"]
+
+
+def test_iceberg_snapshots_expire_with_the_log_retention(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)
+    lakelog.write_table(path, data(range(3, 5)), mode="append")
+    assert len(pyiceberg_table.StaticTable.from_metadata(latest_metadata(path)).snapshots()) == 2
+    lakelog.Table(path).set_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+    time.sleep(0.05)  # a later commit time than version 2's
+    lakelog.write_table(path, data(range(5, 6)), mode="append")
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["3"]  # older than 0 s before the latest: gone
+    assert ice.current_snapshot().parent_snapshot_id is None
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())
+
+
+def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
+    """Partition field names in manifests' Avro schemas are made valid Avro names (as Iceberg's Java
+    library makes them); the partition spec keeps the column names."""
+    from pyiceberg.expressions import EqualTo
+
+    path = str(tmp_path / "t")
+    t = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "my region": ["eu", "us", "eu"], "1st": pa.array([1, 1, 2], pa.int32())})
+    lakelog.write_table(path, t, partition_by=["my region", "1st"], configuration=UNIFORM)
+    lakelog.Table(path).delete("id = 2")
+    check_iceberg(path, [(EqualTo("my region", "eu"), pc.field("my region") == "eu")])
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert [f.name for f in ice.spec().fields] == ["my region", "1st"]
+    import glob
+
+    import orjson
+
+    from lakelog.iceberg.avro import read_container
+
+    for f in glob.glob(os.path.join(path, "metadata", "*-m0.avro")):
+        with open(f, "rb") as fh:
+            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+        data_file = next(x["type"] for x in schema["fields"] if x["name"] == "data_file")
+        partition = next(x["type"] for x in data_file["fields"] if x["name"] == "partition")
+        assert [x["name"] for x in partition["fields"]] == ["my_x20region", "_1st"]
