@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
+from .schema import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
@@ -199,6 +200,10 @@ def _convert(arr: pa.Array, dtype: Any, target: pa.DataType, mode: str) -> pa.Ar
     if pa.types.is_struct(target):
         if not pa.types.is_struct(arr.type):
             raise _Mismatch(f"expected a struct, found {arr.type}")
+        if target == VARIANT_STORAGE and "typed_value" in arr.type.names:
+            from .variant_columns import unshred
+
+            return unshred(arr)  # a shredded variant, reassembled into its binaries
         file_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]
         children = arr.flatten()
         delta_fields = dtype["fields"] if isinstance(dtype, dict) else [{"name": target.field(i).name} for i in range(target.num_fields)]
@@ -318,13 +323,16 @@ def physical_schema(schema_string: str, logical: pa.Schema) -> pa.Schema:
     subset of the table's, same types)."""
     by_name = {f["name"]: f for f in orjson.loads(schema_string)["fields"]}
 
-    def id_meta(i: Any) -> dict | None:
-        return {PARQUET_FIELD_ID: str(i).encode()} if isinstance(i, int) and not isinstance(i, bool) else None
+    def id_meta(i: Any, f: pa.Field | None = None) -> dict | None:
+        meta = {PARQUET_FIELD_ID: str(i).encode()} if isinstance(i, int) and not isinstance(i, bool) else None
+        if f is not None and is_variant_field(f):  # (kept: the stats see one variant column)
+            meta = {**(meta or {}), **VARIANT_METADATA}
+        return meta
 
     def field_of(f: pa.Field, df: dict) -> pa.Field:
         nested = (df.get("metadata") or {}).get(NESTED_IDS)
         ids = (nested if isinstance(nested, dict) else {}, physical_name(df))
-        return pa.field(physical_name(df), type_of(f.type, df.get("type"), ids), f.nullable, metadata=id_meta(_mapped_id(df)))
+        return pa.field(physical_name(df), type_of(f.type, df.get("type"), ids), f.nullable, metadata=id_meta(_mapped_id(df), f))
 
     def type_of(t: pa.DataType, dtype: Any, ids: tuple[dict, str]) -> pa.DataType:
         # Array elements and map keys and values carry the ids of their nearest struct field's
@@ -336,13 +344,13 @@ def physical_schema(schema_string: str, logical: pa.Schema) -> pa.Schema:
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             vf, key = t.value_field, f"{path}.element"
             elem = pa.field(vf.name, type_of(vf.type, dtype.get("elementType") if isinstance(dtype, dict) else None, (nested, key)), vf.nullable,
-                            metadata=id_meta(nested.get(key)))
+                            metadata=id_meta(nested.get(key), vf))
             return pa.large_list(elem) if pa.types.is_large_list(t) else pa.list_(elem)
         if pa.types.is_map(t):
             kt = type_of(t.key_type, dtype.get("keyType") if isinstance(dtype, dict) else None, (nested, f"{path}.key"))
             it = type_of(t.item_type, dtype.get("valueType") if isinstance(dtype, dict) else None, (nested, f"{path}.value"))
             return pa.map_(pa.field(t.key_field.name, kt, False, metadata=id_meta(nested.get(f"{path}.key"))),
-                           pa.field(t.item_field.name, it, t.item_field.nullable, metadata=id_meta(nested.get(f"{path}.value"))), t.keys_sorted)
+                           pa.field(t.item_field.name, it, t.item_field.nullable, metadata=id_meta(nested.get(f"{path}.value"), t.item_field)), t.keys_sorted)
         return t
 
     return pa.schema([field_of(f, by_name[f.name]) for f in logical])

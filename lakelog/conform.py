@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from . import geospatial
 from .errors import SchemaMismatchError
-from .schema import canonical_type, check_column_names, delta_type_string
+from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field
 
 _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # decimal integer digits every value of a signed int fits in
 
@@ -87,13 +87,15 @@ def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool) ->
     if pa.types.is_list(table):
         if not _is_list(data):
             raise _mismatch(path, data, table, _CAST_HINT)
+        if is_variant_field(table.value_field):
+            return table  # (any data is made a variant when stored: see lakelog.variant_columns)
         element = merge_type(table.value_type, data.value_type, f"{path}.element", merge)
         return pa.list_(table.value_field.with_type(element))
     if pa.types.is_map(table):
         if not pa.types.is_map(data):
             raise _mismatch(path, data, table, _CAST_HINT)
         key = merge_type(table.key_type, data.key_type, f"{path}.key", merge)
-        item = merge_type(table.item_type, data.item_type, f"{path}.value", merge)
+        item = table.item_type if is_variant_field(table.item_field) else merge_type(table.item_type, data.item_type, f"{path}.value", merge)
         return pa.map_(table.key_field.with_type(key), table.item_field.with_type(item))
     if geospatial.is_geo(table):
         if geospatial.stores_as(data, table):
@@ -191,6 +193,8 @@ def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge
             continue
         if existing.name != f.name:
             raise SchemaMismatchError(f"column {path!r} differs in case from the table's column {prefix + existing.name!r}; rename it")
+        if is_variant_field(existing):
+            continue  # any data is made a variant when stored (see lakelog.variant_columns)
         merged[f.name] = existing.with_type(merge_type(existing.type, f.type, path, merge))
     present = {f.name.lower() for f in data}
     for f in table:
@@ -272,10 +276,14 @@ def _offsets(lengths: pa.Array) -> pa.Array:
         raise SchemaMismatchError("a list or map column holds more than 2**31 values in one batch; write smaller batches") from None
 
 
-def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
+def conform_array(arr: pa.Array, t: pa.DataType, path: str, variant: bool = False) -> pa.Array:
     """``arr`` as type ``t``: struct fields matched by name (missing ones null), safe casts at every
     depth, and nulls refused where ``t`` has non-nullable nested fields. Top-level nullability is the
-    caller's."""
+    caller's. ``variant``: ``t`` is a variant field's (``lakelog.variant_columns.to_variant``)."""
+    if variant:
+        from .variant_columns import to_variant
+
+        return to_variant(arr, path)
     if isinstance(arr, pa.ChunkedArray):
         return pa.chunked_array([conform_array(c, t, path) for c in arr.chunks], t)
     if pa.types.is_dictionary(arr.type):
@@ -296,7 +304,7 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
         children = []
         for f in t:
             idx = arr.type.get_field_index(f.name)
-            child = conform_array(arr.field(idx), f.type, f"{path}.{f.name}") if idx >= 0 else all_null(f.type, len(arr))
+            child = conform_array(arr.field(idx), f.type, f"{path}.{f.name}", is_variant_field(f)) if idx >= 0 else all_null(f.type, len(arr))
             if not f.nullable and child.null_count:
                 n = child.null_count if mask is None else pc.and_(child.is_null(), arr.is_valid()).true_count
                 if n:
@@ -310,12 +318,12 @@ def conform_array(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
         values, lengths = _entries(arr)
         offsets = _offsets(lengths)
         if pa.types.is_list(t):
-            values = conform_array(values, t.value_type, f"{path}.element")
+            values = conform_array(values, t.value_type, f"{path}.element", is_variant_field(t.value_field))
             if not t.value_field.nullable and values.null_count:
                 raise _null_error(f"{path}.element", values.null_count)
             return pa.ListArray.from_arrays(offsets, values, type=t, mask=mask)
         keys = conform_array(values.field(0), t.key_type, f"{path}.key")
-        items = conform_array(values.field(1), t.item_type, f"{path}.value")
+        items = conform_array(values.field(1), t.item_type, f"{path}.value", is_variant_field(t.item_field))
         if keys.null_count:
             raise _null_error(f"{path}.key", keys.null_count)
         if not t.item_field.nullable and items.null_count:
@@ -338,7 +346,7 @@ def cast_batch(batch: pa.RecordBatch, target: pa.Schema, computed: Collection[st
     cols = []
     for f in target:
         idx = batch.schema.get_field_index(f.name)
-        col = conform_array(batch.column(idx), f.type, f.name) if idx >= 0 else all_null(f.type, batch.num_rows)
+        col = conform_array(batch.column(idx), f.type, f.name, is_variant_field(f)) if idx >= 0 else all_null(f.type, batch.num_rows)
         if not f.nullable and col.null_count and f.name not in computed:
             raise _null_error(f.name, col.null_count)
         cols.append(col)

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from .actions import Protocol
 from .errors import UnsupportedFeatureError
 from .properties import TableProperties
 from . import iceberg_compat
+from .schema import has_variant
 
 
 @dataclass(frozen=True)
@@ -105,10 +108,14 @@ REGISTRY: dict[str, Feature] = {
         _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
         _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
         _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
-        _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),
-        _f("variantType-preview", True, False, False, "refused, as variantType", _REFUSED),
-        _f("variantShredding", True, False, False, "refused: shredded variants are not read", _REFUSED),
-        _f("variantShredding-preview", True, False, False, "refused, as variantShredding", _REFUSED),
+        _f("variantType", True, True, True, "variant columns read as struct<metadata, value> of their Parquet Variant binaries "
+           "(to_pandas: Python values; DuckDB/Polars handoff: JSON text)",
+           "variant columns written unshredded, byte for byte as given (struct, JSON text or Python values encoded); "
+           "nullCount stats only; comparisons on variant columns refused"),
+        _f("variantType-preview", True, True, True, "as variantType", "as variantType"),
+        _f("variantShredding", True, True, True, "shredded variant columns (typed_value) reassembled into their binaries; "
+           "variant min/max stats never used", "new files written unshredded (the protocol allows it, enabled or not)"),
+        _f("variantShredding-preview", True, True, True, "as variantShredding", "as variantShredding"),
         _f("catalogManaged", True, False, False, "refused: the catalog, not _delta_log, holds the commits", _REFUSED),
         _f("catalogOwned-preview", True, False, False, "refused, as catalogManaged", _REFUSED),
         _f("geospatial", True, True, True, "geometry(<crs>) / geography(<crs>, <algorithm>) columns read as WKB in the geoarrow.wkb "
@@ -165,6 +172,21 @@ def check_read(protocol: Protocol) -> None:
                 f"lakelog reads {sorted(READABLE & {n for n, f in REGISTRY.items() if f.reader})}; "
                 "read it with an engine that supports them (see specs/PROTOCOL.md)"
             )
+
+
+def check_variant_protocol(schema: pa.Schema, protocol: Protocol) -> None:
+    """Refuse a table whose schema has variant columns that its protocol does not declare (``variantType``
+    or ``variantType-preview`` in both lists, as the protocol requires): no reader may assume the type."""
+    if not has_variant(schema):
+        return
+    names = {"variantType", "variantType-preview"}
+    if not (names & set(protocol.reader_features or []) and names & set(protocol.writer_features or [])):
+        raise UnsupportedFeatureError(
+            f"the table has variant column(s) {[f.name for f in schema if has_variant(f)]} but its protocol (reader "
+            f"{protocol.min_reader_version}, writer {protocol.min_writer_version}) does not list the variantType feature "
+            "in both its reader and writer features, as the Delta protocol requires; the writer that made it does not follow "
+            "the protocol, so lakelog does not read it"
+        )
 
 
 def check_write(protocol: Protocol) -> None:

@@ -35,7 +35,7 @@ from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileE
 from . import row_tracking
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from .schema import ColumnNames, partition_scalars
+from .schema import ColumnNames, has_variant, partition_scalars
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
@@ -44,13 +44,19 @@ if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports 
 READ_THREADS = 4  # files read at once by read_data_file
 
 
+def shredding(protocol) -> bool:
+    """Whether a table's files may store variants shredded (its protocol lists variantShredding)."""
+    return bool({"variantShredding", "variantShredding-preview"} & set(protocol.reader_features or []))
+
+
 def _mapping(mapping: ColumnMapping | None, schema: pa.Schema) -> ColumnMapping:
     return mapping if mapping is not None else ColumnMapping("none", "")
 
 
-def needs_file_reader(add: AddFile, mapping: ColumnMapping | None) -> bool:
-    """Whether ``add`` must be read by ``read_data_file`` (not pyarrow's scanner)."""
-    return add.deletion_vector is not None or (mapping is not None and mapping.active)
+def needs_file_reader(add: AddFile, mapping: ColumnMapping | None, variants: bool = False) -> bool:
+    """Whether ``add`` must be read by ``read_data_file`` (not pyarrow's scanner). ``variants``: the table
+    has variant columns, which a file may store shredded (reassembled only there)."""
+    return variants or add.deletion_vector is not None or (mapping is not None and mapping.active)
 
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
@@ -174,7 +180,7 @@ def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
 
     Scanning it with a filter lets pyarrow also prune Parquet row groups by their footer statistics,
     which can drop float rows (NaN, -0.0); ``to_table`` and ``read_batches`` never do. A table whose
-    files pyarrow cannot read as they are (deletion vectors, column mapping) is refused with
+    files pyarrow cannot read as they are (deletion vectors, column mapping, variant shredding) is refused with
     ``UnsupportedFeatureError``: the dataset would return deleted rows or physical column names."""
     mapping = snapshot.column_mapping
     why = None
@@ -184,6 +190,8 @@ def dataset(snapshot: Snapshot, filters: Any = None) -> ds.FileSystemDataset:
         n = LiveFiles.of(snapshot.file_set).deletion_vector_count()
         if n:
             why = f"deletion vectors ({n} file(s) have deleted rows that a pyarrow dataset would return)"
+        elif shredding(snapshot.protocol):
+            why = "variant shredding (a dataset would not reassemble the variants that files store shredded)"
     if why:
         raise UnsupportedFeatureError(
             f"the table uses {why}, so lakelog cannot offer it as a pyarrow dataset. Read it with Table.to_pyarrow() or "
@@ -228,9 +236,10 @@ def read_batches(
 
 
 def _scan(storage, schema, partition_columns, adds: list[AddFile], columns, compiled, mapping) -> Iterator[pa.RecordBatch]:
-    special = [a for a in adds if needs_file_reader(a, mapping)]
+    variants = has_variant(schema)
+    special = [a for a in adds if needs_file_reader(a, mapping, variants)]
     if len(special) < len(adds):
-        plain = [a for a in adds if not needs_file_reader(a, mapping)] if special else adds
+        plain = [a for a in adds if not needs_file_reader(a, mapping, variants)] if special else adds
         yield from _batches(_fragments_dataset(storage, schema, partition_columns, plain, compiled is not None), columns, compiled)
     if special:
         yield from _file_batches(storage, schema, partition_columns, special, columns, compiled, mapping)
@@ -430,7 +439,7 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
     adds = list(snapshot.files.values()) if kept is None else kept.adds()
     out_schema = pa.schema([snapshot.schema.field(c) for c in columns]) if columns is not None else snapshot.schema
     try:
-        if not any(needs_file_reader(a, mapping) for a in adds):
+        if not any(needs_file_reader(a, mapping, has_variant(snapshot.schema)) for a in adds):
             d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, adds, compiled is not None)
             if compiled is None or not compiled.recheck:
                 expr = None if compiled is None else compiled.exact

@@ -30,19 +30,65 @@ _PRIMITIVE_TO_ARROW = {
     "void": pa.null(),  # Spark's NullType: a column that has only ever held nulls
 }
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+# A variant column (Delta type ``variant``) is, in Arrow, the struct of its two Parquet Variant binaries,
+# marked by the canonical Arrow extension name in its field's metadata (pyarrow registers no class for
+# it, so it stays a plain struct any engine can read; the name marks it through IPC and the C interface).
+VARIANT_EXTENSION = "arrow.parquet.variant"
+VARIANT_METADATA = {b"ARROW:extension:name": VARIANT_EXTENSION.encode(), b"ARROW:extension:metadata": b""}
+VARIANT_STORAGE = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary(), False)])
 # Characters Spark/Delta refuse in column names of tables without column mapping.
 _BAD_NAME_CHARS = set(" ,;{}()\n\t=")
 
 
 # ---------------------------------------------------------------- Delta -> Arrow
 
+def is_variant_type(t: Any) -> bool:
+    """Whether a Delta type (from a schema string) is ``variant`` (also in its object form)."""
+    return t == "variant" or (isinstance(t, dict) and t.get("type") == "variant")
+
+
+def variant_field(name: str, nullable: bool = True) -> pa.Field:
+    """An Arrow field that declares a Delta ``variant`` column (or struct field, list element, map value)."""
+    return pa.field(name, VARIANT_STORAGE, nullable, metadata=VARIANT_METADATA)
+
+
+def is_variant_field(f: pa.Field) -> bool:
+    """Whether ``f`` is a variant field (a struct marked with the ``arrow.parquet.variant`` extension name)."""
+    return bool(f.metadata) and f.metadata.get(b"ARROW:extension:name") == VARIANT_METADATA[b"ARROW:extension:name"] and pa.types.is_struct(f.type)
+
+
+def has_variant(t: pa.Schema | pa.DataType | pa.Field) -> bool:
+    """Whether a schema, type or field holds a variant at any depth."""
+    if isinstance(t, pa.Schema):
+        return any(has_variant(f) for f in t)
+    if isinstance(t, pa.Field):
+        if is_variant_field(t):
+            return True
+        t = t.type
+    if pa.types.is_struct(t):
+        return any(has_variant(t.field(i)) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return has_variant(t.value_field)
+    if pa.types.is_map(t):
+        return has_variant(t.item_field)
+    return False
+
+
+def _arrow_field(name: str, t: Any, nullable: bool) -> pa.Field:
+    if is_variant_type(t):
+        return variant_field(name, nullable)
+    return pa.field(name, delta_type_to_arrow(t), nullable)
+
+
 def delta_type_to_arrow(t: Any) -> pa.DataType:
     """The Arrow type of a Delta type (a type name or a struct/array/map object from a schema string).
 
-    ``UnsupportedFeatureError`` for a well-formed type lakelog does not read (``variant``, ...);
+    ``UnsupportedFeatureError`` for a well-formed type lakelog does not read;
     ``ValueError`` for a malformed one (``decimal(5,9)``, ``decimal(40,2)``, an array without
     ``elementType``, ...).
     """
+    if is_variant_type(t):
+        return VARIANT_STORAGE  # (the field carries the mark: see variant_field)
     if isinstance(t, str):
         if t in _PRIMITIVE_TO_ARROW:
             return _PRIMITIVE_TO_ARROW[t]
@@ -67,11 +113,11 @@ def delta_type_to_arrow(t: Any) -> pa.DataType:
             raise ValueError(f"a struct type needs a list of fields, got {fields!r}")
         return pa.struct(_delta_fields(fields))
     if kind == "array":
-        return pa.list_(pa.field("element", delta_type_to_arrow(_required(t, "elementType")), _flag(t, "containsNull")))
+        return pa.list_(_arrow_field("element", _required(t, "elementType"), _flag(t, "containsNull")))
     if kind == "map":
         return pa.map_(
             delta_type_to_arrow(_required(t, "keyType")),
-            pa.field("value", delta_type_to_arrow(_required(t, "valueType")), _flag(t, "valueContainsNull")),
+            _arrow_field("value", _required(t, "valueType"), _flag(t, "valueContainsNull")),
         )
     if not isinstance(kind, str):
         raise ValueError(f"{t!r} is not a Delta type")
@@ -94,7 +140,7 @@ def _flag(d: dict, key: str) -> bool:
 def delta_field_to_arrow(f: Any) -> pa.Field:
     if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
         raise ValueError(f"{f!r} is not a Delta struct field (an object with a non-empty string 'name')")
-    return pa.field(f["name"], delta_type_to_arrow(_required(f, "type")), _flag(f, "nullable"))
+    return _arrow_field(f["name"], _required(f, "type"), _flag(f, "nullable"))
 
 
 def _delta_fields(fields: list) -> list[pa.Field]:
@@ -157,12 +203,12 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return {"type": "array", "elementType": arrow_type_to_delta(t.value_type), "containsNull": _nullable(t.value_field)}
+        return {"type": "array", "elementType": _field_type(t.value_field), "containsNull": _nullable(t.value_field)}
     if pa.types.is_map(t):
         return {
             "type": "map",
             "keyType": arrow_type_to_delta(t.key_type),
-            "valueType": arrow_type_to_delta(t.item_type),
+            "valueType": _field_type(t.item_field),
             "valueContainsNull": _nullable(t.item_field),
         }
     if pa.types.is_dictionary(t):
@@ -177,12 +223,16 @@ def arrow_type_to_delta(t: pa.DataType) -> Any:
     )
 
 
+def _field_type(f: pa.Field) -> Any:
+    return "variant" if is_variant_field(f) else arrow_type_to_delta(f.type)
+
+
 def _nullable(f: pa.Field) -> bool:
     return f.nullable or pa.types.is_null(f.type)  # a void field holds nulls whatever it says
 
 
 def arrow_field_to_delta(f: pa.Field) -> dict:
-    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": _nullable(f), "metadata": {}}
+    return {"name": f.name, "type": _field_type(f), "nullable": _nullable(f), "metadata": {}}
 
 
 def delta_type_string(t: pa.DataType) -> str:
@@ -267,7 +317,7 @@ def canonical_schema(schema: pa.Schema) -> pa.Schema:
     fields = []
     for f in schema:
         try:
-            fields.append(pa.field(f.name, canonical_type(f.type), _nullable(f)))
+            fields.append(variant_field(f.name, _nullable(f)) if is_variant_field(f) else pa.field(f.name, canonical_type(f.type), _nullable(f)))
         except (SchemaMismatchError, UnsupportedFeatureError) as e:
             raise SchemaMismatchError(f"column {f.name!r}: {e}") from None
     return pa.schema(fields)

@@ -16,7 +16,7 @@ from .checkpoint import CheckpointState, read_checkpoint_state
 from .column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
 from .errors import CorruptLogError, InvalidArgumentError, InvalidTimestampError, InvalidVersionError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
-from .features import NO_DATA_WRITES, check_read, check_write
+from .features import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
 from .schema import schema_from_string
@@ -157,6 +157,7 @@ class Snapshot:
         self.column_mapping  # the mode must parse
         schema = self.schema  # parse now: a damaged schema fails when the table is opened, not on first read
         check_type_changes(self.metadata.schema_string)
+        check_variant_protocol(schema, self.protocol)
         parts = self.metadata.partition_columns
         unknown = [c for c in parts if c not in schema.names]
         if unknown or len(set(parts)) != len(parts):

@@ -33,7 +33,6 @@ REFUSED = {
     "catalog-owned-preview": (UnsupportedFeatureError, "catalogManaged"),
     "simple_table_features": (UnsupportedFeatureError, "blahabl"),
     "collations-table": (UnsupportedFeatureError, "collations"),
-    "spark-variant-checkpoint": (UnsupportedFeatureError, "variantType-preview"),
 }
 # Tables with no data file to rewrite (no rows, or only a log whose data files were not copied).
 NO_DATA = {"crc-full", "dbr_8_1_generated_columns", "table-with-domain-metadata", "table-with-geo"}

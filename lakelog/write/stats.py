@@ -11,9 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..schema import (
-    format_timestamp,
-)
+from ..schema import format_timestamp, is_variant_field
 
 
 STRING_STATS_PREFIX = 32
@@ -54,24 +52,33 @@ def _string_upper_bound(s: str) -> str | None:
     return None
 
 
-def _leaves(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType | None]]:
-    """Parquet leaf columns in file order: (path, type), type None for leaves under a list or map."""
-    out: list[tuple[tuple[str, ...], pa.DataType | None]] = []
+def _leaves(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType | None, int]]:
+    """Stats columns in file order: (path, type, index of its first Parquet leaf column); type None for
+    leaves under a list or map. A variant is one stats column (a null count, as Delta writes: no min/max)
+    over its two binaries, whose leaves' null counts are the variant's."""
+    out: list[tuple[tuple[str, ...], pa.DataType | None, int]] = []
+    j = 0
 
-    def walk(path: tuple[str, ...], t: pa.DataType, in_collection: bool) -> None:
-        if pa.types.is_struct(t):
+    def walk(path: tuple[str, ...], f: pa.Field, in_collection: bool) -> None:
+        nonlocal j
+        t = f.type
+        if is_variant_field(f):
+            out.append((path, None if in_collection else t, j))
+            j += t.num_fields
+        elif pa.types.is_struct(t):
             for i in range(t.num_fields):
-                walk(path + (t.field(i).name,), t.field(i).type, in_collection)
+                walk(path + (t.field(i).name,), t.field(i), in_collection)
         elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            walk(path, t.value_type, True)
+            walk(path, t.value_field, True)
         elif pa.types.is_map(t):
-            walk(path, t.key_type, True)
-            walk(path, t.item_type, True)
+            walk(path, t.key_field, True)
+            walk(path, t.item_field, True)
         else:
-            out.append((path, None if in_collection else t))
+            out.append((path, None if in_collection else t, j))
+            j += 1
 
     for f in schema:
-        walk((f.name,), f.type, False)
+        walk((f.name,), f, False)
     return out
 
 
@@ -95,7 +102,7 @@ def stats_from_parquet_metadata(schema: pa.Schema, metadata: pq.FileMetaData, ma
 
     leaves = _leaves(schema)
     indexed = 0
-    for j, (path, t) in enumerate(leaves):
+    for path, t, j in leaves:
         if t is None:
             continue
         if max_indexed_cols >= 0 and indexed >= max_indexed_cols:

@@ -14,7 +14,7 @@ from ..errors import SchemaMismatchError
 from ..features import LEGACY_WRITER_FEATURES, features_for_properties
 from ..geospatial import is_geo, uses_geospatial
 from ..properties import TableProperties
-from ..schema import arrow_field_to_delta, canonical_schema, check_column_names, delta_type_string, schema_to_string, uses_timestamp_ntz
+from ..schema import arrow_field_to_delta, canonical_schema, check_column_names, delta_type_string, has_variant, schema_to_string, uses_timestamp_ntz
 from ..snapshot import Snapshot
 from ..writer_features.generated import keep_field_metadata
 
@@ -101,7 +101,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     """The protocol the table needs (None when ``current`` already suffices).
 
     Plain tables get (1, 2). A ``timestamp_ntz`` column needs (3, 7) with the ``timestampNtz`` feature (a
-    geometry or geography column: ``geospatial``), and
+    geometry or geography column: ``geospatial``; a variant column: ``variantType``, kept as
+    ``variantType-preview`` where the table lists that), and
     so do properties that turn a feature on (``delta.checkpointPolicy=v2``: ``v2Checkpoint``;
     ``delta.enableInCommitTimestamps``: ``inCommitTimestamp``, writer version 7); on writer version 7 every
     feature in use must be listed, so ``appendOnly`` is listed when it is on. Column mapping alone takes
@@ -116,6 +117,9 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if widened and not (current and "typeWidening-preview" in (current.reader_features or [])):
         by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)
         by_properties_writer.add("typeWidening")
+    if has_variant(schema) and not (current and "variantType-preview" in (current.reader_features or [])):
+        by_properties_reader.add("variantType")  # (reader and writer feature: every reader must know the type)
+        by_properties_writer.add("variantType")
     type_features = ({"timestampNtz"} if uses_timestamp_ntz(schema) else set()) | ({"geospatial"} if uses_geospatial(schema) else set())
     if (current is None or current.min_writer_version < 7) and not type_features and by_properties_writer <= set(LEGACY_WRITER_VERSION):
         # Legacy versions suffice, as Delta picks them: column mapping alone is reader 2 / writer 5,
