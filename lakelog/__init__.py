@@ -21,6 +21,8 @@ from .write import WritePlan, plan_write  # noqa: E402
 from .api import write_table  # noqa: E402
 from .conversion import convert  # noqa: E402
 from .geospatial import geography, geometry  # noqa: E402
+from .schema import variant_field  # noqa: E402
+from .variant_columns import with_variants  # noqa: E402
 
 __all__ = [
     "Table",
@@ -31,6 +33,8 @@ __all__ = [
     "convert",
     "geometry",
     "geography",
+    "variant_field",
+    "with_variants",
     "errors",
     "LakelogError",
     "TableNotFoundError",

@@ -35,7 +35,8 @@ _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 # it, so it stays a plain struct any engine can read; the name marks it through IPC and the C interface).
 VARIANT_EXTENSION = "arrow.parquet.variant"
 VARIANT_METADATA = {b"ARROW:extension:name": VARIANT_EXTENSION.encode(), b"ARROW:extension:metadata": b""}
-VARIANT_STORAGE = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary(), False)])
+# (the field order Spark writes, as lakelog.variant.VARIANT_ARROW_TYPE; files are read by name)
+VARIANT_STORAGE = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
 # Characters Spark/Delta refuse in column names of tables without column mapping.
 _BAD_NAME_CHARS = set(" ,;{}()\n\t=")
 

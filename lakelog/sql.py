@@ -43,7 +43,7 @@ import pyarrow as pa
 from . import geospatial
 from .environment import positive_int
 from .errors import PredicateError
-from .schema import ColumnNames
+from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()
@@ -215,6 +215,7 @@ class Engine:
         self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0
+        self._variants: dict[str, pa.Field] = {}  # columns holding variants, of every registered table (lower-case names)
 
     def close(self) -> None:
         with self._lock:
@@ -226,6 +227,7 @@ class Engine:
             if name is None:
                 self._n += 1
                 name = f"__lakelog_rel_{self._n}"
+            self._variants.update((f.name.lower(), f) for f in table.schema if has_variant(f))
             self.con.register(name, geospatial.plain(table))
         return name
 
@@ -300,9 +302,46 @@ class Engine:
         return self.register(schema.empty_table())
 
     # ------------------------------------------------------------ validation
+    def _variant_ref(self, parts: tuple[str, ...]) -> bool:
+        """Whether a column reference (a name path, maybe qualified) reaches a value holding a variant."""
+        for i, part in enumerate(parts):
+            f = self._variants.get(part.lower())
+            if f is None:
+                continue
+            for sub in parts[i + 1:]:
+                if is_variant_field(f):
+                    return True  # (a variant's binaries are no values to compute with either)
+                if not pa.types.is_struct(f.type) or f.type.get_field_index(sub) < 0:
+                    return False
+                f = f.type.field(sub)
+            return has_variant(f)
+        return False
+
+    def _check_variant_refs(self, tree: dict, text: str, what: str, copy_allowed: bool = False) -> None:
+        """Refuse a variant in anything but ``IS [NOT] NULL`` (or, ``copy_allowed``, as the whole value of an
+        assignment): variants have no equality, order or arithmetic (as in Spark), and DuckDB would
+        compare their binaries."""
+        if not self._variants:
+            return
+        if copy_allowed and tree.get("class") == "COLUMN_REF":
+            return
+        allowed: set[int] = set()
+        for n in _walk(tree):
+            if n.get("class") == "OPERATOR" and n.get("type") in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
+                allowed.update(id(c) for c in n.get("children") or [] if c.get("class") == "COLUMN_REF")
+        for n in _walk(tree):
+            if n.get("class") == "COLUMN_REF" and id(n) not in allowed and self._variant_ref(tuple(n["column_names"])):
+                name = ".".join(n["column_names"])
+                raise PredicateError(
+                    f"the {what} {text!r} uses the variant column {name!r} in a comparison or computation; variant values have "
+                    f"no equality or order (as in Spark). Only {name} IS NULL / IS NOT NULL is allowed, and assigning a variant "
+                    "column to another (or NULL)"
+                )
+
     def check_predicate(self, text: str, from_sql: str, what: str = "predicate") -> dict:
         """Parse and bind a boolean expression over ``from_sql``; return its parse tree."""
         tree = parse_expression(text, what)
+        self._check_variant_refs(tree, text, what)
         # A WHERE clause refuses aggregates and window functions, as a row predicate must.
         types = self.result_types(f"SELECT ({text}) FROM {from_sql} WHERE ({text})", f"invalid {what} {text!r}")
         if types[0] not in ("BOOLEAN", '"NULL"', "NULL"):
@@ -312,6 +351,12 @@ class Engine:
     def check_value(self, text: str, from_sql: str, target: pa.DataType, what: str) -> dict:
         """Parse and bind an expression whose value is stored as ``target``; return its parse tree."""
         tree = parse_expression(text, what)
+        self._check_variant_refs(tree, text, what, copy_allowed=True)
+        if target == VARIANT_STORAGE and tree.get("class") != "COLUMN_REF" and not (tree.get("class") == "CONSTANT" and (tree.get("literal") or {}).get("kind") == "NULL_LITERAL"):
+            raise PredicateError(
+                f"the {what} {text!r} is not a variant: a variant column takes another variant column or NULL here; "
+                "store JSON text or Python values with write_table or a merge source (they are encoded as variants)"
+            )
         (kind,) = self.result_types(f"SELECT ({text}) FROM {from_sql} WHERE FALSE", f"invalid {what} {text!r}")
         if "TIMESTAMP_NS" in kind:
             # Storing it would truncate silently; every write path refuses sub-microsecond values.

@@ -73,7 +73,29 @@ class Table:
         return scan.to_table(self._snapshot, columns, filters, with_row_tracking=with_row_tracking)
 
     def to_pandas(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False):
-        return self.to_pyarrow(columns, filters, with_row_tracking=with_row_tracking).to_pandas()
+        """``to_pyarrow(...).to_pandas()``; variant values become Python objects (dicts, lists, numbers, ...)."""
+        from .variant_columns import to_pandas
+
+        return to_pandas(self.to_pyarrow(columns, filters, with_row_tracking=with_row_tracking))
+
+    def to_duckdb(self, columns: list[str] | None = None, filters: Any = None, *, connection: Any = None):
+        """The rows ``filters`` keeps as a DuckDB relation (on ``connection``, default DuckDB's default
+        connection); variant columns as their JSON text (cast with ``::JSON`` to query into them)."""
+        import duckdb
+
+        from .variant_columns import with_json_text
+
+        t = with_json_text(self.to_pyarrow(columns, filters))
+        return (connection or duckdb).from_arrow(t)
+
+    def to_polars(self, columns: list[str] | None = None, filters: Any = None):
+        """The rows ``filters`` keeps as a Polars DataFrame; variant columns as their JSON text
+        (``pl.col(c).str.json_decode()`` queries into them). Needs Polars installed."""
+        import polars as pl
+
+        from .variant_columns import with_json_text
+
+        return pl.from_arrow(with_json_text(self.to_pyarrow(columns, filters)))
 
     def read_batches(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False) -> Iterator[pa.RecordBatch]:
         """The rows ``filters`` keeps as a stream of record batches of ``columns`` (default: all), in bounded

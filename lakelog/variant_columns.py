@@ -1,7 +1,7 @@
 """Variant columns in tables: data given for them made into their binaries, shredded files reassembled,
 and the forms other consumers get (Python values for pandas, JSON text for DuckDB and Polars).
 
-A variant column is, in Arrow, ``struct<metadata: binary, value: binary>`` marked as a variant field
+A variant column is, in Arrow, ``struct<value: binary, metadata: binary>`` marked as a variant field
 (``lakelog.schema.variant_field``). Data written to one may be that struct (fields in any order, as
 Spark writes them: ``value`` first), JSON text (parsed by the Parquet Variant codec, ``lakelog.variant``)
 or other Arrow values (encoded from their Python values). The binaries given are stored byte for byte.
@@ -52,7 +52,7 @@ def to_variant(arr: pa.Array, path: str) -> pa.Array:
         return _all_null(len(arr))
     elif _is_variant_struct(t):
         mask = arr.is_null() if arr.null_count else None
-        children = [arr.field(n).cast(pa.binary()) for n in ("metadata", "value")]
+        children = [arr.field(f.name).cast(pa.binary()) for f in VARIANT_STORAGE]
         out = pa.StructArray.from_arrays(children, fields=list(VARIANT_STORAGE), mask=mask)
     elif pa.types.is_struct(t) and "typed_value" in t.names and "metadata" in t.names:
         return unshred(arr)
@@ -73,16 +73,17 @@ def to_variant(arr: pa.Array, path: str) -> pa.Array:
 def _check_binaries(arr: pa.Array, path: str) -> pa.Array:
     """``arr`` with nulls under null rows made empty binaries (Parquet refuses a null in a required field);
     a valid row with a null binary is refused."""
-    meta, value = arr.field(0), arr.field(1)
-    if not meta.null_count and not value.null_count:
+    children = [arr.field(f.name) for f in VARIANT_STORAGE]
+    if not any(c.null_count for c in children):
         return arr
-    bad = pc.and_(arr.is_valid(), pc.or_(meta.is_null(), value.is_null())).true_count
+    missing = pc.or_(children[0].is_null(), children[1].is_null())
+    bad = pc.and_(arr.is_valid(), missing).true_count
     if bad:
         raise SchemaMismatchError(f"column {path!r} is a variant column and {bad} row(s) have no metadata or value binary; "
                                   "a variant needs both (a SQL NULL is a null struct)")
     empty = pa.scalar(b"", pa.binary())
     mask = arr.is_null() if arr.null_count else None
-    return pa.StructArray.from_arrays([pc.fill_null(meta, empty), pc.fill_null(value, empty)], fields=list(VARIANT_STORAGE), mask=mask)
+    return pa.StructArray.from_arrays([pc.fill_null(c, empty) for c in children], fields=list(VARIANT_STORAGE), mask=mask)
 
 
 def _all_null(n: int) -> pa.Array:
