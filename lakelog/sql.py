@@ -44,6 +44,7 @@ from . import geospatial
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
+from .variant_columns import without_marks
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()
@@ -227,7 +228,9 @@ class Engine:
             if name is None:
                 self._n += 1
                 name = f"__lakelog_rel_{self._n}"
-            self._variants.update((f.name.lower(), f) for f in table.schema if has_variant(f))
+            if has_variant(table.schema):
+                self._variants.update((f.name.lower(), f) for f in table.schema if has_variant(f))
+                table = without_marks(table)
             self.con.register(name, geospatial.plain(table))
         return name
 

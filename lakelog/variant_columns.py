@@ -146,6 +146,12 @@ def _map_table(table: pa.Table, fn: Convert, out_type: pa.DataType) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def without_marks(table: pa.Table) -> pa.Table:
+    """``table`` with its variants as plain structs of binaries (no extension name): what the SQL engine
+    gets, as DuckDB would otherwise decode the values into its own VARIANT type and re-encode them."""
+    return _map_table(table, lambda a: a, VARIANT_STORAGE)
+
+
 def with_json_text(table: pa.Table) -> pa.Table:
     """``table`` with every variant as its JSON text (null for SQL NULL): what DuckDB and Polars get."""
     return _map_table(table, lambda a: _codec().to_json_array(a), pa.string())

@@ -17,7 +17,8 @@ from ..data_files import physical_rows
 from ..deletion_vectors import check_row_count, keep_mask
 from ..parquet_read import parquet_file
 from ..scan import _data_file_error, partition_values
-from ..schema import parse_partition_value
+from ..column_mapping import ColumnMapping
+from ..schema import has_variant, parse_partition_value
 from .file_groups import Group, with_file_index
 from .internal_columns import ROW
 from .stable_ids import with_stable_ids
@@ -73,6 +74,9 @@ class FileReads:
                 cols.append(pa.repeat(pa.scalar(value, t), n))
             elif name in present:
                 col = data.column(name)
+                if col.type != t and has_variant(schema.field(name)):
+                    # (by field name, shredded variants reassembled: a cast would refuse or drop typed_value)
+                    col = ColumnMapping("none", "").file_columns(data.schema, [name], add.path).convert(data, schema)[0]
                 cols.append(col if col.type == t else col.cast(t))
             else:
                 cols.append(pa.nulls(n, t))
