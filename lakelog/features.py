@@ -108,13 +108,15 @@ REGISTRY: dict[str, Feature] = {
         _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
         _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
         _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
-        _f("variantType", True, True, True, "variant columns read as struct<metadata, value> of their Parquet Variant binaries "
-           "(to_pandas: Python values; DuckDB/Polars handoff: JSON text)",
+        _f("variantType", True, True, True, "variant columns read as struct<value, metadata> of their Parquet Variant binaries "
+           "(to_pandas: Python values; to_duckdb/to_polars: JSON text)",
            "variant columns written unshredded, byte for byte as given (struct, JSON text or Python values encoded); "
-           "nullCount stats only; comparisons on variant columns refused"),
-        _f("variantType-preview", True, True, True, "as variantType", "as variantType"),
+           "nullCount stats only; comparisons on variant columns refused; new tables with a variant column get reader 3 / "
+           "writer 7 with variantType"),
+        _f("variantType-preview", True, True, True, "as variantType", "as variantType (kept: new variant columns do not add variantType)"),
         _f("variantShredding", True, True, True, "shredded variant columns (typed_value) reassembled into their binaries; "
-           "variant min/max stats never used", "new files written unshredded (the protocol allows it, enabled or not)"),
+           "variant min/max stats never used", "new files written unshredded: the protocol lets writers write unshredded "
+           "variants in any table, shredding enabled (delta.enableVariantShredding) or not"),
         _f("variantShredding-preview", True, True, True, "as variantShredding", "as variantShredding"),
         _f("catalogManaged", True, False, False, "refused: the catalog, not _delta_log, holds the commits", _REFUSED),
         _f("catalogOwned-preview", True, False, False, "refused, as catalogManaged", _REFUSED),
