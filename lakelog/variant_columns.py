@@ -193,9 +193,11 @@ def _python_values(col: pa.ChunkedArray, field: pa.Field) -> list:
 
 
 def with_variants(data: Any, columns: list[str]) -> pa.Table:
-    """``data`` (a pandas DataFrame, Arrow table or dict of lists) with ``columns`` made variant columns:
-    Python values (dicts, lists, numbers, strings, ... ) and JSON text encoded, variant structs kept.
-    Pass it to ``write_table`` to create a table with these variant columns."""
+    """``data`` (a pandas DataFrame, Arrow table or dict of lists) with ``columns`` made variant columns.
+    Python values (a DataFrame's or a list's: dicts, lists, numbers, strings, ...) are encoded as they
+    are (a ``str`` is a variant string); an Arrow string column is JSON text (parsed as Spark's
+    ``parse_json``), an Arrow variant struct is kept. Pass it to ``write_table`` to create a table with
+    these variant columns (a string column written to an existing variant column is JSON text too)."""
     if isinstance(columns, str) or not isinstance(columns, (list, tuple)):
         raise InvalidArgumentTypeError(f"columns must be a list of column names, not {columns!r}")
     if isinstance(data, dict):

@@ -20,6 +20,7 @@ from lakelog.storage import Storage
 
 from .options import boolean, storage_options, table_path
 from .options import version as option_version
+from .variants import from_lakelog_schema
 
 
 def reads_change_feed(options) -> bool:
@@ -41,7 +42,7 @@ def _range(options) -> tuple[int, int | None, Storage]:
 
 
 def feed_schema(options) -> StructType:
-    return from_arrow_schema(change_schema(lakelog.Table(table_path(options), storage_options=storage_options(options)).schema),
+    return from_lakelog_schema(change_schema(lakelog.Table(table_path(options), storage_options=storage_options(options)).schema),
                              prefer_timestamp_ntz=True)
 
 

@@ -59,6 +59,7 @@ from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .workers import use_driver_python
+from .variants import from_lakelog_schema, lakelog_arrow
 
 
 def register(spark) -> None:
@@ -90,9 +91,10 @@ class LakelogDataSource(DataSource):
     def schema(self) -> StructType:
         if reads_change_feed(self.options):
             return feed_schema(self.options)
-        # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back.
+        # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back;
+        # variants are VariantType.
         schema = self._table().schema
-        return from_arrow_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
+        return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):
@@ -269,7 +271,7 @@ class LakelogWriter(DataSourceArrowWriter):
             raise InvalidArgumentError("option replaceWhere needs mode('overwrite'): it says which rows the written data replaces")
         if self.replace_where is not None and self.overwrite_schema:
             raise InvalidArgumentError("options replaceWhere and overwriteSchema cannot be combined: a partial overwrite keeps the table's schema (mergeSchema may add columns)")
-        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        arrow_schema = lakelog_arrow(to_arrow_schema(schema, timezone="UTC"))
         table_properties = _table_properties(options)
         self.plan = lakelog.plan_write(
             _path(options),
@@ -392,7 +394,7 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema: StructType, mode: str):
         self.options = options  # case-insensitive keys, as Spark passes them
         self.app_id = stream_app_id(options)
-        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        arrow_schema = lakelog_arrow(to_arrow_schema(schema, timezone="UTC"))
         self.plan = lakelog.plan_write(
             _path(options),
             arrow_schema,

@@ -52,6 +52,7 @@ from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRI
 from .assignments import by_name, checked_type, value_types
 from .native import spark_path
 from .python_frame import files_frame
+from .variants import from_lakelog_schema
 
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
@@ -201,7 +202,7 @@ class SparkOperation:
         return self.snapshot.files[rel]
 
     def spark_schema(self):
-        return from_arrow_schema(self.op.schema, prefer_timestamp_ntz=True)
+        return from_lakelog_schema(self.op.schema, prefer_timestamp_ntz=True)
 
     # ------------------------------------------------------------ writing
     def write(self, df: DataFrame) -> list[int]:

@@ -54,6 +54,7 @@ from .dml import SparkOperation, as_column, condition_text, hit_column, _q
 from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
                         UPDATE_FLAG, UPDATED)
 from .merge_changes import record_changes
+from .variants import from_lakelog_schema
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -103,7 +104,7 @@ class SparkMerge:
         self.metrics: dict[str, Any] | None = None
         self.persisted: DataFrame | None = None
         # Spark types: the table's columns as read, and each clause's values (by ``id(clause)``, column)
-        self.old_types = from_arrow_schema(self.op.snapshot.schema, prefer_timestamp_ntz=True)
+        self.old_types = from_lakelog_schema(self.op.snapshot.schema, prefer_timestamp_ntz=True)
         self.own_types: dict[tuple[int, str], Any] = {}
 
     # ------------------------------------------------------------ planning
@@ -150,7 +151,7 @@ class SparkMerge:
             metadata = evolved_metadata(op.snapshot, schema)
             protocol = plan_protocol(schema, op.snapshot.protocol)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
-        self.types = {f.name: f.dataType for f in from_arrow_schema(op.schema, prefer_timestamp_ntz=True).fields}
+        self.types = {f.name: f.dataType for f in from_lakelog_schema(op.schema, prefer_timestamp_ntz=True).fields}
         if op.features is not None:
             op.features = op.features.for_assignments(*(c.assignments or {} for c in self.clauses if c.action == "update"),
                                                       inserts=[c.assignments or {} for c in self.clauses if c.action == "insert"])

@@ -21,6 +21,7 @@ from lakelog.storage import Storage
 
 from .files import conform
 from .native import hadoop_readable, snapshot_frame, spark_path
+from .variants import from_lakelog_schema
 
 
 def files_frame(spark, path: str, storage_options: dict | None, storage: Storage, snapshot: Snapshot, files: list[str],
@@ -36,7 +37,7 @@ def python_frame(spark, path: str, storage_options: dict | None, storage: Storag
                  file_column: str | None = None, row_column: str | None = None, stored: dict[str, str] | None = None) -> DataFrame:
     snapshot.check_readable()
     schema, parts, mapping = snapshot.schema, snapshot.partition_columns, snapshot.column_mapping
-    spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    spark_schema = from_lakelog_schema(schema, prefer_timestamp_ntz=True)
     if file_column is not None:
         spark_schema = spark_schema.add(file_column, T.StringType(), False)
     if row_column is not None:
