@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from . import geospatial
 from .errors import SchemaMismatchError
-from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field
+from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field, variant_field
 
 _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # decimal integer digits every value of a signed int fits in
 
@@ -189,7 +189,7 @@ def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge
             if not merge:
                 names = [t.name for t in table]
                 raise SchemaMismatchError(f"column {path!r} is not in {where} (fields: {names}); pass schema_mode='merge' to add it")
-            added.append(pa.field(f.name, _new_type(f.type, path), True))
+            added.append(variant_field(f.name) if is_variant_field(f) else pa.field(f.name, _new_type(f.type, path), True))
             continue
         if existing.name != f.name:
             raise SchemaMismatchError(f"column {path!r} differs in case from the table's column {prefix + existing.name!r}; rename it")

@@ -19,7 +19,7 @@ from .column_dependencies import dependents
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
 from .properties import REGISTRY, TableProperties, validate_new
-from .schema import arrow_field_to_delta, canonical_type, check_column_names, schema_from_string
+from .schema import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
 from . import iceberg_compat, row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
@@ -305,7 +305,8 @@ def unset_properties(storage: Storage, keys: list[str], if_exists: bool = False)
 
 def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
     """Add nullable columns in one ``ADD COLUMNS`` commit; return the new version. ``columns``: name ->
-    ``pyarrow.DataType`` (or a nullable ``pyarrow.Field``); ``"a.b"`` adds field ``b`` to struct ``a``.
+    ``pyarrow.DataType`` (or a nullable ``pyarrow.Field``: ``lakelog.variant_field(name)`` adds a variant
+    column); ``"a.b"`` adds field ``b`` to struct ``a``.
     New columns go last (in their struct); rows written before read NULL there. NOT NULL columns are
     refused, as in Delta (older rows have no value)."""
     if not isinstance(columns, dict) or not columns:
@@ -315,10 +316,11 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
     for name, t in columns.items():
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"add_columns takes non-empty column names, not {name!r}")
+        variant = False
         if isinstance(t, pa.Field):
             if not t.nullable:
                 raise SchemaMismatchError(f"cannot add column {name!r} as NOT NULL: the table's rows have no value there (Delta refuses it too)")
-            t = t.type
+            variant, t = is_variant_field(t), t.type
         if not isinstance(t, pa.DataType):
             raise InvalidArgumentError(f"add_columns takes a pyarrow type for column {name!r}, not {t!r}")
         parent, leaf = name.rsplit(".", 1) if "." in name else (None, name)
@@ -332,7 +334,7 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
         clash = next((f["name"] for f in fields if f["name"].lower() == leaf.lower()), None)
         if clash is not None:
             raise SchemaMismatchError(f"cannot add column {name!r}: a column {clash!r} already exists there (names are case-insensitive)")
-        field = arrow_field_to_delta(pa.field(leaf, canonical_type(t), True))
+        field = arrow_field_to_delta(variant_field(leaf) if variant else pa.field(leaf, canonical_type(t), True))
         fields.append(field)
         added.append({"column": {**field, "name": name}})
     configuration = dict(snap.configuration)

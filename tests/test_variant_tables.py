@@ -207,3 +207,16 @@ def test_spark_tables_take_appends_of_their_own_rows(tmp_path):
     lakelog.write_table(path, rows)
     again = lakelog.Table(path).to_pyarrow(filters=[("id", "=", 5)])
     assert again.num_rows == 2 and canonical_rows(again.slice(0, 1)) == canonical_rows(again.slice(1, 1)) == canonical_rows(rows)
+
+
+def test_variant_columns_added_later_upgrade_the_protocol(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64())}))
+    lakelog.write_table(path, _table([2], ['{"a": 1}']), schema_mode="merge")
+    t = lakelog.Table(path)
+    assert "variantType" in t.protocol.reader_features and lakelog.schema.is_variant_field(t.schema.field("v"))
+    t.add_columns({"w": lakelog.variant_field("w")})
+    t = lakelog.Table(path)
+    assert json.loads(t.metadata.schema_string)["fields"][2]["type"] == "variant"
+    lakelog.write_table(path, pa.table({"id": [3], "v": ["[1]"], "w": ['{"b": 2}']}))
+    assert _bytes(lakelog.Table(path).to_pyarrow()) == {1: None, 2: parse_json('{"a": 1}'), 3: parse_json("[1]")}
