@@ -43,10 +43,16 @@ def spark_arrow(schema: pa.Schema) -> pa.Schema:
 
 def lakelog_arrow(schema: pa.Schema) -> pa.Schema:
     """A PySpark Arrow schema (``to_arrow_schema``) with its variants as lakelog's variant fields."""
-    def leaf(x: pa.Field) -> pa.Field | None:
-        return variant_field(x.name, x.nullable) if pa.types.is_struct(x.type) and is_variant(x.type) else None
+    found = []
 
-    return pa.schema([_map(f, leaf) for f in schema], metadata=schema.metadata)
+    def leaf(x: pa.Field) -> pa.Field | None:
+        if pa.types.is_struct(x.type) and is_variant(x.type):
+            found.append(x.name)
+            return variant_field(x.name, x.nullable)
+        return None
+
+    mapped = pa.schema([_map(f, leaf) for f in schema], metadata=schema.metadata)
+    return mapped if found else schema
 
 
 def from_lakelog_schema(schema: pa.Schema, **kwargs):
