@@ -101,6 +101,18 @@ def unshred(arr: pa.Array) -> pa.Array:
     return out if out.type == VARIANT_STORAGE else out.cast(VARIANT_STORAGE)
 
 
+def variant_sources(source: pa.Table, target: pa.Schema) -> pa.Table:
+    """A merge source with its columns named as the target's top-level variant columns made variants
+    (JSON text parsed, other values encoded as ``to_variant`` does), so clauses assign them as variants."""
+    wanted = {f.name.lower() for f in target if is_variant_field(f)}
+    if not wanted:
+        return source
+    for i, f in enumerate(source.schema):
+        if f.name.lower() in wanted and not is_variant_field(f):
+            source = source.set_column(i, variant_field(f.name, f.nullable), to_variant(source.column(i), f.name))
+    return source
+
+
 # ---------------------------------------------------------------- other consumers
 
 

@@ -220,3 +220,11 @@ def test_variant_columns_added_later_upgrade_the_protocol(tmp_path):
     assert json.loads(t.metadata.schema_string)["fields"][2]["type"] == "variant"
     lakelog.write_table(path, pa.table({"id": [3], "v": ["[1]"], "w": ['{"b": 2}']}))
     assert _bytes(lakelog.Table(path).to_pyarrow()) == {1: None, 2: parse_json('{"a": 1}'), 3: parse_json("[1]")}
+
+
+def test_a_merge_source_of_json_text_stores_variants(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, _table([1, 2], ["1", "2"]))
+    source = pa.table({"id": pa.array([2, 3], pa.int64()), "v": ['{"x": [true]}', "null"]})
+    lakelog.Table(path).merge(source, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert _bytes(lakelog.Table(path).to_pyarrow()) == {1: parse_json("1"), 2: parse_json('{"x": [true]}'), 3: parse_json("null")}

@@ -36,6 +36,7 @@ from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow
 from ..predicate_pruning import prune_expression
 from ..sql import column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
+from ..variant_columns import variant_sources
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID
 from .file_groups import Group, split_by_file
@@ -134,7 +135,7 @@ class _Merge:
         if not clauses:
             raise PredicateError("a merge needs at least one when_* clause")
         self.op, self.engine = op, op.engine
-        self.src = _source_table(source)
+        self.src = variant_sources(_source_table(source), op.schema)  # (JSON text for a variant column is parsed)
         self.t_alias, self.s_alias = quote_ident(target_alias), quote_ident(source_alias)
         self.target_alias, self.source_alias = target_alias, source_alias
         self.target_names = list(op.schema.names)
