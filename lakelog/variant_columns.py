@@ -10,7 +10,8 @@ Variants nested in structs, lists and maps are handled at every depth.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,7 +23,7 @@ Convert = Callable[[pa.Array], pa.Array]
 
 
 def _codec():
-    from . import variant  # the codec: imported only where variant values are encoded or decoded
+    from . import variant  # noqa: I001  (the codec: imported only where variant values are encoded or decoded)
 
     return variant
 
@@ -191,7 +192,8 @@ def _python_values(col: pa.ChunkedArray, field: pa.Field) -> list:
         if v is None:
             return None
         if is_variant_field(f):
-            return _codec().decode(v["metadata"], v["value"])
+            obj = _codec().decode(v["metadata"], v["value"])
+            return _codec().VARIANT_NULL if obj is None else obj  # (as to_python: the JSON null is no SQL NULL)
         t = f.type
         if pa.types.is_struct(t):
             return {t.field(i).name: value(v.get(t.field(i).name), t.field(i)) for i in range(t.num_fields)}

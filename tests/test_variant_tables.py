@@ -17,7 +17,12 @@ import pytest
 
 import lakelog
 from lakelog.actions import AddFile, Protocol
-from lakelog.errors import InvalidFilterError, MissingDataFileError, PredicateError, UnsupportedFeatureError
+from lakelog.errors import (
+    InvalidFilterError,
+    MissingDataFileError,
+    PredicateError,
+    UnsupportedFeatureError,
+)
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage
 from lakelog.variant import VARIANT_ARROW_TYPE, parse_json, to_json
@@ -75,9 +80,11 @@ def test_a_variant_column_without_the_feature_is_refused(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, _table([1], ['{"a":1}']))
     log = os.path.join(path, "_delta_log", "00000000000000000000.json")
-    lines = [json.loads(x) for x in open(log)]
+    with open(log) as f:
+        lines = [json.loads(x) for x in f]
     lines = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}} if "protocol" in x else x for x in lines]
-    open(log, "w").write("\n".join(json.dumps(x) for x in lines) + "\n")
+    with open(log, "w") as f:
+        f.write("\n".join(json.dumps(x) for x in lines) + "\n")
     with pytest.raises(UnsupportedFeatureError, match="variantType"):
         lakelog.Table(path)
 
