@@ -93,6 +93,7 @@ def test_create_declares_the_feature_and_writes_null_counts_only(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, _table([1, 2, 3], ['{"a": [1, 2.5, "x"]}', None, "null"]))
     t = lakelog.Table(path)
+    assert t.schema.field("v").type == lakelog.schema.VARIANT_STORAGE == VARIANT_ARROW_TYPE  # the codec's Arrow type
     assert (t.protocol.min_reader_version, t.protocol.min_writer_version) == (3, 7)
     assert t.protocol.reader_features == ["variantType"] and t.protocol.writer_features == ["variantType"]
     assert json.loads(t.metadata.schema_string)["fields"][1]["type"] == "variant"
