@@ -4,7 +4,7 @@ and the forms other consumers get (Python values for pandas, JSON text for DuckD
 A variant column is, in Arrow, ``struct<value: binary, metadata: binary>`` marked as a variant field
 (``lakelog.schema.variant_field``). Data written to one may be that struct (fields in any order, as
 Spark writes them: ``value`` first), JSON text (parsed by the Parquet Variant codec, ``lakelog.variant``)
-or other Arrow values (encoded from their Python values). The binaries given are stored byte for byte.
+or other Arrow values without structs (encoded from their Python values). The binaries given are stored byte for byte.
 Variants nested in structs, lists and maps are handled at every depth.
 """
 
@@ -63,12 +63,28 @@ def to_variant(arr: pa.Array, path: str) -> pa.Array:
         except ValueError as e:
             raise SchemaMismatchError(f"column {path!r} is a variant column and its text is not JSON ({e}); give JSON text, "
                                       "Python values (lakelog.with_variants) or variant binaries") from None
+    elif _has_struct(t):
+        # (pandas and pyarrow infer one struct type for all rows, giving each row every key: its values
+        # would not be the objects given)
+        raise SchemaMismatchError(f"column {path!r} is a variant column and its data is an Arrow {t}, whose structs would be "
+                                  "stored with every field of the type in every row; give the objects as Python values "
+                                  "(lakelog.with_variants(data, [column])) or as JSON text")
     else:
         try:
             out = _codec().from_python(arr.to_pylist())
         except (ValueError, TypeError, OverflowError) as e:
             raise SchemaMismatchError(f"column {path!r} is a variant column and its {t} values cannot be encoded as variants ({e})") from None
     return _check_binaries(out, path)
+
+
+def _has_struct(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+        return _has_struct(t.value_type)
+    if pa.types.is_map(t):
+        return _has_struct(t.item_type)
+    return False
 
 
 def _check_binaries(arr: pa.Array, path: str) -> pa.Array:

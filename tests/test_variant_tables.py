@@ -236,3 +236,15 @@ def test_a_merge_source_of_json_text_stores_variants(tmp_path):
     source = pa.table({"id": pa.array([2, 3], pa.int64()), "v": ['{"x": [true]}', "null"]})
     lakelog.Table(path).merge(source, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
     assert _bytes(lakelog.Table(path).to_pyarrow()) == {1: parse_json("1"), 2: parse_json('{"x": [true]}'), 3: parse_json("null")}
+
+
+def test_pandas_objects_appended_without_with_variants_are_refused_not_changed(tmp_path):
+    """pyarrow infers one struct for a column of dicts ({"a": 1}, {"b": 2} become {"a": 1, "b": null}, ...)."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, _table([1], ["1"]))
+    with pytest.raises(lakelog.SchemaMismatchError, match="with_variants"):
+        lakelog.write_table(path, pd.DataFrame({"id": [2, 3], "v": [{"a": 1}, {"b": 2}]}))
+    lakelog.write_table(path, lakelog.with_variants(pd.DataFrame({"id": [2, 3], "v": [{"a": 1}, {"b": 2}]}), ["v"]))
+    lakelog.write_table(path, pd.DataFrame({"id": [4], "v": [[1, 2]]}))  # (no struct: encoded as given)
+    assert _bytes(lakelog.Table(path).to_pyarrow())[3] == parse_json('{"b": 2}')
+    assert lakelog.Table(path).to_pandas().sort_values("id").v.tolist() == [1, {"a": 1}, {"b": 2}, [1, 2]]
