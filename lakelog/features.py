@@ -103,8 +103,11 @@ REGISTRY: dict[str, Feature] = {
         _f("materializePartitionColumns", False, True, True, "partition values come from the log (copies in data files ignored, as Delta reads them)",
            "every new data file (writes, overwrites, DML rewrites, optimize, Spark tasks) also holds the partition columns, after the data columns, without stats; delta.enableMaterializePartitionColumnsFeature=true lists it"),
         _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
-        _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
-        _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
+        _f("collations", False, True, True, "read filters compare UTF8_LCASE columns lower-cased (as Spark), SQL predicates of "
+           "delete/update/merge also ICU collations (DuckDB's ICU); filters on other collations refused; no file skipping "
+           "by a collated column's min/max", "__COLLATIONS kept through every write, schema change and column mapping; "
+           "no min/max stats for collated columns (nullCount kept, no statsWithCollation)"),
+        _f("collations-preview", False, True, True, "as collations", "as collations"),
         _f("variantType", True, False, False, "refused: the variant type is not read", _REFUSED),
         _f("variantType-preview", True, False, False, "refused, as variantType", _REFUSED),
         _f("variantShredding", True, False, False, "refused: shredded variants are not read", _REFUSED),

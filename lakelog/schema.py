@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from . import arrow_values, geospatial
+from . import arrow_values, collations, geospatial
 from .errors import CorruptLogError, InvalidArgumentTypeError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -94,7 +94,8 @@ def _flag(d: dict, key: str) -> bool:
 def delta_field_to_arrow(f: Any) -> pa.Field:
     if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
         raise ValueError(f"{f!r} is not a Delta struct field (an object with a non-empty string 'name')")
-    return pa.field(f["name"], delta_type_to_arrow(_required(f, "type")), _flag(f, "nullable"))
+    # A field's collations ride along as Arrow field metadata (see lakelog.collations).
+    return pa.field(f["name"], delta_type_to_arrow(_required(f, "type")), _flag(f, "nullable"), metadata=collations.arrow_metadata(f))
 
 
 def _delta_fields(fields: list) -> list[pa.Field]:
@@ -182,7 +183,7 @@ def _nullable(f: pa.Field) -> bool:
 
 
 def arrow_field_to_delta(f: pa.Field) -> dict:
-    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": _nullable(f), "metadata": {}}
+    return {"name": f.name, "type": arrow_type_to_delta(f.type), "nullable": _nullable(f), "metadata": collations.delta_metadata(f)}
 
 
 def delta_type_string(t: pa.DataType) -> str:
@@ -267,7 +268,7 @@ def canonical_schema(schema: pa.Schema) -> pa.Schema:
     fields = []
     for f in schema:
         try:
-            fields.append(pa.field(f.name, canonical_type(f.type), _nullable(f)))
+            fields.append(collations.keep(pa.field(f.name, canonical_type(f.type), _nullable(f)), f))
         except (SchemaMismatchError, UnsupportedFeatureError) as e:
             raise SchemaMismatchError(f"column {f.name!r}: {e}") from None
     return pa.schema(fields)
