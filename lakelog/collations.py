@@ -327,6 +327,23 @@ def _nested(field: pa.Field) -> Collation | None:
     return c
 
 
+def at_path(schema: pa.Schema, column: str | None, rest: tuple[str, ...] = ()) -> Collation | None:
+    """The collation of ``column`` (a column of ``schema``, None for none) or of its struct field at
+    the path ``rest`` (names matched ignoring case, as Delta resolves them)."""
+    if column is None or column not in schema.names:
+        return None
+    field = schema.field(column)
+    for part in rest:
+        if not pa.types.is_struct(field.type):
+            return None
+        names = [field.type.field(i).name for i in range(field.type.num_fields)]
+        found = part if part in names else next((n for n in names if n.lower() == part.lower()), None)
+        if found is None:
+            return None
+        field = field.type.field(found)
+    return of_field(field)
+
+
 def table_collations(schema: pa.Schema) -> dict[str, Collation]:
     """The top-level columns of an Arrow schema read from a table that are collated strings (not
     UTF8_BINARY) or structs holding one (with the first such collation)."""
