@@ -105,6 +105,17 @@ def delta_metadata(field: pa.Field) -> dict:
     return {METADATA_KEY: value} if isinstance(value, dict) and value else {}
 
 
+def renamed(delta_field: dict, old_name: str) -> dict:
+    """A renamed Delta struct field with its ``__COLLATIONS`` keys (paths from the field) renamed too."""
+    meta = delta_field.get("metadata")
+    value = meta.get(METADATA_KEY) if isinstance(meta, dict) else None
+    if not isinstance(value, dict):
+        return delta_field
+    name = delta_field["name"]
+    moved = {(name + k[len(old_name):] if k == old_name or k.startswith(old_name + ".") else k): v for k, v in value.items()}
+    return {**delta_field, "metadata": {**meta, METADATA_KEY: moved}}
+
+
 def keep(field: pa.Field, source: pa.Field) -> pa.Field:
     """``field`` with the collations ``source`` carries (none: ``field`` unchanged)."""
     raw = (source.metadata or {}).get(ARROW_KEY)
@@ -147,12 +158,14 @@ def stats_paths(schema_string: str, mapped: bool) -> list[tuple[str, ...]]:
 
 
 def _drop(d: Any, path: tuple[str, ...]) -> None:
-    for name in path[:-1]:
-        if not isinstance(d, dict):
+    """Remove ``path`` from nested dicts, and the structs it leaves empty."""
+    if not isinstance(d, dict) or path[0] not in d:
+        return
+    if len(path) > 1:
+        _drop(d[path[0]], path[1:])
+        if d[path[0]] != {}:
             return
-        d = d.get(name)
-    if isinstance(d, dict):
-        d.pop(path[-1], None)
+    del d[path[0]]
 
 
 def without_binary_bounds(actions: list, paths: list[tuple[str, ...]]) -> list:
