@@ -124,7 +124,7 @@ def keep(field: pa.Field, source: pa.Field) -> pa.Field:
 
 def of_field(field: pa.Field) -> Collation | None:
     """The collation of a string field (None: binary, or not a string)."""
-    if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+    if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)) or field.metadata is None:
         return None
     identifier = delta_metadata(field).get(METADATA_KEY, {}).get(field.name)
     if not isinstance(identifier, str):
@@ -214,7 +214,6 @@ def check_arrow_filterable(column: str, collation: Collation, quoted: Any) -> No
 
 # ---------------------------------------------------------------- SQL predicates (DuckDB)
 
-_COMPARISONS = ("COMPARISON", "BETWEEN")
 _IN = ("COMPARE_IN", "COMPARE_NOT_IN")
 _NULL_TESTS = ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL")
 

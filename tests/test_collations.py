@@ -167,7 +167,7 @@ def test_dml_predicates_compare_under_the_collation(tmp_path):
     out = t.merge(src, "t.c = s.k", source_alias="s", target_alias="t").when_matched_delete().when_not_matched_insert({"id": "7", "c": "s.k"}).execute()
     assert out["num_target_rows_deleted"] == 2 and out["num_target_rows_inserted"] == 1
     version = lakelog.Table(path).version
-    for bad in ["lower(c) = 'a'", "c LIKE 'a%'", "c || 'x' = 'ax'"]:
+    for bad in ["lower(c) = 'a'", "c LIKE 'a%'", "c || 'x' = 'ax'", pc.field("c") == "a"]:
         with pytest.raises(UnsupportedExpressionError, match="'c'.*UTF8_LCASE"):
             lakelog.Table(path).delete(bad)
     assert lakelog.Table(path).version == version
@@ -200,16 +200,26 @@ def test_collations_survive_schema_evolution_and_column_mapping(tmp_path):
 
 
 def test_spark_selects_the_same_rows(spark, tmp_path):
-    """One Spark query: the rows Spark's WHERE picks under UTF8_LCASE are the rows lakelog's filters pick."""
+    """One Spark query: the rows Spark picks under UTF8_LCASE are the rows lakelog's filters pick, and
+    under UNICODE the rows a delete's SQL predicate removes."""
     values = [v for v in VALUES if v is not None] + ["ǅ", "ǆ", "Ǆ", "K", "k"]
     t = _lcase_table(str(tmp_path / "t"), values)
     probes = {"eq": ("=", "A"), "eq2": ("=", "İ"), "eq3": ("=", "σ"), "eq4": ("=", "ǅ"), "lt": ("<", "B"), "ge": (">=", "ß"),
               "ne": ("!=", "K")}
     df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id long, c string")
-    df = df.selectExpr("id", "CAST(c AS STRING COLLATE UTF8_LCASE) AS c")
+    df = df.selectExpr("id", "CAST(c AS STRING COLLATE UTF8_LCASE) AS c", "CAST(c AS STRING COLLATE UNICODE) AS u")
     cols = [f"c {'<>' if op == '!=' else op} '{v}' AS {k}" for k, (op, v) in probes.items()]
-    cols.append("c IN ('A', 'Σ', 'KK') AS inn")
+    cols += ["c IN ('A', 'Σ', 'KK') AS inn", "u < 'B' AS u_lt", "u = 'ǅ' AS u_eq"]
     got = {r["id"]: r for r in df.selectExpr("id", *cols).collect()}
+    # ICU root collation (UNICODE) through a delete's SQL predicate.
+    upath = str(tmp_path / "u")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("u", pa.string(), metadata={b"delta.collations": b'{"u":"icu.UNICODE"}'})])
+    lakelog.write_table(upath, pa.table({"id": list(range(len(values))), "u": values}, schema=schema))
+    for k, pred in [("u_lt", "u < 'B'"), ("u_eq", "u = 'ǅ'")]:
+        before = set(lakelog.Table(upath).to_pyarrow().column("id").to_pylist())
+        lakelog.Table(upath).delete(pred)
+        gone = before - set(lakelog.Table(upath).to_pyarrow().column("id").to_pylist())
+        assert sorted(gone) == sorted(i for i, r in got.items() if r[k] and i in before), k
     for k, (op, v) in probes.items():
         spark_ids = sorted(i for i, r in got.items() if r[k])
         assert sorted(t.to_pyarrow(filters=[("c", op, v)]).column("id").to_pylist()) == spark_ids, k

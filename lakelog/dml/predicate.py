@@ -12,8 +12,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from .. import collations
-from ..errors import PredicateError
+from ..errors import PredicateError, UnsupportedExpressionError
 from ..predicate_pruning import prune_expression
+from ..predicates import _references
 from ..schema import ColumnNames
 from ..sql import Engine, collated_sql, filters_to_sql, table_columns
 from .internal_columns import POS
@@ -49,6 +50,13 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
             ds.dataset(schema.empty_table()).to_table(filter=predicate)
         except (pa.ArrowException, TypeError) as e:
             raise PredicateError(f"invalid {what} {predicate}: {e}") from None
+        for name, collation in collations.table_collations(schema).items():
+            if _references(schema.empty_table(), predicate, name):
+                raise UnsupportedExpressionError(
+                    f"the {what} {predicate} reads the column {name!r}, which has the collation {collation.identifier}; a "
+                    "pyarrow.compute expression compares it in binary order. Give the predicate as SQL text or DNF tuples, "
+                    "which compare under the collation"
+                )
         return Predicate(expression=predicate, prune=predicate, text=str(predicate))
     if isinstance(predicate, (list, tuple)):
         predicate = filters_to_sql(predicate)
