@@ -106,8 +106,11 @@ REGISTRY: dict[str, Feature] = {
         _f("materializePartitionColumns", False, True, True, "partition values come from the log (copies in data files ignored, as Delta reads them)",
            "every new data file (writes, overwrites, DML rewrites, optimize, Spark tasks) also holds the partition columns, after the data columns, without stats; delta.enableMaterializePartitionColumnsFeature=true lists it"),
         _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
-        _f("collations", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused: collated statistics not written"),
-        _f("collations-preview", False, True, False, "read; filters compare strings by code point, not by the column's collation", "refused, as collations"),
+        _f("collations", False, True, True, "read filters compare UTF8_LCASE columns lower-cased (as Spark), SQL predicates of "
+           "delete/update/merge also ICU collations (DuckDB's ICU); filters on other collations refused; no file skipping "
+           "by a collated column's min/max", "__COLLATIONS kept through every write, schema change and column mapping; "
+           "no min/max stats for collated columns (nullCount kept, no statsWithCollation)"),
+        _f("collations-preview", False, True, True, "as collations", "as collations"),
         _f("variantType", True, True, True, "variant columns read as struct<value, metadata> of their Parquet Variant binaries "
            "(to_pandas: Python values; to_duckdb/to_polars: JSON text)",
            "variant columns written unshredded, byte for byte as given (struct, JSON text or Python values encoded); "

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import collations
 from .schema import ColumnNames
 from .sql import Engine
 
@@ -62,8 +63,8 @@ class _Translator:
         if name is None:
             return None
         t = self.schema.field(name).type
-        if pa.types.is_floating(t) or pa.types.is_nested(t):
-            return None
+        if pa.types.is_floating(t) or pa.types.is_nested(t) or collations.of_field(self.schema.field(name)) is not None:
+            return None  # (a collated column compares otherwise than pyarrow would)
         return name, t
 
     def relaxed(self, node: dict) -> pc.Expression | None:

@@ -29,7 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_values, geospatial
+from . import arrow_values, collations, geospatial
+from .collations import Collation
 from .errors import InvalidFilterError
 from .schema import ColumnNames
 
@@ -93,10 +94,10 @@ class Values:
     __hash__ = None  # type: ignore[assignment]
 
 
-def term_mask(values: pa.Array, op: str, value: Any, t: pa.DataType, *, quoted: Any = None) -> np.ndarray:
+def term_mask(values: pa.Array, op: str, value: Any, t: pa.DataType, *, quoted: Any = None, collation: Collation | None = None) -> np.ndarray:
     """Where the DNF term ``(column, op, value)`` is TRUE over ``values`` (a column of type ``t``), with
     the kernels ``term_expression``'s expression would be evaluated by."""
-    out = _term(Values(values), "", op, value, t, quoted).array
+    out = _term(Values(values), "", op, value, t, quoted, collation).array
     return arrow_values.to_numpy(pc.fill_null(out, arrow_values.scalar(False, pa.bool_())))
 
 
@@ -162,9 +163,12 @@ def compile_filter(filters: Any, schema: pa.Schema, partition_columns: list[str]
             col = index.find(t[0])  # as Delta: ignoring case
             if col is None:
                 raise InvalidFilterError(f"filter {t!r}: column {t[0]!r} is not in the table (columns: {schema.names})")
-            e = term_expression(col, t[1], t[2], schema.field(col).type, quoted=t)
+            collation = collations.of_field(schema.field(col))
+            if collation is not None:
+                collations.check_arrow_filterable(col, collation, t)
+            e = term_expression(col, t[1], t[2], schema.field(col).type, quoted=t, collation=collation)
             exact.append(e)
-            if not _stats_unsafe(schema.field(col).type) or col in partition_columns:
+            if (collation is None and not _stats_unsafe(schema.field(col).type)) or col in partition_columns:
                 scan.append(e)
             if col not in columns:
                 columns.append(col)
@@ -180,15 +184,20 @@ def compile_filter(filters: Any, schema: pa.Schema, partition_columns: list[str]
     return CompiledFilter(exact, scan, tuple(columns))
 
 
-def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted: Any = None) -> pc.Expression:
-    """The expression of one DNF term with the semantics above (true only when the SQL term is TRUE).
+def term_expression(column: str, op: str, value: Any, t: pa.DataType, *, quoted: Any = None, collation: Collation | None = None) -> pc.Expression:
+    """The expression of one DNF term with the semantics above (true only when the SQL term is TRUE);
+    a string column under ``collation`` (UTF8_LCASE) compares as Spark compares under it.
 
     ``NEGATED_OP[op]`` gives the term that is true exactly when this one is FALSE (both are not true
     on null), which is how a ``NOT`` is translated."""
-    return _term(pc.field(column), column, op, value, t, quoted)
+    return _term(pc.field(column), column, op, value, t, quoted, collation)
 
 
-def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any):
+def _lcase(field):
+    return Values(collations.lcase_key(field.array)) if isinstance(field, Values) else collations.lcase_key(field)
+
+
+def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any, collation: Collation | None = None):
     quoted = quoted if quoted is not None else (column, op, value)
     if not isinstance(op, str) or op.lower() not in OPS:
         raise InvalidFilterError(f"filter {quoted!r}: unknown operator {op!r} (use one of {', '.join(OPS)})")
@@ -209,7 +218,7 @@ def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any):
             raise InvalidFilterError(f"filter {quoted!r}: {op!r} takes a list of values, got {type(value).__name__}")
         values = list(value)
         has_null = any(v is None for v in values)
-        members = _in_members(field, [v for v in values if v is not None], t, quoted)
+        members = _in_members(field, [v for v in values if v is not None], t, quoted, collation)
         if op == "in":
             return members
         if has_null:
@@ -220,6 +229,8 @@ def _term(field, column: str, op: str, value: Any, t: pa.DataType, quoted: Any):
     if pa.types.is_floating(t):
         return _float_comparison(field, op, _float_value(value, t, quoted))
     lit = _literal(value, t, quoted)
+    if collation is not None and collation.kind == "lcase":
+        field, lit = _lcase(field), collations.lcase_literal(lit.as_py(), t)
     return {
         "=": lambda: field == lit,
         "==": lambda: field == lit,
@@ -291,7 +302,7 @@ def _float_comparison(field: pc.Expression, op: str, v: float) -> pc.Expression:
     }[op]()
 
 
-def _in_members(field: pc.Expression, values: list, t: pa.DataType, quoted: Any) -> pc.Expression:
+def _in_members(field: pc.Expression, values: list, t: pa.DataType, quoted: Any, collation: Collation | None = None) -> pc.Expression:
     """``field`` equals one of ``values`` (no None among them); false for null."""
     if pa.types.is_floating(t):
         floats = [_float_value(v, t, quoted) for v in values]
@@ -311,7 +322,10 @@ def _in_members(field: pc.Expression, values: list, t: pa.DataType, quoted: Any)
     kept = [s for s in lits if s is not None and s.type == t]  # the others equal no value of the column
     if not kept:
         return _false(field)
-    return field.isin(arrow_values.array([s.as_py() for s in kept], t))
+    members = arrow_values.array([s.as_py() for s in kept], t)
+    if collation is not None and collation.kind == "lcase":
+        return _lcase(field).isin(collations.lcase_key(members))
+    return field.isin(members)
 
 
 # ---------------------------------------------------------------- literals
@@ -407,6 +421,14 @@ def _compile_expression(expr: pc.Expression, schema: pa.Schema, partition_column
         empty.filter(expr)
     except (pa.ArrowException, TypeError, ValueError) as e:
         raise InvalidFilterError(f"filter {expr} cannot be applied to the table (columns: {schema.names}): {e}") from None
+    for name, collation in collations.table_collations(schema).items():
+        if _references(empty, expr, name):
+            # pyarrow would compare the strings in binary order, not under the column's collation.
+            raise InvalidFilterError(
+                f"filter {expr} reads the column {name!r}, which has the collation {collation.identifier}; a pyarrow.compute "
+                "expression compares it in binary order. Filter it with DNF tuples, e.g. [(name, '=', value)], which "
+                "compare under the collation"
+            )
     unsafe = [f.name for f in schema if f.name not in partition_columns and _stats_unsafe(f.type)]
     if not any(_references(empty, expr, c) for c in unsafe):
         return CompiledFilter(expr, expr, ())

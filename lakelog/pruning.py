@@ -31,7 +31,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_values
+from . import arrow_values, collations
 from .actions import AddFile, stats_count
 from .checkpoint import adds_from_arrow
 from .column_mapping import ColumnMapping
@@ -213,9 +213,10 @@ class _PartitionColumn:
     values: pa.Array
     indices: np.ndarray
 
-    def mask(self, op: str, value: Any, t: pa.DataType, quoted: Any) -> np.ndarray:
-        """Where the DNF term ``(name, op, value)`` is TRUE, per file: evaluated once per distinct value."""
-        return term_mask(self.values, op, value, t, quoted=quoted)[self.indices]
+    def mask(self, op: str, value: Any, t: pa.DataType, quoted: Any, collation: collations.Collation | None = None) -> np.ndarray:
+        """Where the DNF term ``(name, op, value)`` is TRUE, per file: evaluated once per distinct value
+        (under the column's collation)."""
+        return term_mask(self.values, op, value, t, quoted=quoted, collation=collation)[self.indices]
 
     def column(self) -> pa.Array:
         return self.values.take(arrow_values.from_numpy(self.indices))
@@ -415,7 +416,8 @@ def _python_values(values: list, t: pa.DataType) -> pa.Array:
 def _column_stats(files: LiveFiles, schema: pa.Schema, columns: list[str], mapping: ColumnMapping) -> dict[str, _ColumnStats]:
     """Bounds and all-null flags of ``columns`` (data columns) for every live file."""
     keys = {c: (mapping.stats_key(c) if mapping.active else c) for c in columns}
-    bounded = [c for c in columns if _bounded(schema.field(c).type)]
+    # A collated column's min/max are in binary order, which says nothing under its collation.
+    bounded = [c for c in columns if _bounded(schema.field(c).type) and collations.of_field(schema.field(c)) is None]
     fields = [pa.field("numRecords", pa.int64())]
     if bounded:
         for name in ("minValues", "maxValues"):
@@ -556,11 +558,12 @@ def prune(snapshot: Snapshot, filters: Any) -> Kept | None:
             col, op, value = term
             op = op.lower()
             t = schema.field(col).type
-            e = term_expression(col, op, value, t, quoted=term)
+            collation = collations.of_field(schema.field(col))
+            e = term_expression(col, op, value, t, quoted=term, collation=collation)
             if e.equals(false):
                 m[:] = False
             elif col in partition_columns:
-                m &= parts[col].mask(op, value, t, term)
+                m &= parts[col].mask(op, value, t, term, collation)
             else:
                 m &= _data_term_mask(stats[col], op, value, t, term)
             if not m.any():

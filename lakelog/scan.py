@@ -32,7 +32,7 @@ from .data_files import inspect_files
 from .parquet_read import parquet_file, parquet_format
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from . import row_tracking
+from . import collations, row_tracking
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
 from .schema import ColumnNames, has_variant, partition_scalars
@@ -109,6 +109,8 @@ def _stats_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[st
         field = pc.field(f.name)
         if n is not None and nc is not None and nc == n and n > 0:
             e = field.is_null()
+        elif collations.of_field(f) is not None:
+            continue  # min/max in binary order bound nothing under the column's collation
         else:
             lo = stat_literal(mins.get(key), f.type, False)
             hi = stat_literal(maxs.get(key), f.type, True)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from . import arrow_values, geospatial
+from . import arrow_values, collations, geospatial
 from .errors import CorruptLogError, InvalidArgumentTypeError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -141,7 +141,10 @@ def _flag(d: dict, key: str) -> bool:
 def delta_field_to_arrow(f: Any) -> pa.Field:
     if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
         raise ValueError(f"{f!r} is not a Delta struct field (an object with a non-empty string 'name')")
-    return _arrow_field(f["name"], _required(f, "type"), _flag(f, "nullable"))
+    # A field's collations ride along as Arrow field metadata (see lakelog.collations).
+    field = _arrow_field(f["name"], _required(f, "type"), _flag(f, "nullable"))
+    meta = collations.arrow_metadata(f)
+    return field if meta is None else field.with_metadata({**(field.metadata or {}), **meta})
 
 
 def _delta_fields(fields: list) -> list[pa.Field]:
@@ -233,7 +236,7 @@ def _nullable(f: pa.Field) -> bool:
 
 
 def arrow_field_to_delta(f: pa.Field) -> dict:
-    return {"name": f.name, "type": _field_type(f), "nullable": _nullable(f), "metadata": {}}
+    return {"name": f.name, "type": _field_type(f), "nullable": _nullable(f), "metadata": collations.delta_metadata(f)}
 
 
 def delta_type_string(t: pa.DataType) -> str:
@@ -318,7 +321,7 @@ def canonical_schema(schema: pa.Schema) -> pa.Schema:
     fields = []
     for f in schema:
         try:
-            fields.append(variant_field(f.name, _nullable(f)) if is_variant_field(f) else pa.field(f.name, canonical_type(f.type), _nullable(f)))
+            fields.append(collations.keep(variant_field(f.name, _nullable(f)) if is_variant_field(f) else pa.field(f.name, canonical_type(f.type), _nullable(f)), f))
         except (SchemaMismatchError, UnsupportedFeatureError) as e:
             raise SchemaMismatchError(f"column {f.name!r}: {e}") from None
     return pa.schema(fields)

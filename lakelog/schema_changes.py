@@ -20,7 +20,7 @@ from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_stri
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
 from .properties import REGISTRY, TableProperties, validate_new
 from .schema import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
-from . import iceberg_compat, row_tracking, type_widening
+from . import collations, iceberg_compat, row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction
@@ -173,7 +173,7 @@ def rename_column(storage: Storage, old: str, new: str) -> int:
     clash = next((f["name"] for j, f in enumerate(fields) if j != idx and f["name"].lower() == new.lower()), None)
     if clash is not None:
         raise SchemaMismatchError(f"cannot rename {old!r} to {new!r}: a column {clash!r} already exists there (names are case-insensitive)")
-    fields[idx] = {**fields[idx], "name": new}
+    fields[idx] = collations.renamed({**fields[idx], "name": new}, fields[idx]["name"])
     parts = list(snap.partition_columns)
     if len(names) == 1 and names[0] in parts:
         parts[parts.index(names[0])] = new

@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from . import geospatial
+from . import collations, geospatial
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
@@ -147,6 +147,39 @@ def _walk(node: Any):
     elif isinstance(node, list):
         for v in node:
             yield from _walk(v)
+
+
+def unparse(expr: dict) -> str:
+    """SQL text of an expression parse tree (DuckDB's own deparser)."""
+    stmt = _parse_tree("SELECT 1")
+    stmt["statements"][0]["node"]["select_list"] = [expr]
+    with _parser_lock:
+        raw = _parser.execute("SELECT json_deserialize_sql(?)", [orjson.dumps(stmt).decode()]).fetchall()[0][0]
+    if not raw.startswith("SELECT "):
+        raise RuntimeError(f"DuckDB deparsed an expression as {raw!r}")
+    return raw[len("SELECT "):]
+
+
+_icu_names: set[str] | None = None
+
+
+def has_icu_collation(name: str) -> bool:
+    """Whether DuckDB (its ICU extension) knows the collation ``name``."""
+    global _icu_names
+    with _parser_lock:
+        if _icu_names is None:
+            try:
+                _icu_names = {r[0] for r in _parser.execute("SELECT collname FROM pragma_collations()").fetchall()}
+            except duckdb.Error:
+                _icu_names = set()
+    return name in _icu_names
+
+
+def collated_sql(tree: dict, collation_of: Callable[[tuple[str, ...]], "collations.Collation | None"], text: str) -> str | None:
+    """The SQL text of a predicate's parse tree with comparisons of collated columns made under their
+    collation (``collations.collated_tree``); None when it compares none."""
+    out = collations.collated_tree(tree, collation_of, lambda sql: parse_expression(sql, "expression"), text, has_icu_collation)
+    return None if out is None else unparse(out)
 
 
 def column_refs(expr: dict) -> list[tuple[str, ...]]:

@@ -34,7 +34,7 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
-from . import iceberg, iceberg_compat, row_tracking, symlink_manifest
+from . import collations, iceberg, iceberg_compat, row_tracking, symlink_manifest
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
@@ -177,6 +177,10 @@ class Transaction:
         iceberg_compat.check_commit(self.snapshot, actions)
         if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
             symlink_manifest.check_commit(self.snapshot, actions)
+        metadata = new_metadata or (self.snapshot.metadata if self.snapshot is not None else None)
+        if metadata is not None:
+            mapped = TableProperties(metadata.configuration).column_mapping_mode != "none"
+            actions = collations.without_binary_bounds(actions, collations.stats_paths(metadata.schema_string, mapped))
         version = self.read_version + 1
         attempts = losses = transient = 0
         round_s = 0.0

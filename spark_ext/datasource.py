@@ -35,9 +35,10 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 import lakelog
+from lakelog import collations
 from lakelog.actions import AddFile, parse_app_version
 from lakelog.errors import InvalidArgumentError, LakelogError
 from lakelog.geospatial import plain_type
@@ -94,7 +95,8 @@ class LakelogDataSource(DataSource):
         # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back;
         # variants are VariantType.
         schema = self._table().schema
-        return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
+        plain = from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
+        return _with_collations(plain, schema)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):
@@ -114,6 +116,18 @@ class LakelogDataSource(DataSource):
         if reads_change_feed(self.options):
             return LakelogChangeStreamReader(self.options, schema)
         return LakelogStreamReader(self.options, schema)
+
+
+def _with_collations(schema: StructType, arrow: pa.Schema) -> StructType:
+    """``schema`` with the table's collated top-level string columns as Spark's collated strings, so
+    Spark compares them as the table says (UTF8_LCASE, ICU's UNICODE and languages)."""
+    fields = []
+    for f in schema.fields:
+        c = collations.of_field(arrow.field(f.name))
+        if c is not None and c.kind in ("lcase", "icu"):
+            f = StructField(f.name, StringType(c.identifier.split(".")[1]), f.nullable, f.metadata)
+        fields.append(f)
+    return StructType(fields)
 
 
 # ---------------------------------------------------------------- reading
@@ -139,6 +153,8 @@ def _translate(f, schema: pa.Schema) -> tuple[pc.Expression, pc.Expression] | No
     if attr is None or len(attr) != 1 or attr[0] not in schema.names:
         return None
     col = attr[0]
+    if collations.of_field(schema.field(col)) is not None:
+        return None  # Spark compares a collated column (lakelog refuses expressions that read one)
     t = schema.field(col).type
     field = pc.field(col)
     if isinstance(f, IsNull):

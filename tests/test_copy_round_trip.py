@@ -32,10 +32,9 @@ TABLES = sorted(d for d in os.listdir(DATA) if os.path.isdir(os.path.join(DATA, 
 REFUSED = {
     "catalog-owned-preview": (UnsupportedFeatureError, "catalogManaged"),
     "simple_table_features": (UnsupportedFeatureError, "blahabl"),
-    "collations-table": (UnsupportedFeatureError, "collations"),
 }
 # Tables with no data file to rewrite (no rows, or only a log whose data files were not copied).
-NO_DATA = {"crc-full", "dbr_8_1_generated_columns", "table-with-domain-metadata", "spark-variant-stable-feature-checkpoint", "table-with-geo"}
+NO_DATA = {"collations-preview-table", "collations-table", "crc-full", "dbr_8_1_generated_columns", "table-with-domain-metadata", "spark-variant-stable-feature-checkpoint", "table-with-geo"}
 
 _KEY_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_date)
 

@@ -29,16 +29,18 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import collations
 from ..assignment_types import check_assignment, value_types
 from ..conform import to_microseconds
 from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
 from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..predicate_pruning import prune_expression
-from ..sql import column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
+from ..sql import collated_sql, column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from ..variant_columns import variant_sources
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID
+from .predicate import table_collation_of
 from .file_groups import Group, split_by_file
 from .rewrite import FILE, ROW, RowLevelOperation, internal_name, predicate_parameter, rows_at, run
 
@@ -238,11 +240,18 @@ class _Merge:
         eng = self.engine
         rels = self._relations()
         self.tree = eng.check_predicate(self.predicate, rels["matched"], "merge predicate")
+        # What DuckDB evaluates: comparisons of collated target columns made under their collation.
+        schema = self.op.snapshot.schema
+        collated = bool(collations.table_collations(schema))
+        collation_of = table_collation_of(schema, self._resolve_target)
+        self._predicate_sql = (collated and collated_sql(self.tree, collation_of, self.predicate)) or self.predicate
+        self._condition_sql: dict[int, str] = {}
         for c in self.clauses:
             rel = rels[c.kind]
             label = f"{c.kind.replace('_', ' ')} {c.action} clause"
             if c.condition is not None:
-                eng.check_predicate(c.condition, rel, f"condition of the {label}")
+                tree = eng.check_predicate(c.condition, rel, f"condition of the {label}")
+                self._condition_sql[id(c)] = (collated and collated_sql(tree, collation_of, c.condition)) or c.condition
             for col, expr in (c.assignments or {}).items():
                 eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
 
@@ -271,6 +280,8 @@ class _Merge:
             same = tt == st or (pa.types.is_integer(tt) and pa.types.is_integer(st)) or (pa.types.is_string(tt) and pa.types.is_large_string(st))
             if not same or pa.types.is_floating(tt) or pa.types.is_nested(tt) or pa.types.is_boolean(tt):
                 continue
+            if collations.of_field(schema.field(t_col)) is not None:
+                continue  # equal under the column's collation is not equal in binary order
             keys = pc.drop_null(self.src.column(s_col))
             if len(keys) == 0:
                 out.append(pc.scalar(False))
@@ -374,7 +385,7 @@ class _Merge:
     def _case(self, clauses: list[Clause], first: int) -> str:
         if not clauses:
             return "-1"
-        whens = " ".join(f"WHEN ({c.condition if c.condition is not None else 'TRUE'}) THEN {first + i}" for i, c in enumerate(clauses))
+        whens = " ".join(f"WHEN ({self._condition_sql[id(c)] if c.condition is not None else 'TRUE'}) THEN {first + i}" for i, c in enumerate(clauses))
         return f"CASE {whens} ELSE -1 END"
 
     def _group(self, group: Group, files: list, matched: list[Clause], nmbs: list[Clause]) -> None:
@@ -383,7 +394,7 @@ class _Merge:
         try:
             hits = eng.query(
                 f"SELECT {t}.{FILE} AS f, {t}.{ROW} AS r, {s}.{SRC} AS s, {self._case(matched, 0)} AS k "
-                f"FROM {g} AS {t} JOIN {self.src_rel} AS {s} ON ({self.predicate})",
+                f"FROM {g} AS {t} JOIN {self.src_rel} AS {s} ON ({self._predicate_sql})",
                 f"cannot evaluate the merge {self.predicate!r}",
             )
             if self.check_cardinality and hits.num_rows:

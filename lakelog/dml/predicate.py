@@ -11,9 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from ..errors import PredicateError
+from .. import collations
+from ..errors import PredicateError, UnsupportedExpressionError
 from ..predicate_pruning import prune_expression
-from ..sql import Engine, filters_to_sql, table_columns
+from ..predicates import _references
+from ..schema import ColumnNames
+from ..sql import Engine, collated_sql, filters_to_sql, table_columns
 from .internal_columns import POS
 
 
@@ -47,13 +50,37 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
             ds.dataset(schema.empty_table()).to_table(filter=predicate)
         except (pa.ArrowException, TypeError) as e:
             raise PredicateError(f"invalid {what} {predicate}: {e}") from None
+        for name, collation in collations.table_collations(schema).items():
+            if _references(schema.empty_table(), predicate, name):
+                raise UnsupportedExpressionError(
+                    f"the {what} {predicate} reads the column {name!r}, which has the collation {collation.identifier}; a "
+                    "pyarrow.compute expression compares it in binary order. Give the predicate as SQL text or DNF tuples, "
+                    "which compare under the collation"
+                )
         return Predicate(expression=predicate, prune=predicate, text=str(predicate))
     if isinstance(predicate, (list, tuple)):
         predicate = filters_to_sql(predicate)
     relation = engine.empty_relation(schema)
     tree = engine.check_predicate(predicate, relation, what)
     columns = table_columns(tree, schema.names)
-    return Predicate(sql=predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+    sql = collated_sql(tree, table_collation_of(schema), predicate) if collations.table_collations(schema) else None
+    return Predicate(sql=sql or predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+
+
+def table_collation_of(schema: pa.Schema, resolve=None):
+    """A column reference's collation (``collations.at_path``). ``resolve`` maps a name path to a table
+    column (a merge's ``target.c`` or ``c``); by default the first name is the column (ignoring case)."""
+    index = ColumnNames(schema.names)
+
+    def of(ref: tuple[str, ...]):
+        if resolve is None:
+            return collations.at_path(schema, index.find(ref[0]), ref[1:])
+        for k in (2, 1):  # alias.column.field... first, then column.field...
+            if len(ref) >= k and (col := resolve(ref[:k])) is not None:
+                return collations.at_path(schema, col, ref[k:])
+        return None
+
+    return of
 
 
 def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from .. import collations
 from ..actions import Metadata, Protocol
 from .. import iceberg_compat
 from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
@@ -93,6 +94,8 @@ def schema_features(schema_string: str | None) -> set[str]:
         out.add("allowColumnDefaults")
     if '"delta.identity.start"' in schema_string:
         out.add("identityColumns")
+    if '"__COLLATIONS"' in schema_string:
+        out.update(collations.FEATURES)
     return out
 
 
@@ -113,6 +116,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if any(k.startswith("delta.constraints.") for k in (configuration or {})):
         by_properties_writer.add("checkConstraints")
     by_properties_writer |= schema_features(schema_string) | writer_features
+    if current is not None and "collations-preview" in (current.writer_features or []):
+        by_properties_writer.discard("collations")  # (its preview name already covers it)
     widened = bool(schema_string and '"delta.typeChanges"' in schema_string) or TableProperties(configuration).get("delta.enableTypeWidening")
     if widened and not (current and "typeWidening-preview" in (current.reader_features or [])):
         by_properties_reader.add("typeWidening")  # (a reader feature: readers must cast older files)

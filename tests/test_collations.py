@@ -1,0 +1,232 @@
+"""Collated string columns (the ``collations`` writer feature): writes keep ``__COLLATIONS`` and give
+no binary min/max for collated columns, no file is skipped by binary bounds, and filters and DML
+predicates compare as Spark does under UTF8_LCASE (and ICU collations through DuckDB)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import deltalake
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lakelog
+from lakelog.errors import InvalidFilterError, UnsupportedExpressionError, UnsupportedFeatureError
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+LCASE = {b"delta.collations": b'{"c":"spark.UTF8_LCASE"}'}
+# Case pairs Spark's UTF8_LCASE treats specially: İ lower-cases to i + U+0307, final sigma is sigma.
+VALUES = ["a", "A", "b", "B", "İ", "i̇", "i", "ς", "Σ", "σ", "ß", "", None]
+
+
+def spark_lcase(s: str) -> str:
+    """Spark's UTF8_LCASE key (CollationAwareUTF8String.lowerCaseCodePoints), written out in Python."""
+    return s.replace("İ", "i̇").lower().replace("ς", "σ")
+
+
+def _golden(tmp_path, name: str) -> str:
+    path = str(tmp_path / name)
+    shutil.copytree(os.path.join(DATA, name), path)
+    return path
+
+
+def _adds(path: str) -> list[dict]:
+    log = os.path.join(path, "_delta_log")
+    out = []
+    for n in sorted(os.listdir(log)):
+        if n.endswith(".json"):
+            for line in open(os.path.join(log, n)):
+                a = json.loads(line)
+                if "add" in a:
+                    out.append(a["add"])
+    return out
+
+
+def _lcase_table(path: str, values=VALUES, **kw) -> lakelog.Table:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("c", pa.string(), metadata=LCASE)])
+    lakelog.write_table(path, pa.table({"id": list(range(len(values))), "c": values}, schema=schema), **kw)
+    return lakelog.Table(path)
+
+
+@pytest.mark.parametrize("name", ["collations-table", "collations-preview-table"])
+def test_writes_keep_collations_and_give_no_binary_bounds(tmp_path, name):
+    path = _golden(tmp_path, name)
+    before = lakelog.Table(path)
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int32()), "utf8_binary_col": ["a", "B", None],
+                     "utf8_lcase_col": ["a", "B", None], "unicode_col": ["ä", "b", None]})
+    lakelog.write_table(path, rows, mode="append")
+    t = lakelog.Table(path)
+    assert t.metadata.schema_string == before.metadata.schema_string
+    assert t.protocol == before.protocol  # (collations-preview is not joined by collations)
+    for add in _adds(path):
+        stats = json.loads(add["stats"])
+        assert stats["minValues"] == {"id": 1, "utf8_binary_col": "B"}
+        assert stats["maxValues"] == {"id": 3, "utf8_binary_col": "a"}
+        assert stats["nullCount"] == {"id": 0, "utf8_binary_col": 1, "utf8_lcase_col": 1, "unicode_col": 1}
+    # Rewrites, optimize and checkpoints leave them out too.
+    t.update({"unicode_col": "'c'"}, "id = 2")
+    lakelog.write_table(path, rows.slice(0, 1), mode="append")
+    lakelog.Table(path).optimize()
+    lakelog.Table(path).checkpoint()
+    t = lakelog.Table(path)
+    for add in lakelog.Table(path).snapshot.files.values():
+        stats = json.loads(add.stats)
+        assert set(stats["minValues"]) == {"id", "utf8_binary_col"}
+        assert set(stats["nullCount"]) == {"id", "utf8_binary_col", "utf8_lcase_col", "unicode_col"}
+    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("unicode_col").to_pylist(), key=str) == [None, "c", "ä", "ä"]
+
+
+def test_lcase_read_filters_compare_as_spark(tmp_path):
+    t = _lcase_table(str(tmp_path / "t"))
+    rows = t.to_pyarrow().to_pylist()
+    probes = ["A", "i̇", "İ", "I", "Σ", "ς", "ss", "B", ""]
+    for v in probes:
+        for op, model in [("=", lambda x: spark_lcase(x) == spark_lcase(v)), ("!=", lambda x: spark_lcase(x) != spark_lcase(v)),
+                          ("<", lambda x: spark_lcase(x) < spark_lcase(v)), (">=", lambda x: spark_lcase(x) >= spark_lcase(v))]:
+            got = sorted(r["id"] for r in t.to_pyarrow(filters=[("c", op, v)]).to_pylist())
+            assert got == sorted(r["id"] for r in rows if r["c"] is not None and model(r["c"])), (op, v)
+    got = sorted(r["c"] for r in t.to_pyarrow(filters=[("c", "in", ["A", "σ", None])]).to_pylist())
+    assert got == sorted(["a", "A", "ς", "Σ", "σ"])
+    assert t.to_pyarrow(filters=[("c", "not in", ["A", None])]).num_rows == 0  # NULL in NOT IN: never true
+    assert sorted(r["c"] for r in t.to_pyarrow(filters=[("c", "not in", ["a", "b", "σ", "i̇", "i"])]).to_pylist()) == ["", "ß"]
+    with pytest.raises(InvalidFilterError, match="'c'.*UTF8_LCASE"):
+        t.to_pyarrow(filters=pc.field("c") == "A")  # pyarrow would compare in binary order
+
+
+def test_icu_read_filters_are_refused_by_name(tmp_path):
+    t = lakelog.Table(_golden(tmp_path, "collations-table"))
+    with pytest.raises(UnsupportedFeatureError, match="'unicode_col'.*icu.UNICODE"):
+        t.to_pyarrow(filters=[("unicode_col", "=", "a")])
+    assert t.to_pyarrow(filters=[("utf8_binary_col", "=", "a")]).num_rows == 0
+
+
+def _set_collation(path: str, column: str, identifier: str) -> None:
+    """Commit a metaData giving ``column`` a collation (as Spark's ALTER COLUMN ... COLLATE would)."""
+    t = lakelog.Table(path)
+    m = t.metadata
+    schema = orjson.loads(m.schema_string)
+    for f in schema["fields"]:
+        if f["name"] == column:
+            f["metadata"] = {"__COLLATIONS": {column: identifier}}
+    meta = {"id": m.id, "format": {"provider": "parquet", "options": {}}, "schemaString": orjson.dumps(schema).decode(),
+            "partitionColumns": m.partition_columns, "configuration": m.configuration, "createdTime": m.created_time}
+    proto = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["collations", "domainMetadata"]}
+    with open(os.path.join(path, "_delta_log", f"{t.version + 1:020d}.json"), "w") as fh:
+        fh.write(json.dumps({"metaData": meta}) + "\n" + json.dumps({"protocol": proto}) + "\n")
+
+
+def test_binary_bounds_of_other_writers_never_skip_files(tmp_path):
+    # Files written with binary min/max (as a writer may), then the column declared UTF8_LCASE.
+    path = str(tmp_path / "t")
+    for v in ["a", "B", "c"]:
+        lakelog.write_table(path, pa.table({"id": [1], "c": [v]}), mode="append")
+    assert all("minValues" in json.loads(a["stats"]) and "c" in json.loads(a["stats"])["minValues"] for a in _adds(path))
+    _set_collation(path, "c", "spark.UTF8_LCASE")
+    t = lakelog.Table(path)
+    assert t.to_pyarrow(filters=[("c", "=", "A")]).column("c").to_pylist() == ["a"]
+    assert sorted(t.to_pyarrow(filters=[("c", "<", "C")]).column("c").to_pylist()) == ["B", "a"]
+    assert len(t.files([("c", "=", "b")])) == 3  # (the bounds of 'B' exclude 'b' in binary order)
+    t.delete("c = 'A' OR c IN ('C')")
+    assert lakelog.Table(path).to_pyarrow().column("c").to_pylist() == ["B"]
+
+
+def test_partition_and_nested_collated_columns(tmp_path):
+    path = str(tmp_path / "t")
+    inner = pa.field("f", pa.string(), metadata={b"delta.collations": b'{"f":"spark.UTF8_LCASE"}'})
+    schema = pa.schema([pa.field("c", pa.string(), metadata=LCASE), pa.field("s", pa.struct([inner])), pa.field("n", pa.int64())])
+    data = pa.table({"c": ["a", "A", "b"], "s": [{"f": "x"}, {"f": "X"}, {"f": "y"}], "n": [1, 2, 3]}, schema=schema)
+    lakelog.write_table(path, data, partition_by=["c"])
+    t = lakelog.Table(path)
+    assert {"collations", "domainMetadata"} <= set(t.protocol.writer_features)
+    fields = {f["name"]: f for f in orjson.loads(t.metadata.schema_string)["fields"]}
+    assert fields["c"]["metadata"] == {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}
+    assert fields["s"]["type"]["fields"][0]["metadata"] == {"__COLLATIONS": {"f": "spark.UTF8_LCASE"}}
+    for add in _adds(path):
+        stats = json.loads(add["stats"])
+        assert "s" not in stats["minValues"] and stats["nullCount"]["s"] == {"f": 0}
+    assert sorted(t.to_pyarrow(filters=[("c", "=", "A")]).column("n").to_pylist()) == [1, 2]
+    assert len(t.files([("c", "in", ["A"])])) == 2
+    t.delete("s.f = 'x'")
+    assert lakelog.Table(path).to_pyarrow().column("n").to_pylist() == [3]
+
+
+def test_dml_predicates_compare_under_the_collation(tmp_path):
+    path = str(tmp_path / "t")
+    t = _lcase_table(path)
+    t.delete("c IN ('A', 'σ') OR c = 'İ'")
+    left = sorted(lakelog.Table(path).to_pyarrow().column("c").to_pylist(), key=str)
+    assert left == sorted([v for v in VALUES if v is None or spark_lcase(v) not in ("a", "σ", "i̇")], key=str)
+    t = lakelog.Table(path)
+    assert t.update({"id": "-1"}, "c BETWEEN 'B' AND 'b' AND c <> 'X'")["num_updated_rows"] == 2
+    src = pa.table({"k": ["B", "zz"]})
+    t = lakelog.Table(path)
+    out = t.merge(src, "t.c = s.k", source_alias="s", target_alias="t").when_matched_delete().when_not_matched_insert({"id": "7", "c": "s.k"}).execute()
+    assert out["num_target_rows_deleted"] == 2 and out["num_target_rows_inserted"] == 1
+    version = lakelog.Table(path).version
+    for bad in ["lower(c) = 'a'", "c LIKE 'a%'", "c || 'x' = 'ax'", pc.field("c") == "a"]:
+        with pytest.raises(UnsupportedExpressionError, match="'c'.*UTF8_LCASE"):
+            lakelog.Table(path).delete(bad)
+    assert lakelog.Table(path).version == version
+
+
+def test_icu_dml_predicates_use_duckdb_icu(tmp_path):
+    path = _golden(tmp_path, "collations-table")
+    rows = pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()), "utf8_binary_col": ["a", "A", "b", "ä"],
+                     "utf8_lcase_col": ["a", "A", "b", "ä"], "unicode_col": ["a", "A", "b", "ä"]})
+    lakelog.write_table(path, rows, mode="append")
+    lakelog.Table(path).delete("unicode_col < 'b'")  # root collation: a < A < ä < b (binary: ä > b)
+    assert lakelog.Table(path).to_pyarrow().column("id").to_pylist() == [3]
+
+
+def test_collations_survive_schema_evolution_and_column_mapping(tmp_path):
+    path = str(tmp_path / "t")
+    _lcase_table(path, ["a"])
+    lakelog.write_table(path, pa.table({"id": [2], "c": ["A"], "extra": [1.5]}), mode="append", schema_mode="merge")
+    lakelog.Table(path).set_properties({"delta.columnMapping.mode": "name"})
+    lakelog.write_table(path, pa.table({"id": [3], "c": ["b"], "extra": [2.5]}), mode="append")
+    t = lakelog.Table(path)
+    fields = {f["name"]: f for f in orjson.loads(t.metadata.schema_string)["fields"]}
+    assert fields["c"]["metadata"]["__COLLATIONS"] == {"c": "spark.UTF8_LCASE"}
+    assert sorted(t.to_pyarrow(filters=[("c", "=", "a")]).column("id").to_pylist()) == [0, 2]
+    for add in t.snapshot.files.values():
+        assert fields["c"]["metadata"]["delta.columnMapping.physicalName"] not in json.loads(add.stats).get("minValues", {})
+    t.rename_column("c", "d")
+    t = lakelog.Table(path)
+    assert t.to_pyarrow(filters=[("d", "=", "B")]).column("id").to_pylist() == [3]
+
+
+def test_spark_selects_the_same_rows(spark, tmp_path):
+    """One Spark test: the rows Spark picks under UTF8_LCASE are the rows lakelog's filters pick, under
+    UNICODE the rows a delete's SQL predicate removes, and Spark reading the table compares the same."""
+    values = [v for v in VALUES if v is not None] + ["ǅ", "ǆ", "Ǆ", "K", "k"]
+    path = str(tmp_path / "t")
+    t = _lcase_table(path, values)
+    probes = {"eq": ("=", "A"), "eq2": ("=", "İ"), "eq3": ("=", "σ"), "eq4": ("=", "ǅ"), "lt": ("<", "B"), "ge": (">=", "ß"),
+              "ne": ("!=", "K")}
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)], "id long, c string")
+    df = df.selectExpr("id", "CAST(c AS STRING COLLATE UTF8_LCASE) AS c", "CAST(c AS STRING COLLATE UNICODE) AS u")
+    cols = [f"c {'<>' if op == '!=' else op} '{v}' AS {k}" for k, (op, v) in probes.items()]
+    cols += ["c IN ('A', 'Σ', 'KK') AS inn", "u < 'B' AS u_lt", "u = 'ǅ' AS u_eq"]
+    got = {r["id"]: r for r in df.selectExpr("id", *cols).collect()}
+    # ICU root collation (UNICODE) through a delete's SQL predicate.
+    upath = str(tmp_path / "u")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("u", pa.string(), metadata={b"delta.collations": b'{"u":"icu.UNICODE"}'})])
+    lakelog.write_table(upath, pa.table({"id": list(range(len(values))), "u": values}, schema=schema))
+    for k, pred in [("u_lt", "u < 'B'"), ("u_eq", "u = 'ǅ'")]:
+        before = set(lakelog.Table(upath).to_pyarrow().column("id").to_pylist())
+        lakelog.Table(upath).delete(pred)
+        gone = before - set(lakelog.Table(upath).to_pyarrow().column("id").to_pylist())
+        assert sorted(gone) == sorted(i for i, r in got.items() if r[k] and i in before), k
+    for k, (op, v) in probes.items():
+        spark_ids = sorted(i for i, r in got.items() if r[k])
+        assert sorted(t.to_pyarrow(filters=[("c", op, v)]).column("id").to_pylist()) == spark_ids, k
+    assert sorted(t.to_pyarrow(filters=[("c", "in", ["A", "Σ", "KK"])]).column("id").to_pylist()) == sorted(i for i, r in got.items() if r["inn"])
+    # format("lakelog") gives Spark the collated type, so Spark's own filters compare under it too.
+    read = spark.read.format("lakelog").load(path)
+    assert read.schema["c"].dataType.collation == "UTF8_LCASE"
+    assert sorted(r.id for r in read.where("c = 'A' OR c < 'b'").collect()) == sorted(
+        t.to_pyarrow(filters=[[("c", "=", "A")], [("c", "<", "b")]]).column("id").to_pylist())
