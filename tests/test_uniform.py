@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import glob
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import textwrap
 import time
 import warnings
 
+import fastavro
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -150,25 +153,27 @@ def test_types_stats_and_partition_values(tmp_path):
         ("pdec < -1.50", f("pdec") < pa.scalar(decimal.Decimal("-1.50"), pa.decimal128(9, 2))), ("pdec2 is null", f("pdec2").is_null()),
         ("pts >= '2020-05-05T02:00:00+00:00'", f("pts") >= pa.scalar(dt.datetime(2020, 5, 5, 2, tzinfo=utc), pa.timestamp("us", "UTC"))),
     ])
-    # Avro defines each name once (Java's parser refuses a redefinition; pyiceberg does not check)
-    import glob
-
-    import orjson
-
-    from lakelog.iceberg.avro import read_container
-
+    # Avro defines each name once (Java's parser refuses a redefinition; pyiceberg does not check); the
+    # header's schema carries Iceberg's field ids, and the header the keys Iceberg's readers look up
     for f in glob.glob(os.path.join(path, "metadata", "*.avro")):
         with open(f, "rb") as fh:
-            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+            meta = fastavro.reader(fh).metadata
+        schema = orjson.loads(meta["avro.schema"])
+        keys = ("schema", "partition-spec", "partition-spec-id", "content") if f.endswith("-m0.avro") else ("snapshot-id", "sequence-number")
+        assert meta["format-version"] == "2" and all(k in meta for k in keys) and meta["avro.codec"] == "deflate", (f, meta.keys())
         names: list[str] = []
+        no_id: list = []
 
-        def walk(t):
+        def walk(t, names=names, no_id=no_id):
             if isinstance(t, list):
                 for x in t:
                     walk(x)
             elif isinstance(t, dict):
                 if t["type"] in ("record", "fixed", "enum"):
                     names.append(t["name"])
+                no_id.extend(x for x in t.get("fields", []) if not isinstance(x.get("field-id"), int))
+                if t["type"] == "array" and t.get("logicalType") != "map" and not isinstance(t.get("element-id"), int):
+                    no_id.append(t)
                 for x in t.get("fields", []):
                     walk(x["type"])
                 for key in ("items", "values"):
@@ -177,6 +182,7 @@ def test_types_stats_and_partition_values(tmp_path):
 
         walk(schema)
         assert len(names) == len(set(names)), (f, names)
+        assert no_id == [], (f, no_id)
 
 
 def test_uniform_needs_iceberg_compat_and_column_mapping(tmp_path):
@@ -391,6 +397,44 @@ def test_iceberg_snapshots_expire_with_the_log_retention(tmp_path):
     assert rows(ice.scan().to_arrow()) == rows(lakelog.Table(path).to_pyarrow())
 
 
+def test_rewritten_manifests_keep_logical_partition_values(tmp_path):
+    """A delete rewrites the manifest holding the removed file: the other entries' date, timestamp and
+    decimal partition values (which the Avro reader returns as date, datetime and Decimal objects) are
+    written back as the days, microseconds and fixed bytes they were, with matching partition summaries."""
+    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
+
+    path = str(tmp_path / "t")
+    utc = dt.timezone.utc
+
+    def batch(k):
+        return pa.table({
+            "id": pa.array([k, k + 10], pa.int64()), "pd": pa.array([dt.date(2024, 1, 1 + k)] * 2),
+            "pts": pa.array([dt.datetime(2020, 5, 5, k, 0, 0, 7, tzinfo=utc)] * 2, pa.timestamp("us", "UTC")),
+            "pntz": pa.array([dt.datetime(1969, 12, 31, 23, 59, 59, k)] * 2, pa.timestamp("us")),
+            "pdec": pa.array([decimal.Decimal(f"-{k}.05")] * 2, pa.decimal128(20, 2)),
+        })
+
+    lakelog.write_table(path, batch(0), partition_by=["pd", "pts", "pntz", "pdec"], configuration=UNIFORM)
+    lakelog.write_table(path, pa.concat_tables([batch(1), batch(2)]), mode="append")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a failed Iceberg step is a warning
+        lakelog.Table(path).delete("id = 1")
+    f = pc.field
+    ts = pa.scalar(dt.datetime(2020, 5, 5, 2, tzinfo=utc), pa.timestamp("us", "UTC"))
+    check_iceberg(path, [
+        (EqualTo("pd", "2024-01-03"), f("pd") == pa.scalar(dt.date(2024, 1, 3))),
+        (GreaterThanOrEqual("pts", "2020-05-05T02:00:00+00:00"), f("pts") >= ts),
+        (LessThan("pntz", "1969-12-31T23:59:59.000002"), f("pntz") < pa.scalar(dt.datetime(1969, 12, 31, 23, 59, 59, 2), pa.timestamp("us"))),
+        (And(LessThan("pdec", "-1.00"), GreaterThanOrEqual("pdec", "-2.05")),
+         (f("pdec") < pa.scalar(decimal.Decimal("-1.00"), pa.decimal128(20, 2))) & (f("pdec") >= pa.scalar(decimal.Decimal("-2.05"), pa.decimal128(20, 2)))),
+    ])
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    entries = [e for m in ice.current_snapshot().manifests(ice.io) for e in m.fetch_manifest_entry(ice.io, discard_deleted=False)]
+    existing = [tuple(e.data_file.partition) for e in entries if e.status.value == 0]
+    # days, microseconds and the decimal (pyiceberg reads fixed decimals as Decimal)
+    assert existing == [(19725, 1588644000000007, -999998, decimal.Decimal("-2.05"))]
+
+
 def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
     """Partition field names in manifests' Avro schemas are made valid Avro names (as Iceberg's Java
     library makes them); the partition spec keeps the column names."""
@@ -403,15 +447,9 @@ def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
     check_iceberg(path, [(EqualTo("my region", "eu"), pc.field("my region") == "eu")])
     ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
     assert [f.name for f in ice.spec().fields] == ["my region", "1st"]
-    import glob
-
-    import orjson
-
-    from lakelog.iceberg.avro import read_container
-
     for f in glob.glob(os.path.join(path, "metadata", "*-m0.avro")):
         with open(f, "rb") as fh:
-            schema = orjson.loads(read_container(fh.read())[0]["avro.schema"])
+            schema = orjson.loads(fastavro.reader(fh).metadata["avro.schema"])
         data_file = next(x["type"] for x in schema["fields"] if x["name"] == "data_file")
         partition = next(x["type"] for x in data_file["fields"] if x["name"] == "partition")
         assert [x["name"] for x in partition["fields"]] == ["my_x20region", "_1st"]

@@ -7,8 +7,8 @@ version, with the Delta version in the snapshot summary and in the table propert
 
 The step never decides a commit's outcome: the Delta commit is made first, and a failed or interrupted
 step is caught up by the next commit, ``Table.sync_iceberg()`` or ``lakelog uniform PATH`` from the last
-version the Iceberg metadata records. The Avro files are written by ``lakelog.iceberg.avro``
-(no dependency; imported only when a table has UniForm on).
+version the Iceberg metadata records. The Avro files are written with fastavro (imported, like the
+rest of this package's modules, only when a table has UniForm on).
 """
 
 from __future__ import annotations

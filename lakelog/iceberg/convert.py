@@ -149,7 +149,8 @@ class Converter:
             if not removed or mf["content"] != 0:
                 kept.append(mf)
                 continue
-            entries = [e for e in read_entries(self._read(mf["manifest_path"]), mf) if e["status"] != DELETED]
+            mspec = self._spec(mf["partition_spec_id"])
+            entries = [e for e in read_entries(self._read(mf["manifest_path"]), mf, mspec) if e["status"] != DELETED]
             if not any(e["data_file"]["file_path"] in removed for e in entries):
                 kept.append(mf)
                 continue
@@ -161,7 +162,6 @@ class Converter:
                     deleted_records += e["data_file"]["record_count"]
                 else:
                     out.append({**e, "status": EXISTING})
-            mspec = self._spec(mf["partition_spec_id"])
             kept.append(self._write_manifest(mspec, schema_json, out, sid, seq))
         kept = self._merged(kept, sid, seq, schema_json)
         added_records = 0
@@ -197,11 +197,12 @@ class Converter:
         for spec_id, group in by_spec.items():
             if len(group) <= MERGE_AT:
                 continue
-            entries = [{**e, "status": EXISTING} for mf in group for e in read_entries(self._read(mf["manifest_path"]), mf)
+            mspec = self._spec(spec_id)
+            entries = [{**e, "status": EXISTING} for mf in group for e in read_entries(self._read(mf["manifest_path"]), mf, mspec)
                        if e["status"] != DELETED]
             out = [mf for mf in out if mf not in group]
             if entries:
-                out.append(self._write_manifest(self._spec(spec_id), schema_json, entries, sid, seq))
+                out.append(self._write_manifest(mspec, schema_json, entries, sid, seq))
         return out
 
     def _current_manifests(self) -> list[dict]:

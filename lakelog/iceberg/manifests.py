@@ -1,15 +1,20 @@
 """Iceberg format-version 2 manifests and manifest lists (their Avro schemas, with Iceberg's field ids,
-and their records as plain dicts), and the partition summaries a manifest list carries."""
+and their records as plain dicts), and the partition summaries a manifest list carries. The Avro
+container files are written and read by fastavro (imported with this module, only when a table has
+UniForm on)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import io
 import math
 from typing import Any
 
+import fastavro
 import orjson
 
-from .avro import read_container, write_container
-from .values import decimal_from_bytes, serialize
+from .values import decimal_from_bytes, serialize, unscaled_bytes
 
 ADDED, EXISTING, DELETED = 1, 0, 2
 
@@ -105,7 +110,32 @@ class Spec:
         self.id = spec["spec-id"]
         self.json = spec
         self.fields = [(avro_name(f["name"]), f["field-id"], schema_fields[f["source-id"]]) for f in spec["fields"]]
-        self.entry_schema = manifest_entry_schema(self.fields)
+        self.entry_schema = fastavro.parse_schema(manifest_entry_schema(self.fields))  # keeps the ids in the header
+
+
+_MANIFEST_FILE_PARSED = fastavro.parse_schema(MANIFEST_FILE)
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=dt.timezone.utc)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+def _write(schema: dict, records: list[dict], metadata: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    fastavro.writer(out, schema, records, codec="deflate", metadata=metadata, validator=False)
+    return out.getvalue()
+
+
+def _avro_value(v: Any, t: str) -> Any:
+    """A partition value fastavro read as its logical type's Python object, as lakelog holds it (the
+    Avro value: days, microseconds, a decimal's fixed bytes)."""
+    if isinstance(v, dt.datetime):
+        return (v - (_EPOCH_UTC if v.tzinfo else _EPOCH)) // _MICRO
+    if isinstance(v, dt.date):
+        return (v - _EPOCH.date()).days
+    if isinstance(v, decimal.Decimal):
+        p, s = (int(x) for x in t[8:-1].split(","))
+        return unscaled_bytes(v, s, decimal_size(p))
+    return v
 
 
 def write_manifest(spec: Spec, schema_json: dict, entries: list[dict]) -> bytes:
@@ -114,7 +144,7 @@ def write_manifest(spec: Spec, schema_json: dict, entries: list[dict]) -> bytes:
         "partition-spec": orjson.dumps(spec.json["fields"]).decode(), "partition-spec-id": str(spec.id),
         "format-version": "2", "content": "data",
     }
-    return write_container(spec.entry_schema, entries, meta)
+    return _write(spec.entry_schema, entries, meta)
 
 
 def manifest_file(path: str, length: int, spec: Spec, sequence_number: int, snapshot_id: int, entries: list[dict]) -> dict:
@@ -159,17 +189,23 @@ def _summaries(spec: Spec, partitions: list[dict]) -> list[dict]:
 def write_manifest_list(manifests: list[dict], snapshot_id: int, parent_id: int | None, sequence_number: int) -> bytes:
     meta = {"snapshot-id": str(snapshot_id), "parent-snapshot-id": str(parent_id) if parent_id is not None else "null",
             "sequence-number": str(sequence_number), "format-version": "2"}
-    return write_container(MANIFEST_FILE, manifests, meta)
+    return _write(_MANIFEST_FILE_PARSED, manifests, meta)
 
 
 def read_manifest_list(data: bytes) -> list[dict]:
-    return read_container(data)[1]
+    return list(fastavro.reader(io.BytesIO(data)))
 
 
-def read_entries(data: bytes, manifest: dict) -> list[dict]:
-    """A manifest's entries, sequence numbers inherited from the manifest where the entry has none."""
-    entries = read_container(data)[1]
+def read_entries(data: bytes, manifest: dict, spec: Spec) -> list[dict]:
+    """A manifest's entries (of partition spec ``spec``), sequence numbers inherited from the manifest
+    where the entry has none."""
+    entries = list(fastavro.reader(io.BytesIO(data)))
+    logical = [(name, t) for name, _, t in spec.fields if t in ("date", "timestamp", "timestamptz") or t.startswith("decimal(")]
     for e in entries:
+        if logical:
+            p = e["data_file"]["partition"]
+            for name, t in logical:
+                p[name] = _avro_value(p.get(name), t)
         if e["status"] == ADDED:
             if e.get("sequence_number") is None:
                 e["sequence_number"] = manifest["sequence_number"]
