@@ -36,7 +36,6 @@ import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version, parse_app_version
 from lakelog.dml.file_rewrites import TableState

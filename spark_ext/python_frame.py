@@ -14,7 +14,7 @@ import orjson
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakelog.snapshot import Snapshot
 from lakelog.storage import Storage

@@ -13,7 +13,6 @@ if a later version reads the table), and checks lakelog's rows against values co
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import decimal
 import json

@@ -4,7 +4,6 @@ then the metadata file it names."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import orjson
 
