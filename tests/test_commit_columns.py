@@ -110,7 +110,7 @@ _DROP = object()
 
 
 @pytest.mark.parametrize("field", _FIELDS)
-@pytest.mark.parametrize("value", [_DROP, *_ODD_VALUES, *_DVS], ids=repr)
+@pytest.mark.parametrize("value", [_DROP, *_ODD_VALUES, *_DVS], ids=lambda v: "dropped" if v is _DROP else repr(v))
 def test_each_retyped_or_dropped_add_field_is_parsed_as_parse_actions_does(field, value):
     """Every field of an add, dropped or given each odd value, next to a well-formed add."""
     add = dict(_GOOD_ADD)
