@@ -453,3 +453,24 @@ def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
         data_file = next(x["type"] for x in schema["fields"] if x["name"] == "data_file")
         partition = next(x["type"] for x in data_file["fields"] if x["name"] == "partition")
         assert [x["name"] for x in partition["fields"]] == ["my_x20region", "_1st"]
+
+
+def test_spark_writes_and_row_level_changes_keep_the_iceberg_metadata(spark, tmp_path):
+    """Spark's writes commit through the same transaction: a format("lakelog") append and LakelogTable's
+    update, merge and delete (files written by Spark's tasks) each get their Iceberg snapshot."""
+    from pyiceberg.expressions import EqualTo
+
+    from spark_ext import LakelogTable
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(6)), partition_by=["part"], configuration=UNIFORM)
+    spark.createDataFrame([(6, "a", "n6", 3.0), (7, "c", None, 3.5)], "id long, part string, name string, score double") \
+        .write.format("lakelog").mode("append").save(path)
+    t = LakelogTable.forPath(spark, path)
+    t.update("id = 1", {"score": "-1.0"})
+    src = spark.createDataFrame([(2, "b", "m2", 9.0), (8, "b", "n8", 4.0)], "id long, part string, name string, score double")
+    t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    t.delete("id = 3")
+    assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8]
+    by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b")])
+    assert sorted(by_version) == list(range(lakelog.Table(path).version + 1))
