@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import io
 import math
 from typing import Any
@@ -110,7 +111,14 @@ class Spec:
         self.id = spec["spec-id"]
         self.json = spec
         self.fields = [(avro_name(f["name"]), f["field-id"], schema_fields[f["source-id"]]) for f in spec["fields"]]
-        self.entry_schema = fastavro.parse_schema(manifest_entry_schema(self.fields))  # keeps the ids in the header
+        self.entry_schema = _parsed(orjson.dumps(manifest_entry_schema(self.fields)))  # keeps the ids in the header
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(schema_json: bytes) -> dict:
+    """fastavro's parsed form of a manifest entry schema, made once per schema: parsing costs more than
+    writing a commit's manifest."""
+    return fastavro.parse_schema(orjson.loads(schema_json))
 
 
 _MANIFEST_FILE_PARSED = fastavro.parse_schema(MANIFEST_FILE)
