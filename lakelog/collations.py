@@ -23,7 +23,9 @@ What each collation means here (as Spark 4 defines them):
   row-level operations can use it.
 
 Filters on a column under any other collation (``_CI``/``_AI``/``_RTRIM`` variants, other providers)
-are refused, naming the column. Statistics: Delta's ``minValues``/``maxValues`` are in binary order, so
+are refused, naming the column; so is any predicate reading a column that holds collated strings in
+its arrays or maps (elements, ``array_contains``, ``m['k']``, structs in arrays) or compared as a whole
+struct, other than by ``IS [NOT] NULL``: DuckDB would compare those strings in binary order. Statistics: Delta's ``minValues``/``maxValues`` are in binary order, so
 a writer must not give a reader a binary min/max it would use under another collation, and a reader
 must not skip files by binary bounds when it compares under another collation: lakelog writes no
 min/max for a collated column (``nullCount`` stays; ``statsWithCollation`` is optional and not
@@ -252,6 +254,13 @@ def collated_tree(tree: dict, collation_of: Callable[[tuple[str, ...]], Collatio
 
     def refuse(node: dict, why: str) -> None:
         c = coll(node)
+        if c.kind == "nested":
+            raise UnsupportedExpressionError(
+                f"the predicate {text!r} uses the column {'.'.join(node['column_names'])!r}, which holds strings of the "
+                f"collation {c.identifier} (in its arrays, maps or struct fields); lakelog would compare them in binary "
+                "order, so it compares such a column only by IS [NOT] NULL. Compare a struct's string field directly "
+                "(s.f = 'x'), or filter after reading"
+            )
         raise UnsupportedExpressionError(
             f"the predicate {text!r} uses the column {'.'.join(node['column_names'])!r} (collation {c.identifier}) {why}; "
             "lakelog compares collated columns only directly with literals or columns of the same collation "
@@ -274,7 +283,7 @@ def collated_tree(tree: dict, collation_of: Callable[[tuple[str, ...]], Collatio
             c = coll(o)
             if c is not None and c.identifier.lower() != first.identifier.lower():
                 refuse(o, f"in a comparison with a column of the collation {first.identifier}")
-        if first.kind == "other" or (first.kind == "icu" and not check_icu(first.icu_name)):
+        if first.kind in ("other", "nested") or (first.kind == "icu" and not check_icu(first.icu_name)):
             ref = next(o for o in operands if coll(o) is not None)
             refuse(ref, "in a comparison, which lakelog cannot evaluate under that collation")
         return first
@@ -330,13 +339,25 @@ def reads_collated(tree: dict, collation_of: Callable[[tuple[str, ...]], Collati
     return walk(tree)
 
 
-def _nested(field: pa.Field) -> Collation | None:
-    c = of_field(field)
-    if c is None and pa.types.is_struct(field.type):
-        for i in range(field.type.num_fields):
-            if (c := _nested(field.type.field(i))) is not None:
-                break
-    return c
+def _held(field: pa.Field) -> Collation | None:
+    """The first collation other than UTF8_BINARY of a string in ``field`` (itself, or anywhere in its
+    structs, arrays and maps), None without one."""
+    raw = (field.metadata or {}).get(ARROW_KEY)
+    if raw is not None:
+        value = orjson.loads(raw)
+        for identifier in (value.values() if isinstance(value, dict) else ()):
+            if isinstance(identifier, str) and not (c := parse(identifier)).binary:
+                return c
+    t = field.type
+    if pa.types.is_struct(t):
+        children = [t.field(i) for i in range(t.num_fields)]
+    elif pa.types.is_map(t):
+        children = [t.key_field, t.item_field]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        children = [t.value_field]
+    else:
+        children = []
+    return next((c for c in map(_held, children) if c is not None), None)
 
 
 def at_path(schema: pa.Schema, column: str | None, rest: tuple[str, ...] = ()) -> Collation | None:
@@ -353,10 +374,14 @@ def at_path(schema: pa.Schema, column: str | None, rest: tuple[str, ...] = ()) -
         if found is None:
             return None
         field = field.type.field(found)
-    return of_field(field)
+    c = of_field(field)
+    if c is None and not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+        held = _held(field)  # compared whole or by element, it would compare in binary order
+        c = None if held is None else Collation(held.identifier, "nested")
+    return c
 
 
 def table_collations(schema: pa.Schema) -> dict[str, Collation]:
     """The top-level columns of an Arrow schema read from a table that are collated strings (not
-    UTF8_BINARY) or structs holding one (with the first such collation)."""
-    return {f.name: c for f in schema if (c := _nested(f)) is not None}
+    UTF8_BINARY) or structs, arrays or maps holding one (with the first such collation)."""
+    return {f.name: c for f in schema if (c := _held(f)) is not None}

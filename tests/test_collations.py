@@ -230,3 +230,43 @@ def test_spark_selects_the_same_rows(spark, tmp_path):
     assert read.schema["c"].dataType.collation == "UTF8_LCASE"
     assert sorted(r.id for r in read.where("c = 'A' OR c < 'b'").collect()) == sorted(
         t.to_pyarrow(filters=[[("c", "=", "A")], [("c", "<", "b")]]).column("id").to_pylist())
+
+
+def test_collated_elements_are_refused_by_name_in_predicates(tmp_path):
+    """Strings of a collated array, map or struct-in-array would compare in binary order through DuckDB:
+    every SQL predicate reading such a column (beyond IS NULL) is refused, naming it; a replaceWhere on
+    a UTF8_LCASE column compares under it, for the rows it replaces and the rows it checks."""
+    lcase = lambda key: {b"delta.collations": orjson.dumps({key: "spark.UTF8_LCASE"})}
+    schema = pa.schema([
+        pa.field("id", pa.int64()), pa.field("c", pa.string(), metadata=LCASE),
+        pa.field("tags", pa.list_(pa.string()), metadata=lcase("tags.element")),
+        pa.field("m", pa.map_(pa.string(), pa.string()), metadata=lcase("m.value")),
+        pa.field("arr", pa.list_(pa.struct([pa.field("f", pa.string(), metadata=lcase("f"))]))),
+        pa.field("s", pa.struct([pa.field("f", pa.string(), metadata=lcase("f"))])),
+    ])
+    path = str(tmp_path / "t")
+    rows = {"id": [1, 2], "c": ["a", "b"], "tags": [["A"], ["b"]], "m": [[("k", "X")], []], "arr": [[{"f": "A"}], []],
+            "s": [{"f": "A"}, {"f": "b"}]}
+    lakelog.write_table(path, pa.table(rows, schema=schema))
+    version = lakelog.Table(path).version
+    refused = [("tags", "tags[1] = 'a'"), ("tags", "array_contains(tags, 'a')"), ("tags", "list_contains(tags, 'a')"),
+               ("m", "element_at(m, 'k') = 'x'"), ("m", "m['k'] = 'x'"), ("arr", "arr[1].f = 'a'"), ("s", "s = {'f': 'a'}")]
+    for column, pred in refused:
+        with pytest.raises(UnsupportedExpressionError, match=f"'{column}'.*UTF8_LCASE"):
+            lakelog.Table(path).delete(pred)
+        with pytest.raises(UnsupportedExpressionError, match=f"'{column}'"):
+            lakelog.Table(path).update({"id": "0"}, pred)
+        with pytest.raises(UnsupportedExpressionError, match=f"'{column}'"):
+            lakelog.write_table(path, pa.table(rows, schema=schema).slice(0, 1), mode="overwrite", predicate=pred)
+    with pytest.raises(UnsupportedExpressionError, match="'t.tags'"):
+        lakelog.Table(path).merge(pa.table({"k": [1]}), "t.id = s.k AND array_contains(t.tags, 'a')", source_alias="s",
+                                  target_alias="t").when_matched_delete().execute()
+    with pytest.raises(InvalidFilterError, match="'tags'.*UTF8_LCASE"):
+        lakelog.Table(path).to_pyarrow(filters=pc.list_value_length(pc.field("tags")) == 1)
+    assert lakelog.Table(path).version == version
+    # What can be compared under the collation still is.
+    assert lakelog.Table(path).update({"id": "3"}, "tags IS NOT NULL AND s.f = 'a'")["num_updated_rows"] == 1
+    # replaceWhere under UTF8_LCASE: 'A' satisfies c = 'a', and the row 'a' is what it replaces (as Spark).
+    new = pa.table({**{k: v[:1] for k, v in rows.items()}, "id": [9], "c": ["A"]}, schema=schema)
+    lakelog.write_table(path, new, mode="overwrite", predicate="c = 'a'")
+    assert sorted(lakelog.Table(path).to_pyarrow(columns=["id", "c"]).to_pylist(), key=str) == [{"id": 2, "c": "b"}, {"id": 9, "c": "A"}]
