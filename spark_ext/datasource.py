@@ -60,6 +60,7 @@ from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .workers import use_driver_python
+from .collation_types import with_collations
 from .variants import from_lakelog_schema, lakelog_arrow
 
 
@@ -287,7 +288,7 @@ class LakelogWriter(DataSourceArrowWriter):
             raise InvalidArgumentError("option replaceWhere needs mode('overwrite'): it says which rows the written data replaces")
         if self.replace_where is not None and self.overwrite_schema:
             raise InvalidArgumentError("options replaceWhere and overwriteSchema cannot be combined: a partial overwrite keeps the table's schema (mergeSchema may add columns)")
-        arrow_schema = lakelog_arrow(to_arrow_schema(schema, timezone="UTC"))
+        arrow_schema = with_collations(lakelog_arrow(to_arrow_schema(schema, timezone="UTC")), schema)
         table_properties = _table_properties(options)
         self.plan = lakelog.plan_write(
             _path(options),
@@ -410,7 +411,7 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema: StructType, mode: str):
         self.options = options  # case-insensitive keys, as Spark passes them
         self.app_id = stream_app_id(options)
-        arrow_schema = lakelog_arrow(to_arrow_schema(schema, timezone="UTC"))
+        arrow_schema = with_collations(lakelog_arrow(to_arrow_schema(schema, timezone="UTC")), schema)
         self.plan = lakelog.plan_write(
             _path(options),
             arrow_schema,

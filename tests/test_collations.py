@@ -225,6 +225,14 @@ def test_spark_selects_the_same_rows(spark, tmp_path):
         spark_ids = sorted(i for i, r in got.items() if r[k])
         assert sorted(t.to_pyarrow(filters=[("c", op, v)]).column("id").to_pylist()) == spark_ids, k
     assert sorted(t.to_pyarrow(filters=[("c", "in", ["A", "Σ", "KK"])]).column("id").to_pylist()) == sorted(i for i, r in got.items() if r["inn"])
+    # A DataFrame's collated strings written to a new table are recorded in __COLLATIONS, as Delta does.
+    wpath = str(tmp_path / "w")
+    df.selectExpr("id", "c", "u", "array(c) AS tags").write.format("lakelog").mode("append").save(wpath)
+    fields = {f["name"]: f for f in orjson.loads(lakelog.Table(wpath).metadata.schema_string)["fields"]}
+    assert [fields[k]["metadata"].get("__COLLATIONS") for k in ("id", "c", "u", "tags")] == [
+        None, {"c": "spark.UTF8_LCASE"}, {"u": "icu.UNICODE"}, {"tags.element": "spark.UTF8_LCASE"}]
+    assert sorted(lakelog.Table(wpath).to_pyarrow(filters=[("c", "=", "A")]).column("id").to_pylist()) == sorted(
+        i for i, r in got.items() if r["eq"])
     # format("lakelog") gives Spark the collated type, so Spark's own filters compare under it too.
     read = spark.read.format("lakelog").load(path)
     assert read.schema["c"].dataType.collation == "UTF8_LCASE"

@@ -1,0 +1,62 @@
+"""Spark's collated string types (``STRING COLLATE UTF8_LCASE``) in the Arrow schema of a write, as
+lakelog's collation field metadata (``lakelog.collations``): a table a DataFrame creates records them
+in ``__COLLATIONS``, as Delta does."""
+
+from __future__ import annotations
+
+import orjson
+import pyarrow as pa
+from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructType
+
+from lakelog import collations
+
+
+def _identifier(t: StringType) -> str | None:
+    name = getattr(t, "collation", "UTF8_BINARY")
+    if name.upper() == "UTF8_BINARY":
+        return None
+    return f"{StringType.collationProvider(name)}.{name}"
+
+
+def _paths(key: str, t: DataType) -> dict[str, str]:
+    """The ``__COLLATIONS`` entries of a field's type, keyed by path from the field (structs in it
+    carry their own)."""
+    if isinstance(t, StringType):
+        identifier = _identifier(t)
+        return {} if identifier is None else {key: identifier}
+    if isinstance(t, ArrayType):
+        return _paths(f"{key}.element", t.elementType)
+    if isinstance(t, MapType):
+        return {**_paths(f"{key}.key", t.keyType), **_paths(f"{key}.value", t.valueType)}
+    return {}
+
+
+def _type(a: pa.DataType, t: DataType) -> pa.DataType:
+    if isinstance(t, StructType) and pa.types.is_struct(a):
+        return pa.struct([_field(a.field(i), f) for i, f in enumerate(t.fields)])
+    if isinstance(t, ArrayType) and pa.types.is_list(a):
+        return pa.list_(a.value_field.with_type(_type(a.value_type, t.elementType)))
+    if isinstance(t, ArrayType) and pa.types.is_large_list(a):
+        return pa.large_list(a.value_field.with_type(_type(a.value_type, t.elementType)))
+    if isinstance(t, MapType) and pa.types.is_map(a):
+        return pa.map_(a.key_field.with_type(_type(a.key_type, t.keyType)), a.item_field.with_type(_type(a.item_type, t.valueType)),
+                       a.keys_sorted)
+    return a
+
+
+def _field(a: pa.Field, f) -> pa.Field:
+    out = a.with_type(_type(a.type, f.dataType))
+    paths = _paths(f.name, f.dataType)
+    if paths:
+        out = out.with_metadata({**(out.metadata or {}), collations.ARROW_KEY: orjson.dumps(paths, option=orjson.OPT_SORT_KEYS)})
+    return out
+
+
+def with_collations(arrow: pa.Schema, spark: StructType) -> pa.Schema:
+    """``arrow`` (``to_arrow_schema(spark)``, variants mapped) with the collations of ``spark``'s strings."""
+    if "collate" not in spark.simpleString().lower():
+        return arrow
+    return pa.schema([_field(arrow.field(i), f) for i, f in enumerate(spark.fields)], metadata=arrow.metadata)
+
+
+__all__ = ["with_collations"]
