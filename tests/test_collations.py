@@ -233,6 +233,11 @@ def test_spark_selects_the_same_rows(spark, tmp_path):
         None, {"c": "spark.UTF8_LCASE"}, {"u": "icu.UNICODE"}, {"tags.element": "spark.UTF8_LCASE"}]
     assert sorted(lakelog.Table(wpath).to_pyarrow(filters=[("c", "=", "A")]).column("id").to_pylist()) == sorted(
         i for i, r in got.items() if r["eq"])
+    # replaceWhere compares under the collation: Spark's rows equal to 'a' satisfy c = 'A' and replace them.
+    eq = {i for i, r in got.items() if r["eq"]}
+    df.where("c = 'a'").selectExpr("id + 100 AS id", "c", "u", "array(c) AS tags").write.format("lakelog").mode("overwrite") \
+        .option("replaceWhere", "c = 'A'").save(wpath)
+    assert sorted(lakelog.Table(wpath).to_pyarrow().column("id").to_pylist()) == sorted((set(got) - eq) | {i + 100 for i in eq})
     # format("lakelog") gives Spark the collated type, so Spark's own filters compare under it too.
     read = spark.read.format("lakelog").load(path)
     assert read.schema["c"].dataType.collation == "UTF8_LCASE"
