@@ -12,6 +12,7 @@ import pytest
 
 import lakelog
 from lakelog.actions import AddFile, Protocol
+from lakelog.errors import PredicateError
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage
 from lakelog.variant import parse_json, to_json
@@ -101,6 +102,6 @@ def test_spark_row_level_changes_on_variant_tables(spark, tmp_path):
         assert (got[7]["v"]["metadata"], got[7]["v"]["value"]) == parse_json('"seven"') and got[7]["w"]["value"] == parse_json("7")[1]
         # Spark refuses = on variants, and nothing is committed
         version = lakelog.Table(path).version
-        with pytest.raises(Exception, match="(?i)variant"):
+        with pytest.raises(PredicateError, match="(?i)variant"):
             t.delete("v = w")
         assert lakelog.Table(path).version == version
