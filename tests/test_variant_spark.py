@@ -94,6 +94,8 @@ def test_spark_row_level_changes_on_variant_tables(spark, tmp_path):
         t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdate(set={"w": "s.v"}).whenNotMatchedInsertAll().execute()
         got = {r["id"]: r for r in lakelog.Table(path).to_pyarrow().to_pylist()}
         assert sorted(got) == [1, 3, 5, 6, 7]  # 2 and 4 deleted
+        assert sorted((r.id, r.j) for r in t.toDF().selectExpr("id", "to_json(v) as j").collect()) == [
+            (1, '{"a":1,"b":"x"}'), (3, '3.5'), (5, '"hi"'), (6, None), (7, '"seven"')]
         for i in (1, 6):  # untouched or copied rows: byte for byte (row 6 read from the shredded file: its SQL NULL)
             assert got[i] == before[i]
         assert got[3]["v"] == before[3]["w"] and (got[3]["w"]["metadata"], got[3]["w"]["value"]) == parse_json('{"new": [1, null]}')
