@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from . import collations, geospatial
+from . import collations, geospatial, sql_variants
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
@@ -246,6 +246,7 @@ class Engine:
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute(f"SET threads = {threads or engine_threads()}")
+        sql_variants.register(self.con)
         self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0
@@ -356,7 +357,13 @@ class Engine:
     def _check_variant_refs(self, tree: dict, text: str, what: str, copy_allowed: bool = False) -> None:
         """Refuse a variant in anything but ``IS [NOT] NULL`` (or, ``copy_allowed``, as the whole value of an
         assignment): variants have no equality, order or arithmetic (as in Spark), and DuckDB would
-        compare their binaries."""
+        compare their binaries. ``parse_json`` makes a variant: allowed only as the whole value (``copy_allowed``)."""
+        for n in _walk(tree):
+            if sql_variants.is_call(n) and not (copy_allowed and n is tree):
+                raise PredicateError(
+                    f"the {what} {text!r} uses parse_json(...) inside a larger expression; its result is a variant, which has no "
+                    "equality or order (as in Spark): parse_json(...) is only allowed as the whole value assigned to a variant column"
+                )
         if not self._variants:
             return
         if copy_allowed and tree.get("class") == "COLUMN_REF":
@@ -388,11 +395,14 @@ class Engine:
         """Parse and bind an expression whose value is stored as ``target``; return its parse tree."""
         tree = parse_expression(text, what)
         self._check_variant_refs(tree, text, what, copy_allowed=True)
-        if target == VARIANT_STORAGE and tree.get("class") != "COLUMN_REF" and not (tree.get("class") == "CONSTANT" and (tree.get("literal") or {}).get("kind") == "NULL_LITERAL"):
+        made = sql_variants.is_call(tree)
+        if target == VARIANT_STORAGE and tree.get("class") != "COLUMN_REF" and not made and not (tree.get("class") == "CONSTANT" and (tree.get("literal") or {}).get("kind") == "NULL_LITERAL"):
             raise PredicateError(
-                f"the {what} {text!r} is not a variant: a variant column takes another variant column or NULL here; "
-                "store JSON text or Python values with write_table or a merge source (they are encoded as variants)"
+                f"the {what} {text!r} is not a variant: a variant column takes another variant column, parse_json('<JSON text>') "
+                "or parse_json(<string column>) (as Spark's parse_json), or NULL"
             )
+        if made and target != VARIANT_STORAGE:
+            raise PredicateError(f"the {what} {text!r} makes a variant, but the column is no variant column ({self.sql_type(target)})")
         (kind,) = self.result_types(f"SELECT ({text}) FROM {from_sql} WHERE FALSE", f"invalid {what} {text!r}")
         if "TIMESTAMP_NS" in kind:
             # Storing it would truncate silently; every write path refuses sub-microsecond values.

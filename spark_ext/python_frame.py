@@ -2,7 +2,8 @@
 
 Delete, update and merge read their candidate files with Spark's own Parquet source where Spark has a
 Hadoop filesystem for the table's location (``spark_ext.native``). Where it has none (``az://``,
-``gs://`` or ``abfss://`` without the Hadoop connector) they read them here instead: one task per group
+``gs://`` or ``abfss://`` without the Hadoop connector), or the table has variant columns (Spark's
+source would not reassemble shredded variants), they read them here instead: one task per group
 of files, each file read with ``lakelog.scan.read_data_file`` (column mapping, partition values and
 deletion vectors applied), with the same FILE / ROW / stored columns and the same file names
 (``spark_path``) as the native scan, so the rest of the operation cannot tell the two apart.
@@ -16,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from lakelog.schema import has_variant
 from lakelog.snapshot import Snapshot
 from lakelog.storage import Storage
 
@@ -27,8 +29,9 @@ from .variants import from_lakelog_schema
 def files_frame(spark, path: str, storage_options: dict | None, storage: Storage, snapshot: Snapshot, files: list[str],
                 file_column: str | None = None, row_column: str | None = None, stored: dict[str, str] | None = None) -> DataFrame:
     """``snapshot_frame``'s DataFrame (same arguments, same columns), scanned natively where Spark can
-    read the location, else by Python workers (``python_frame``)."""
-    if hadoop_readable(spark, storage):
+    read the location, else by Python workers (``python_frame``). Tables with variant columns are always
+    read by Python workers: their files may store variants shredded, which lakelog reassembles."""
+    if hadoop_readable(spark, storage) and not has_variant(snapshot.schema):
         return snapshot_frame(spark, storage, snapshot, files, file_column, row_column, stored)
     return python_frame(spark, path, storage_options, storage, snapshot, files, file_column, row_column, stored)
 

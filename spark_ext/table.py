@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 
 import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from lakelog.schema import has_variant
 
 from .datasource import register
 from .dml import delete as _delete
@@ -110,9 +111,10 @@ class LakelogTable:
     # ------------------------------------------------------------ reads
     def toDF(self) -> DataFrame:
         """The latest version as a DataFrame scanned by Spark's Parquet source (``spark_ext.read``), or by
-        ``format("lakelog")`` where Spark has no Hadoop filesystem for the path; aliased if ``alias`` was called."""
+        ``format("lakelog")`` where Spark has no Hadoop filesystem for the path or the table has variant
+        columns (which files may store shredded); aliased if ``alias`` was called."""
         table = self._table()
-        if hadoop_readable(self._spark, table.storage):
+        if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
             df = _read(self._spark, self._path, storage_options=self._storage_options)
         else:
             register(self._spark)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
-from lakelog.actions import AddFile, Protocol
+from lakelog.actions import AddCDCFile, AddFile, Protocol
 from lakelog.errors import (
     InvalidFilterError,
     MissingDataFileError,
@@ -167,6 +167,11 @@ def test_comparisons_on_variants_are_refused_is_null_is_not(tmp_path):
 def _shredded_table(path: str) -> None:
     """A table with variantShredding whose second file stores v shredded (typed_value int64)."""
     lakelog.write_table(path, _table([0], ['{"a": 1}']))
+    _add_shredded_file(path, 1)
+
+
+def _add_shredded_file(path: str, version: int) -> None:
+    """Commit ``version``: variantShredding, and a file of ids 1, 2, 3 storing v shredded (42, "hi", NULL)."""
     shredded = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary()), pa.field("typed_value", pa.int64())])
     meta = parse_json("1")[0]
     v = pa.StructArray.from_arrays(
@@ -175,10 +180,10 @@ def _shredded_table(path: str) -> None:
     )
     f = os.path.join(path, "shredded.parquet")
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": v}), f)
-    features = ["variantType", "variantShredding"]
+    p = lakelog.Table(path).protocol
+    features = [sorted(set(fs) | {"variantShredding"}) for fs in (p.reader_features, p.writer_features)]
     stats = json.dumps({"numRecords": 3, "minValues": {"id": 1, "v": "not a usable bound"}, "maxValues": {"id": 3}, "nullCount": {"id": 0, "v": 1}})
-    DeltaLog(Storage(path)).write_commit(1, [Protocol(3, 7, features, features),
-                                             AddFile("shredded.parquet", {}, os.path.getsize(f), 0, True, stats)])
+    DeltaLog(Storage(path)).write_commit(version, [Protocol(3, 7, *features), AddFile("shredded.parquet", {}, os.path.getsize(f), 0, True, stats)])
 
 
 def test_shredded_files_are_reassembled_and_rewritten_unshredded(tmp_path):
@@ -248,3 +253,65 @@ def test_pandas_objects_appended_without_with_variants_are_refused_not_changed(t
     lakelog.write_table(path, pd.DataFrame({"id": [4], "v": [[1, 2]]}))  # (no struct: encoded as given)
     assert _bytes(lakelog.Table(path).to_pyarrow())[3] == parse_json('{"b": 2}')
     assert lakelog.Table(path).to_pandas().sort_values("id").v.tolist() == [1, {"a": 1}, {"b": 2}, [1, 2]]
+
+
+def test_update_and_merge_assign_parse_json_as_spark_does(tmp_path):
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": ['{"x": 1.5e3}', None, "[1, 2]"]})
+    lakelog.write_table(path, data.append_column(lakelog.variant_field("v"), _table([1, 2, 3], ["1", "2", "3"]).column("v")))
+    t = lakelog.Table(path)
+    t.update({"v": "parse_json(s)"}, "id >= 2")
+    t.update({"v": """parse_json('{"b": [true, null], "a": -0.0}')"""}, "id = 1")
+    src = pa.table({"id": pa.array([3, 4], pa.int64()), "j": ['"three"', '{"four": 4}']})
+    t.merge(src, "target.id = source.id").when_matched_update({"v": "parse_json(source.j)"}).when_not_matched_insert(
+        {"id": "source.id", "v": "parse_json(source.j)"}).execute()
+    want = {1: parse_json('{"b": [true, null], "a": -0.0}'), 2: None, 3: parse_json('"three"'), 4: parse_json('{"four": 4}')}
+    assert _bytes(lakelog.Table(path).to_pyarrow()) == want
+    for value, message in [("parse_json('{bad')", "Invalid JSON"), ("coalesce(parse_json(s), v)", "whole value"),
+                           ("parse_json(v)", "variant column 'v'"), ("parse_json(1)", "cannot take")]:
+        with pytest.raises(PredicateError, match=message):
+            t.update({"v": value}, "id = 1")
+    with pytest.raises(PredicateError, match="no variant column"):
+        t.update({"s": "parse_json('1')"})
+    with pytest.raises(PredicateError, match="whole value"):
+        t.delete("parse_json(s) = parse_json(s)")
+    assert lakelog.Table(path).version == 3 and _bytes(lakelog.Table(path).to_pyarrow()) == want
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_change_feed_of_a_variant_table_keeps_the_bytes(tmp_path, dv):
+    path = str(tmp_path / "t")
+    conf = {"delta.enableChangeDataFeed": "true", **({"delta.enableDeletionVectors": "true"} if dv else {})}
+    lakelog.write_table(path, _table([0, 5], ['{"a": 1}', "[2]"]), configuration=conf)
+    _add_shredded_file(path, 1)
+    t = lakelog.Table(path)
+    t.delete("id = 2")
+    t.update({"id": "id + 10"}, "id = 0")
+    t.merge(_table([1, 7], ['{"new": true}', "[]"]), "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    _add_shredded_change_files(path, 5)
+    changes = lakelog.Table(path).changes()
+    assert lakelog.schema.is_variant_field(changes.schema.field("v")) and changes.schema.field("v") == t.schema.field("v")
+    got = sorted((r["_commit_version"], r["_change_type"], r["id"], None if r["v"] is None else (r["v"]["metadata"], r["v"]["value"]))
+                 for r in changes.to_pylist())
+    a, hi, n = parse_json('{"a": 1}'), parse_json('"hi"'), parse_json("42")  # (hi and 42 as the shredded file stores them)
+    assert got == sorted([(0, "insert", 0, a), (0, "insert", 5, parse_json("[2]")),
+                          (1, "insert", 1, n), (1, "insert", 2, hi), (1, "insert", 3, None),  # the shredded file
+                          (2, "delete", 2, hi), (3, "update_preimage", 0, a), (3, "update_postimage", 10, a),
+                          (4, "update_preimage", 1, n), (4, "update_postimage", 1, parse_json('{"new": true}')), (4, "insert", 7, parse_json("[]")),
+                          (5, "update_preimage", 1, n), (5, "update_postimage", 1, hi), (5, "update_preimage", 2, n), (5, "update_postimage", 2, hi)])
+
+
+def _add_shredded_change_files(path: str, version: int) -> None:
+    """Commit ``version``: two change data files storing v shredded (an update of id 1 and one of id 2 from 42 to "hi")."""
+    shredded = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary()), pa.field("typed_value", pa.int64())])
+    meta = parse_json("1")[0]
+    v = pa.StructArray.from_arrays([pa.array([meta] * 2, pa.binary()), pa.array([None, parse_json('"hi"')[1]], pa.binary()),
+                                    pa.array([42, None], pa.int64())], fields=list(shredded))
+    os.makedirs(os.path.join(path, "_change_data"), exist_ok=True)
+    actions = []
+    for i in (1, 2):
+        rel = f"_change_data/shredded-{i}.parquet"
+        pq.write_table(pa.table({"id": pa.array([i, i], pa.int64()), "v": v, "_change_type": ["update_preimage", "update_postimage"]}),
+                       os.path.join(path, rel))
+        actions.append(AddCDCFile(rel, {}, os.path.getsize(os.path.join(path, rel))))
+    DeltaLog(Storage(path)).write_commit(version, actions)
