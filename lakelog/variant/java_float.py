@@ -143,47 +143,35 @@ def _layout(negative: bool, digits: list[int], exp10: int) -> str:
 
 def double_to_string(x: float) -> str:
     """Java 17 ``Double.toString(x)``."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    bits = struct.unpack("<Q", struct.pack("<d", x))[0]
-    negative = bool(bits >> 63)
-    fract = bits & _SIGNIF_MASK
-    bin_exp = (bits >> 52) & 0x7FF
-    if bin_exp == 0:
-        if fract == 0:
-            return "-0.0" if negative else "0.0"
-        leading = 64 - fract.bit_length()
-        shift = leading - 11
-        fract <<= shift
-        bin_exp = 1 - shift
-        n_sig = 64 - leading
-    else:
-        fract |= 1 << 52
-        n_sig = 53
-    return _layout(negative, *_dtoa(bin_exp - 1023, fract, n_sig))
+    return _to_string(x, "<Q", "<d", 64, 52, 1023, 0)
 
 
 def float_to_string(x: float) -> str:
     """Java 17 ``Float.toString((float) x)``."""
+    return _to_string(x, "<I", "<f", 32, 23, 127, 29)
+
+
+def _to_string(x: float, int_fmt: str, float_fmt: str, width: int, mantissa: int, bias: int, align: int) -> str:
+    """The shared body of Java's ``Double``/``Float.toString``: ``width`` bits with a ``mantissa``-bit
+    fraction and exponent ``bias``; ``align`` shifts a float's significand to a double's position."""
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
-    bits = struct.unpack("<I", struct.pack("<f", x))[0]
-    negative = bool(bits >> 31)
-    fract = bits & ((1 << 23) - 1)
-    bin_exp = (bits >> 23) & 0xFF
+    bits = struct.unpack(int_fmt, struct.pack(float_fmt, x))[0]
+    negative = bool(bits >> (width - 1))
+    fract = bits & ((1 << mantissa) - 1)
+    exp_bits = width - 1 - mantissa
+    bin_exp = (bits >> mantissa) & ((1 << exp_bits) - 1)
     if bin_exp == 0:
         if fract == 0:
             return "-0.0" if negative else "0.0"
-        leading = 32 - fract.bit_length()
-        shift = leading - 8
+        leading = width - fract.bit_length()
+        shift = leading - exp_bits
         fract <<= shift
         bin_exp = 1 - shift
-        n_sig = 32 - leading
+        n_sig = width - leading
     else:
-        fract |= 1 << 23
-        n_sig = 24
-    return _layout(negative, *_dtoa(bin_exp - 127, fract << 29, n_sig))
+        fract |= 1 << mantissa
+        n_sig = mantissa + 1
+    return _layout(negative, *_dtoa(bin_exp - bias, fract << align, n_sig))
