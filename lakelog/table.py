@@ -85,6 +85,8 @@ class Table:
 
         from .variant_columns import with_json_text
 
+        if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
+            raise InvalidArgumentError(f"connection must be a duckdb connection (duckdb.connect()), got {type(connection).__name__}")
         t = with_json_text(self.to_pyarrow(columns, filters))
         return (connection or duckdb).from_arrow(t)
 
