@@ -474,3 +474,25 @@ def test_spark_writes_and_row_level_changes_keep_the_iceberg_metadata(spark, tmp
     assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8]
     by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b")])
     assert sorted(by_version) == list(range(lakelog.Table(path).version + 1))
+
+
+def test_manifest_merging_leaves_full_manifests_alone(tmp_path, monkeypatch):
+    """A merge rewrites the small manifests of recent appends, never one that reached the target size:
+    a commit's work stays proportional to the recent commits, not to the table."""
+    from lakelog.iceberg import convert
+
+    monkeypatch.setattr(convert, "MERGE_AT", 3)
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(40)), configuration=UNIFORM)
+    first = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path)).current_snapshot().manifest_list
+    big = [m for m in convert.read_manifest_list(open(first, "rb").read())][0]
+    monkeypatch.setattr(convert, "MERGE_TARGET_BYTES", big["manifest_length"])  # the first manifest is "full"
+    for k in range(8):
+        lakelog.write_table(path, data(range(100 + k, 101 + k)), mode="append")
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    manifests = ice.current_snapshot().manifests(ice.io)
+    paths = [m.manifest_path for m in manifests]
+    assert big["manifest_path"] in paths  # never rewritten
+    assert any(m.existing_files_count for m in manifests)  # small ones were merged
+    assert sum(m.manifest_length < big["manifest_length"] for m in manifests) <= convert.MERGE_AT + 1
+    check_iceberg(path)

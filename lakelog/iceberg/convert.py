@@ -26,6 +26,7 @@ from .schema import IcebergSchema, partition_spec
 from .values import file_metrics, partition_value, unscaled_bytes
 
 MERGE_AT = 100  # Iceberg's commit.manifest.min-count-to-merge
+MERGE_TARGET_BYTES = 8 << 20  # Iceberg's commit.manifest.target-size-bytes: a manifest this big is never merged again
 _LAST_LIST: list = [None, []]  # [location, records] of the manifest list this process wrote last
 
 
@@ -188,10 +189,12 @@ class Converter:
 
     def _merged(self, manifests: list[dict], sid: int, seq: int, schema_json: dict) -> list[dict]:
         """``manifests``, those of one spec merged into one when there are more than ``MERGE_AT`` of them
-        (as Iceberg's merging appends do): each append adds a manifest, and a reader opens them all."""
+        (as Iceberg's merging appends do): each append adds a manifest, and a reader opens them all.
+        Manifests of ``MERGE_TARGET_BYTES`` or more stay as they are, so that a merge rewrites recent
+        small manifests, never the whole table."""
         by_spec: dict[int, list[dict]] = {}
         for mf in manifests:
-            if mf["content"] == 0 and mf["added_snapshot_id"] != sid:
+            if mf["content"] == 0 and mf["added_snapshot_id"] != sid and mf["manifest_length"] < MERGE_TARGET_BYTES:
                 by_spec.setdefault(mf["partition_spec_id"], []).append(mf)
         out = list(manifests)
         for spec_id, group in by_spec.items():
