@@ -4,7 +4,6 @@ then the metadata file it names."""
 
 from __future__ import annotations
 
-
 import orjson
 
 from ..errors import CorruptLogError
@@ -17,6 +16,11 @@ DELTA_VERSION = "delta-version"
 DELTA_TIMESTAMP = "delta-timestamp"
 NAME_MAPPING = "schema.name-mapping.default"
 PREVIOUS_VERSIONS_MAX = 100
+
+# The metadata this process wrote last, per file: {full path: (size, mtime, parsed JSON)}. A metadata file
+# is never rewritten (created exclusively), so while its size and time are unchanged the next commit
+# reuses the parse instead of reading back and parsing a file that grows with the snapshot history.
+_WRITTEN: dict[str, tuple[int, object, dict]] = {}
 
 
 def metadata_name(n: int) -> str:
@@ -157,8 +161,12 @@ def read_latest(storage: Storage) -> IcebergMetadata | None:
     while storage.exists(_path(storage, metadata_name(n + 1))):
         n += 1
     while n > 0:
+        path = _path(storage, metadata_name(n))
+        cached = _WRITTEN.pop(path, None)
+        if cached is not None and _stamp(storage, path) == cached[:2]:
+            return IcebergMetadata(cached[2], n)
         try:
-            data = storage.read(_path(storage, metadata_name(n)))
+            data = storage.read(path)
         except FileNotFoundError:  # a hint ahead of its file: look below it
             n -= 1
             continue
@@ -180,6 +188,20 @@ def write_next(storage: Storage, meta: IcebergMetadata, location: str, now_ms: i
         log = meta.raw["metadata-log"]
         log.append({"timestamp-ms": now_ms, "metadata-file": f"{location}/{METADATA_DIR}/{metadata_name(meta.n)}"})
         del log[:-PREVIOUS_VERSIONS_MAX]
-    write_file(storage, _path(storage, metadata_name(n)), orjson.dumps(meta.raw), exclusive=True)
+    path = _path(storage, metadata_name(n))
+    write_file(storage, path, orjson.dumps(meta.raw), exclusive=True)
     meta.n = n
+    stamp = _stamp(storage, path)
+    if stamp is not None:
+        _WRITTEN.clear()  # (one table's at a time: the common case is one table written per process)
+        _WRITTEN[path] = (*stamp, meta.raw)
     write_file(storage, _path(storage, HINT), str(n).encode())
+
+
+def _stamp(storage: Storage, path: str) -> tuple[int, object] | None:
+    """(size, modification time) of a metadata file, None when it cannot be told."""
+    try:
+        info = storage.fs.info(path)
+    except (FileNotFoundError, OSError):
+        return None
+    return info.get("size"), info.get("mtime", info.get("LastModified", info.get("last_modified")))
