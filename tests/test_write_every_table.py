@@ -178,6 +178,8 @@ def test_every_table_takes_every_write_or_refuses_it_by_name(tmp_path, name):
     if os.environ.get("LAKELOG_WRITE_REPORT"):
         twin = str(tmp_path / "twin")
         shutil.copytree(os.path.join(DATA, name), twin)
+        if name in SEED:
+            lakelog.write_table(twin, pa.table(SEED[name]), mode="append")
         _seed(twin, lakelog.Table(twin))
         before = lakelog.Table(twin).to_pyarrow()
         ignore = _identity(lakelog.Table(twin))
