@@ -441,7 +441,8 @@ def to_table(snapshot: Snapshot, columns: list[str] | None = None, filters: Any 
     adds = list(snapshot.files.values()) if kept is None else kept.adds()
     out_schema = pa.schema([snapshot.schema.field(c) for c in columns]) if columns is not None else snapshot.schema
     try:
-        if not any(needs_file_reader(a, mapping, has_variant(snapshot.schema)) for a in adds):
+        variants = has_variant(snapshot.schema)
+        if not any(needs_file_reader(a, mapping, variants) for a in adds):
             d = _fragments_dataset(snapshot.storage, snapshot.schema, snapshot.partition_columns, adds, compiled is not None)
             if compiled is None or not compiled.recheck:
                 expr = None if compiled is None else compiled.exact
