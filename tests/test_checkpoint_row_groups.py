@@ -235,3 +235,31 @@ def test_duplicate_paths_are_found_when_checked_by_bucket(tmp_path, monkeypatch)
     assert not read._all_distinct(paths)
     assert read._all_distinct(paths.slice(0, 3))
     assert read._all_distinct(pa.chunked_array([pa.array(["p=1/a", "p=2/b"]), pa.array(["p=2/b", "p=3/d"]).slice(1)]))
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_stats_are_read_when_needed_from_the_checkpoint_the_snapshot_read(tmp_path, parts):
+    """A load leaves the add rows' stats unread; when a filter needs them they come from the checkpoint
+    the snapshot read, even after that file was rewritten with its rows in another order, or removed."""
+    path = str(tmp_path / "t")
+    version = _table(path)
+    _rewrite(path, version, _interleaved(path, version, seed=7), row_group_size=5, parts=parts)
+    _drop_commits(path, version)
+    expected = _state(path)
+    stats = {p: a.stats for p, a in lakelog.Table(path).snapshot.files.items()}
+    t = lakelog.Table(path)
+    base = t.snapshot.file_set.base
+    assert base._deferred is not None and base._add_rows.type.get_field_index("stats") < 0
+    assert sorted(t.files()) == expected[0] and base._deferred is not None  # listing reads no stats
+    # The checkpoint rewritten with its rows reversed: stats read from it would be matched with other files.
+    rows = pa.concat_tables(pq.read_table(f) for f in sorted(glob.glob(os.path.join(_log(path), f"{version:020d}.checkpoint*.parquet"))))
+    for f in glob.glob(os.path.join(_log(path), f"{version:020d}.checkpoint*.parquet")):
+        os.remove(f)
+    pq.write_table(rows.take(pa.array(range(rows.num_rows - 1, -1, -1))), os.path.join(_log(path), _cp_name(version)), row_group_size=4)
+    assert sorted(t.files([("id", ">=", 100)])) == expected[4]
+    assert base._deferred is None and {p: a.stats for p, a in t.snapshot.files.items()} == stats
+    assert lakelog.Table(path).snapshot.files.keys() == stats.keys()
+    # Removed before the stats were needed: the snapshot still has them.
+    t = lakelog.Table(path)
+    os.remove(os.path.join(_log(path), _cp_name(version)))
+    assert t.to_pyarrow(filters=[("id", ">=", 100)]).sort_by("id").column("id").to_pylist() == expected[5]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import threading
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -28,6 +29,7 @@ from ..actions import (
     dv_id,
     parse_actions,
 )
+from .deferred import DEFERRED_FIELDS, DeferredStats, SparseFile, add_columns_now, kept_bytes, valid_rows, with_fields
 from .v2 import CheckpointMetadata, Sidecar, read_sidecars
 from .. import arrow_values
 from ..errors import CorruptLogError
@@ -52,21 +54,35 @@ def _map(v) -> dict | None:
 class CheckpointState:
     """A checkpoint as read: its add rows stay Arrow columns, one chunk per row group read (most tables
     are mostly adds, and most operations need only their paths); every other action is a Python object.
-    Decoded paths stay an Arrow column too: a Python list of them is built when a caller asks."""
+    Decoded paths stay an Arrow column too: a Python list of them is built when a caller asks. The add
+    rows' ``stats`` (and ``stats_parsed``) are read from the checkpoint when first needed
+    (``lakelog.checkpoint.deferred``)."""
 
     version: int
     actions: list[Action]  # protocol, metaData, txn, domainMetadata and remove actions
-    add_rows: pa.ChunkedArray  # the valid rows of the ``add`` column (of the sidecars too), as read
+    _add_rows: pa.ChunkedArray  # the valid rows of the ``add`` column (of the sidecars too), as read
     path_column: pa.ChunkedArray  # decoded ``add.path`` of each row (validated like every logged path)
     sidecars: list[str] = field(default_factory=list)  # file names in _delta_log/_sidecars (V2 spec)
     v2: bool = False  # V2 spec (has a checkpointMetadata action)
     dv_ids: list[str | None] | None = None  # deletionVector.uniqueId of each row; None: no row has one
+    _deferred: tuple[DeferredStats, list[pa.Field]] | None = None  # fields of the add rows not read yet, and the file's add fields
     _index: dict[str, int] | None = None
     _parsed_stats: dict[str, pa.Table] = field(default_factory=dict)  # by the stats fields parsed (lakelog.pruning)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def add_rows(self) -> pa.ChunkedArray:
+        """The valid rows of the ``add`` column (of the sidecars too), every field read."""
+        if self._deferred is not None:
+            with self._lock:
+                if self._deferred is not None:
+                    self._add_rows = _with_deferred(self._add_rows, *self._deferred)
+                    self._deferred = None
+        return self._add_rows
 
     @property
     def num_rows(self) -> int:
-        return len(self.add_rows)
+        return len(self._add_rows)
 
     @property
     def adds(self) -> pa.StructArray:
@@ -80,7 +96,7 @@ class CheckpointState:
 
     def add_field(self, name: str) -> pa.ChunkedArray | None:
         """The child ``name`` of the add rows, chunked like them (no copy); None when the rows have no such field."""
-        return add_field(self.add_rows, name)
+        return add_field(self.add_rows if name in DEFERRED_FIELDS else self._add_rows, name)
 
     def add_actions(self) -> list[AddFile]:
         return adds_from_arrow(self.add_rows)
@@ -106,6 +122,19 @@ class CheckpointState:
         if self.dv_ids is None:
             return None
         return self.dv_ids[self.rows_by_path()[path]]
+
+
+def _with_deferred(rows: pa.ChunkedArray, deferred: DeferredStats, order: list[pa.Field]) -> pa.ChunkedArray:
+    """``rows`` with their deferred fields read, as if read at once (then typed like every add row)."""
+    later = deferred.read()
+    name = deferred.name
+    try:
+        chunks = [_typed_adds(with_fields(now, more, order)) for now, more in zip(rows.chunks, later, strict=True)]
+    except (ValueError, TypeError, pa.ArrowException) as e:
+        raise CorruptLogError(f"checkpoint {name} holds malformed add stats ({e!r})") from None
+    out = _union(chunks, name)
+    pa.default_memory_pool().release_unused()
+    return out
 
 
 def _combined(arr: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -215,7 +244,7 @@ class _ParquetFile:
     decoded columns and buffers at a time, not the whole file's."""
 
     def __init__(self, storage, info: FileInfo, name: str, columns: tuple[str, ...]) -> None:
-        self.name = name
+        self.name, self.info = name, info
         try:
             self._file = storage.open_input(info.path)
         except FileNotFoundError:
@@ -229,6 +258,25 @@ class _ParquetFile:
             self._file.close()
             raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
         self.columns = [c for c in columns if c in self.names]
+        self.deferred: tuple[str, ...] = ()  # add fields left for later (``lakelog.checkpoint.deferred``)
+        self.run: list[int] = []  # the row groups of the table last yielded
+
+    @property
+    def add_type(self) -> pa.DataType | None:
+        return self._pf.schema_arrow.field("add").type if "add" in self.columns or self.deferred else None
+
+    def kept_bytes(self) -> SparseFile:
+        """The bytes of this file that reading its deferred fields later needs (read now, from this file)."""
+        try:
+            return kept_bytes(self._file, self._pf.metadata, self._file.size(), self.deferred)
+        except (OSError, pa.ArrowException, ValueError) as e:
+            raise CorruptLogError(f"checkpoint {self.name} is unreadable ({e})") from None
+
+    def defer_stats(self) -> None:
+        """Read the add rows without their stats (read later, when needed)."""
+        now, self.deferred = add_columns_now(self.add_type)
+        if self.deferred:
+            self.columns = [c for c in self.columns if c != "add"] + now
 
     def row_groups(self) -> Iterator[pa.Table]:
         """The file's rows, a few row groups at a time: consecutive small row groups are read in one
@@ -237,18 +285,21 @@ class _ParquetFile:
         pf = self._pf
         try:
             if pf.num_row_groups == 0:
-                yield pf.schema_arrow.empty_table().select(self.columns)
+                self.run = []
+                yield pf.read_row_groups([], columns=self.columns)
             meta = pf.metadata
             run: list[int] = []
             rows = 0
             for i in range(pf.num_row_groups):
                 n = meta.row_group(i).num_rows
                 if run and rows + n > READ_ROWS:
+                    self.run = run
                     yield pf.read_row_groups(run, columns=self.columns)
                     run, rows = [], 0
                 run.append(i)
                 rows += n
             if run:
+                self.run = run
                 yield pf.read_row_groups(run, columns=self.columns)
         except (OSError, pa.ArrowException) as e:
             raise CorruptLogError(f"checkpoint {self.name} is unreadable ({e})") from None
@@ -268,25 +319,7 @@ def _read_parquet(storage, info: FileInfo, name: str, columns: tuple[str, ...]) 
 
 def _valid(table: pa.Table, col_name: str) -> list[dict]:
     """The non-null rows of a (small) column as Python values."""
-    return [row for c in _valid_rows(table.column(col_name)) for row in c.to_pylist()]
-
-
-def _valid_rows(col: pa.ChunkedArray) -> list[pa.Array]:
-    """The non-null rows of a column, chunk by chunk: a zero-copy slice where they form one run (lakelog
-    and Spark write the actions of each kind as one block), a filtered copy only where they do not."""
-    out = []
-    for c in col.chunks:
-        nulls = c.null_count
-        if nulls == len(c):
-            continue
-        if nulls == 0:
-            out.append(c)
-            continue
-        valid = c.is_valid()
-        rows = pc.indices_nonzero(valid)
-        first, last = rows[0].as_py(), rows[-1].as_py()
-        out.append(c.slice(first, len(rows)) if last - first + 1 == len(rows) else c.filter(valid))
-    return out
+    return [row for c in valid_rows(table.column(col_name)) for row in c.to_pylist()]
 
 
 def _parse_table(table: pa.Table, name: str, actions: list, add_arrays: list) -> tuple[list[CheckpointMetadata], list[Sidecar]]:
@@ -327,7 +360,7 @@ def _parse_table(table: pa.Table, name: str, actions: list, add_arrays: list) ->
             col = table.column("add")
             if not pa.types.is_struct(col.type) or col.type.get_field_index("path") < 0:
                 raise TypeError(f"add column has type {col.type}, expected a struct with a path")
-            for adds in _valid_rows(col):
+            for adds in valid_rows(col):
                 adds = _typed_adds(adds)
                 if not pa.types.is_string(adds.type.field("path").type):
                     raise TypeError(f"add column has type {adds.type}, expected a struct with a string path")
@@ -446,6 +479,8 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
     name = cp.name
     actions: list[Action] = []
     add_arrays: list[pa.StructArray] = []
+    deferred = DeferredStats(name)
+    order: list[pa.Field] = []  # the add fields of the checkpoint's files, when some are deferred
     if cp.fmt == "json":
         metas, sidecars = _parse_json(storage.read(cp.files[0].path), name, actions, add_arrays)
     else:
@@ -458,13 +493,22 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
             names = set().union(*(p.names for p in parts))
             if "protocol" not in names or "metaData" not in names:
                 raise CorruptLogError(f"checkpoint {name} lacks protocol or metaData columns")
+            shapes = {p.add_type for p in parts}
+            if file_actions and len(shapes) == 1 and None not in shapes:  # parts of one add type: stats read when needed
+                order = list(parts[0].add_type)
+                for part in parts:
+                    part.defer_stats()
             # A row group at a time: the add rows are kept (sliced, mostly), the rest is parsed and dropped.
             for part in parts:
+                at = deferred.add_file(part.kept_bytes(), part.deferred) if part.deferred else -1
                 for table in part.row_groups():
+                    before = len(add_arrays)
                     m, s = _parse_table(table, name, actions, add_arrays)
                     metas += m
                     sidecars += s
                     del table
+                    if at >= 0:
+                        deferred.add_run(at, part.run, [len(a) for a in add_arrays[before:]])
         finally:
             for part in parts:
                 part.close()
@@ -472,7 +516,11 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
     if not file_actions:
         actions = [a for a in actions if type(a) is not RemoveFile]
         add_arrays = []
-    elif sidecars:
+        deferred.runs = []
+    if deferred.runs and sidecars:  # add rows in the checkpoint file and in sidecars (rare): read all now, as sidecars are
+        add_arrays = list(_with_deferred(pa.chunked_array(add_arrays, add_arrays[0].type), deferred, order).chunks)
+        deferred.runs = []
+    if sidecars and file_actions:
         for t in read_sidecars(storage, sidecars, name):
             _parse_table(t.select([c for c in t.column_names if c in ("add", "remove")]), name, actions, add_arrays)
     adds = _union(add_arrays, name)
@@ -504,7 +552,8 @@ def read_checkpoint_state(storage, checkpoint: int | CheckpointFiles, *, file_ac
     # Reading left freed row group buffers and hash tables in Arrow's allocator: hand them back, or the
     # process keeps them on top of whatever it allocates next (~250 MiB at 1M files).
     pa.default_memory_pool().release_unused()
-    return CheckpointState(cp.version, actions, adds, paths, [s.name for s in sidecars], bool(metas), dv_ids)
+    later = (deferred, order) if deferred.runs else None
+    return CheckpointState(cp.version, actions, adds, paths, [s.name for s in sidecars], bool(metas), dv_ids, later)
 
 
 def _classic_checkpoint(storage, version: int) -> CheckpointFiles:
