@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from itertools import compress, repeat
-from operator import is_not
+from operator import countOf, is_not
 from typing import Any
 
 import numpy as np
@@ -206,7 +206,8 @@ class FileSet:
         n = 0
         if self.base is not None:
             n = self.base.num_rows - len(self._base_rows_changed())
-        return n + sum(r is not None for r in self.changes.rows.values())
+        rows = self.changes.rows
+        return n + len(rows) - countOf(rows.values(), None)
 
     def as_dict(self) -> dict[str, AddFile]:
         if self._dict is None:
