@@ -15,6 +15,9 @@ Workloads, each contender in a fresh subprocess (``python -m benchmarks.scale --
   ``DeltaTable(p).file_uris()``), timed after the imports;
 * ``checkpoint``: open, then write a checkpoint from the 1,000 JSON commits (a hard-linked copy of
   commits 0..999 without the checkpoint; ``Table.checkpoint()`` against ``create_checkpoint()``);
+* ``checkpoint-tail``: open, then write a checkpoint of the table as it stands (its checkpoint at
+  version 999 and the 10 commits after it: how a table that checkpoints every few commits gets its
+  next one), on a copy whose files are hard links;
 * ``plan``: filtered scan planning after the table is open, for a filter on a data column with stats
   (``id`` in a range covering 1% of the files) and on the partition column (one of the 50 values):
   ``Table.files(filters)`` against ``DeltaTable.file_uris(file_pruning_predicate=filters)``, and
@@ -61,7 +64,7 @@ RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 GEN_VERSION = 1  # bump when the generated table changes: cached tables are keyed by it
 AFTER_CHECKPOINT = 10  # JSON commits after the checkpoint
 ENGINES = ("lakelog", "deltalake")
-ALL_OPS = ("import", "describe", "load", "checkpoint", "plan")
+ALL_OPS = ("import", "describe", "load", "checkpoint", "checkpoint-tail", "plan")
 BASE_MS = 1_700_000_000_000
 
 
@@ -254,6 +257,16 @@ def json_only_copy(files: int, commits: int, partitions: int, dst: str) -> str:
     return dst
 
 
+def table_copy(files: int, commits: int, partitions: int, dst: str) -> str:
+    """A fresh copy (hard links) of the whole table: its checkpoint and the commits after it."""
+    src = os.path.join(table_dir(files, commits, partitions), "table", "_delta_log")
+    os.makedirs(os.path.join(dst, "_delta_log"))
+    for name in os.listdir(src):
+        if os.path.isfile(os.path.join(src, name)):
+            os.link(os.path.join(src, name), os.path.join(dst, "_delta_log", name))
+    return dst
+
+
 def small_table(path: str) -> str:
     """A 3-commit partitioned table for ``describe`` (written by deltalake: the peer of the run)."""
     import pyarrow as pa
@@ -316,7 +329,7 @@ def child(spec: dict) -> dict:
         out["seconds"] = time.perf_counter() - t1
         # CPU time of every thread: steadier than wall time on a shared machine (deltalake's reader is multithreaded).
         out["load_cpu_s"] = time.process_time() - c1
-    elif op == "checkpoint":
+    elif op in ("checkpoint", "checkpoint-tail"):
         t = lakelog.Table(path) if engine == "lakelog" else deltalake.DeltaTable(path)
         out["open_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
@@ -557,6 +570,16 @@ class Run:
         self.compare(f"write a checkpoint from {self.commits:,} JSON commits", lambda e, p: _child_argv({"op": "checkpoint", "engine": e, "path": p}),
                      "seconds", prepare=prepare, extra_keys=("open_s", "write_s"))
 
+    def checkpoint_tail(self) -> None:
+        print(f"checkpoint of the table as it stands (checkpoint at {self.commits - 1} + {AFTER_CHECKPOINT} commits; open + write)", flush=True)
+
+        def prepare(engine: str, i: int) -> str:
+            return table_copy(self.files, self.commits, self.partitions, os.path.join(self.tmp, f"cpt-{engine}-{i}"))
+
+        self.compare(f"write the next checkpoint (checkpoint + {AFTER_CHECKPOINT} commits)",
+                     lambda e, p: _child_argv({"op": "checkpoint-tail", "engine": e, "path": p}),
+                     "seconds", prepare=prepare, extra_keys=("open_s", "write_s"))
+
     def plan(self, path: str) -> None:
         print("filtered scan planning (after the table is open)", flush=True)
         for kind, flt in filters(self.files).items():
@@ -590,6 +613,8 @@ def run(files: int = 1_000_000, commits: int = 1000, partitions: int = 50, runs:
             r.load(path)
         if "checkpoint" in only:
             r.checkpoint()
+        if "checkpoint-tail" in only:
+            r.checkpoint_tail()
         if "plan" in only:
             r.plan(path)
     finally:
@@ -623,6 +648,8 @@ def profile(files: int, commits: int, partitions: int, op: str, top: int) -> Non
     try:
         if op == "checkpoint":
             path = json_only_copy(files, commits, partitions, os.path.join(tmp, "cp"))
+        elif op == "checkpoint-tail":
+            path = table_copy(files, commits, partitions, os.path.join(tmp, "cpt"))
         spec = {"op": op, "engine": "lakelog", "path": path, "profile": True, "top": top}
         if op.startswith("plan"):
             spec["filter"] = filters(files)["data"]
@@ -648,7 +675,7 @@ if __name__ == "__main__":
     ap.add_argument("--only", default=",".join(ALL_OPS), help=f"comma-separated subset of {','.join(ALL_OPS)}")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds before a child is killed")
     ap.add_argument("--mem-cap-gib", type=float, default=None, help="RSS above which a child is killed (default: available memory - 2 GiB)")
-    ap.add_argument("--profile", choices=("load", "checkpoint", "plan-files", "plan-dataset"), help="cProfile lakelog's child instead")
+    ap.add_argument("--profile", choices=("load", "checkpoint", "checkpoint-tail", "plan-files", "plan-dataset"), help="cProfile lakelog's child instead")
     ap.add_argument("--profile-memory", action="store_true", help="tracemalloc and the Arrow pool after a lakelog load")
     ap.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
