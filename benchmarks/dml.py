@@ -13,14 +13,21 @@ columns id, grp, x, s, day):
 * upsert one row (``--upsert-rows N``, 50M in the issue): a 1-row merge into an N-row table.
 
 Every run is a fresh subprocess on a fresh copy of the table (data files hard-linked, the log copied),
-so each engine pays its imports and table open outside the timed part and memory is its own: the
-child reports the operation's wall time and its peak resident memory above the resident size just
-before it (``VmHWM`` minus ``VmRSS`` from ``/proc/self/status``: ``ru_maxrss`` survives ``exec`` and can
-report the parent's peak).
+measured two ways, each engine interleaved with the other:
+
+* the operation alone: each engine pays its imports and table open outside the timed part (lakelog
+  also loads its SQL engine first, as deltalake's is loaded by its import) and memory is its own: the
+  child reports the operation's wall time and its peak resident memory above the resident size just
+  before it (``VmHWM`` minus ``VmRSS`` from ``/proc/self/status``: ``ru_maxrss`` survives ``exec`` and can
+  report the parent's peak);
+* the whole script, as a user's script pays it: the wall time of the fresh process from its start to its
+  end (interpreter start, ``import``, table open, reading a merge's source with pyarrow, the operation),
+  and its whole peak resident memory (``VmHWM``).
 
 Run alone: ``python -m benchmarks.dml [--rows N] [--quick] [--ops merge,delete,...] [--upsert-rows N]
-[--arrow-pool jemalloc]`` (default 4M rows; ``--quick`` 1M rows, 10k source rows; ``--arrow-pool``: Arrow's
-default memory pool in the children, as ``ARROW_DEFAULT_MEMORY_POOL`` sets it); ``make bench`` runs it too.
+[--arrow-pool jemalloc] [--modes op,script]`` (default 4M rows; ``--quick`` 1M rows, 10k source rows;
+``--arrow-pool``: Arrow's default memory pool in the children, as ``ARROW_DEFAULT_MEMORY_POOL`` sets it;
+``--modes``: the operation alone, the whole script, or both, the default); ``make bench`` runs it too.
 """
 
 from __future__ import annotations
@@ -123,24 +130,32 @@ def copy_table(src: str, dst: str) -> None:
 
 # ---------------------------------------------------------------- the child process
 
-def child(engine: str, op: str, path: str, source_path: str) -> dict:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -> dict:
+    """One run; ``mode`` "op": the operation alone, measured here; "script": what a script does (nothing
+    loaded beforehand), timed by the parent from process start to exit."""
     if engine == "lakelog":
         import lakelog
 
         t = lakelog.Table(path)
-        # Load the engine before timing, as deltalake's is: DuckDB's Python binding imports pandas
-        # the first time it is handed an Arrow table (a once-per-process cost of about 0.7 s).
-        import lakelog.sql
+        if mode == "op":
+            # Load the engine before timing, as deltalake's is: pyarrow imports pandas the first time it
+            # builds an array, and so does DuckDB's Python binding when handed an Arrow table (together
+            # about 1 s once per process, paid by the whole script).
+            import pyarrow as pa
 
-        lakelog.sql.Engine().register(pa.table({"warm": [1]}))
+            import lakelog.sql
+
+            lakelog.sql.Engine().register(pa.table({"warm": [1]}))
     else:
         from deltalake import DeltaTable
 
         t = DeltaTable(path)
-    src = pq.read_table(source_path) if op.startswith("merge") or op == "upsert-1" else None
+    if op.startswith("merge") or op == "upsert-1":
+        import pyarrow.parquet as pq
+
+        src = pq.read_table(source_path)
+    else:
+        src = None
     before = _rss_mb()
     _reset_peak()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -165,36 +180,45 @@ def child(engine: str, op: str, path: str, source_path: str) -> dict:
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     peak = _status_mb("VmHWM")
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    out = {"seconds": seconds, "cpu_s": cpu, "peak_mb": max(0.0, peak - before), "rows": touched}
+    out = {"seconds": seconds, "cpu_s": cpu, "peak_mb": max(0.0, peak - before), "process_peak_mb": peak, "rows": touched}
     if engine == "lakelog":  # live bytes at their peak in Arrow's pool (since start-up), beside the resident peak
+        import pyarrow as pa
+
         out["arrow_peak_mb"] = pa.default_memory_pool().max_memory() / 2**20
     return out
 
 
-def _run_child(engine: str, op: str, path: str, source_path: str, arrow_pool: str | None = None) -> dict:
+def _run_child(engine: str, op: str, path: str, source_path: str, arrow_pool: str | None = None, mode: str = "op") -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     if arrow_pool:  # (read once, when pyarrow is imported)
         env["ARROW_DEFAULT_MEMORY_POOL"] = arrow_pool
-    r = subprocess.run([sys.executable, "-m", "benchmarks.dml", "--child", engine, op, path, source_path],
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "benchmarks.dml", "--child", engine, op, path, source_path, mode],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
+    wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"{engine} {op} failed: {r.stderr[-2000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if mode == "script":  # the whole process, as a script pays it
+        out["seconds"], out["peak_mb"] = wall, out["process_peak_mb"]
+    return out
 
 
 # ---------------------------------------------------------------- the comparison
 
 OPS = ("merge", "merge-clustered", "delete", "delete-50", "update", "delete-dv")
+MODES = ("op", "script")
 NAMES = {"merge": "merge {k}k into {m}M (1% match, spread)", "merge-clustered": "merge {k}k into {m}M (1% match, one file)",
          "delete": "delete 1% of {m}M rows", "delete-50": "delete 50% of {m}M rows", "update": "update 1% of {m}M rows",
          "delete-dv": "delete 1% of {m}M rows, deletion vectors", "upsert-1": "upsert 1 row into {m}M rows"}
 
 
 def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None = None, ops=OPS, upsert_rows: int | None = None,
-        arrow_pool: str | None = None) -> list[dict]:
+        arrow_pool: str | None = None, modes=MODES) -> list[dict]:
     """The workloads, interleaved runs; returns suite result rows. ``arrow_pool``: Arrow's default memory
-    pool in every child (``ARROW_DEFAULT_MEMORY_POOL``: jemalloc, mimalloc or system; None: pyarrow's default)."""
+    pool in every child (``ARROW_DEFAULT_MEMORY_POOL``: jemalloc, mimalloc or system; None: pyarrow's default);
+    ``modes``: "op" (the operation alone) and/or "script" (the whole fresh process)."""
     import compileall
 
     # The children import lakelog's modules as an installed package would: from compiled bytecode (pip
@@ -224,27 +248,31 @@ def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None
             src = os.path.join(tmp, f"source-{op}.parquet")
             if op.startswith("merge") or op == "upsert-1":
                 source(src, n, 1 if op == "upsert-1" else source_rows, clustered=op == "merge-clustered")
-            results: dict[str, list[dict]] = {"lakelog": [], "deltalake": []}
+            results = {(m, e): [] for m in modes for e in ("lakelog", "deltalake")}
             for i in range(runs):
-                for engine in ("lakelog", "deltalake"):
-                    path = os.path.join(tmp, f"{op}-{engine}-{i}")
-                    copy_table(bases[(n, op == "delete-dv" and engine == "lakelog")], path)
-                    results[engine].append(_run_child(engine, op, path, src, arrow_pool))
-                    shutil.rmtree(path, ignore_errors=True)
+                for mode in modes:
+                    for engine in ("lakelog", "deltalake"):
+                        path = os.path.join(tmp, f"{op}-{engine}-{i}")
+                        copy_table(bases[(n, op == "delete-dv" and engine == "lakelog")], path)
+                        results[(mode, engine)].append(_run_child(engine, op, path, src, arrow_pool, mode))
+                        shutil.rmtree(path, ignore_errors=True)
             assert len({r["rows"] for rs in results.values() for r in rs}) == 1, results  # same work
-            lk_s = statistics.median(r["seconds"] for r in results["lakelog"])
-            dl_s = statistics.median(r["seconds"] for r in results["deltalake"])
-            lk_mb = statistics.median(r["peak_mb"] for r in results["lakelog"])
-            dl_mb = statistics.median(r["peak_mb"] for r in results["deltalake"])
-            name = NAMES[op].format(k=source_rows // 1000, m=n // 1_000_000) + (f" ({arrow_pool})" if arrow_pool else "")
-            row = {"name": name, "lakelog_s": round(lk_s, 4), "peer": "deltalake (copy-on-write)", "peer_s": round(dl_s, 4),
-                   "ratio": round(lk_s / dl_s, 3), "lakelog_peak_mb": round(lk_mb), "peer_peak_mb": round(dl_mb),
-                   "memory_ratio": round(lk_mb / dl_mb, 3) if dl_mb else None,
-                   "lakelog_arrow_peak_mb": round(statistics.median(r["arrow_peak_mb"] for r in results["lakelog"]))}
-            out.append(row)
-            print(f"  {name:<48} lakelog {lk_s:8.3f}s {lk_mb:7.0f} MiB   deltalake {dl_s:8.3f}s {dl_mb:7.0f} MiB   "
-                  f"ratio {row['ratio']:.2f}x time, {row['memory_ratio']}x memory (lakelog's live Arrow peak "
-                  f"{row['lakelog_arrow_peak_mb']} MiB)", flush=True)
+            for mode in modes:
+                lk, dl = results[(mode, "lakelog")], results[(mode, "deltalake")]
+                lk_s = statistics.median(r["seconds"] for r in lk)
+                dl_s = statistics.median(r["seconds"] for r in dl)
+                lk_mb = statistics.median(r["peak_mb"] for r in lk)
+                dl_mb = statistics.median(r["peak_mb"] for r in dl)
+                name = (NAMES[op].format(k=source_rows // 1000, m=n // 1_000_000) + (", whole script" if mode == "script" else "")
+                        + (f" ({arrow_pool})" if arrow_pool else ""))
+                row = {"name": name, "lakelog_s": round(lk_s, 4), "peer": "deltalake (copy-on-write)", "peer_s": round(dl_s, 4),
+                       "ratio": round(lk_s / dl_s, 3), "lakelog_peak_mb": round(lk_mb), "peer_peak_mb": round(dl_mb),
+                       "memory_ratio": round(lk_mb / dl_mb, 3) if dl_mb else None,
+                       "lakelog_arrow_peak_mb": round(statistics.median(r["arrow_peak_mb"] for r in lk))}
+                out.append(row)
+                print(f"  {name:<62} lakelog {lk_s:7.3f}s {lk_mb:6.0f} MiB   deltalake {dl_s:7.3f}s {dl_mb:6.0f} MiB   "
+                      f"ratio {row['ratio']:.2f}x time, {row['memory_ratio']}x memory (lakelog's live Arrow peak "
+                      f"{row['lakelog_arrow_peak_mb']} MiB)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -252,7 +280,7 @@ def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(child(*sys.argv[2:6])), flush=True)
+        print(json.dumps(child(*sys.argv[2:7])), flush=True)
         sys.stdout.flush()
         os._exit(0)  # deltalake's runtime can abort the interpreter at shutdown
     ap = argparse.ArgumentParser(prog="python -m benchmarks.dml")
@@ -263,7 +291,9 @@ if __name__ == "__main__":
     ap.add_argument("--upsert-rows", type=int, default=None, help="also a 1-row upsert into a table of this many rows (50M in the issue)")
     ap.add_argument("--arrow-pool", choices=("jemalloc", "mimalloc", "system"), default=None,
                     help="Arrow's default memory pool in every child (ARROW_DEFAULT_MEMORY_POOL; default: pyarrow's, mimalloc)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: op (the operation alone), script (the whole fresh process)")
     a = ap.parse_args()
-    run(quick=a.quick, runs=a.runs, rows=a.rows, ops=[o for o in a.ops.split(",") if o], upsert_rows=a.upsert_rows, arrow_pool=a.arrow_pool)
+    run(quick=a.quick, runs=a.runs, rows=a.rows, ops=[o for o in a.ops.split(",") if o], upsert_rows=a.upsert_rows, arrow_pool=a.arrow_pool,
+        modes=[m for m in a.modes.split(",") if m])
     sys.stdout.flush()
     os._exit(0)

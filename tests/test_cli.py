@@ -521,3 +521,13 @@ def test_table_definition_commands_constraints_generated_identity_and_widening(t
     assert "delta.constraints.named" not in lakelog.Table(str(table)).metadata.configuration
     code, _, err = _main(capsys, "drop-constraint", table, "named")
     assert code == 2 and "no constraint" in err
+
+
+def test_rewriting_commands_choose_arrows_pool_unless_the_user_did_or_pyarrow_is_loaded():
+    from lakelog.cli import arrow_pool_for
+
+    for command in ("delete", "update", "merge", "optimize"):
+        assert arrow_pool_for(command, {}, {}) == "system"
+    assert arrow_pool_for("delete", {"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, {}) is None  # the user's choice stays
+    assert arrow_pool_for("delete", {}, {"pyarrow": pa}) is None  # too late: the pool was fixed at import
+    assert arrow_pool_for("show", {}, {}) is None  # commands that only read or touch the log keep pyarrow's default

@@ -78,12 +78,31 @@ def _show_warning(command: str):
     return show
 
 
+# Commands that decode and re-encode data files, and Arrow's memory pool they run with when the user
+# chose none: at 4M rows the delete and update peaked at 281 MiB with pyarrow's default (mimalloc),
+# 230 with the system allocator and 228-232 with jemalloc; the system one exists in every pyarrow build.
+REWRITING_COMMANDS = frozenset({"delete", "update", "merge", "optimize"})
+REWRITE_ARROW_POOL = "system"
+
+
+def arrow_pool_for(command: str | None, environ: dict[str, str], modules: dict[str, Any]) -> str | None:
+    """The Arrow memory pool the CLI sets for ``command`` (None: leave it): only for a command that
+    rewrites files, when the user set no ``ARROW_DEFAULT_MEMORY_POOL`` and pyarrow is not yet imported
+    (the variable is read once, when pyarrow is imported)."""
+    if command in REWRITING_COMMANDS and "ARROW_DEFAULT_MEMORY_POOL" not in environ and "pyarrow" not in modules:
+        return REWRITE_ARROW_POOL
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, usage errors (argparse exits with 2)
         return int(e.code) if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+    pool = arrow_pool_for(args.command, os.environ, sys.modules)  # (the CLI owns its process)
+    if pool is not None:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = pool
     args.json = getattr(args, "json", False)
     args.debug = getattr(args, "debug", False)
     args.storage_options = dict(getattr(args, "storage_option", None) or []) or None

@@ -46,10 +46,11 @@ class Group:
 
     def selected(self, engine: Engine, predicate: Predicate) -> Iterator[tuple[int, np.ndarray]]:
         """(FILE index, ascending file row indexes) of the rows the predicate selects, per file."""
+        expression = predicate.expression if predicate.expression is not None else predicate.exact_for(self.table.schema)
         if predicate.everything:
             hit = self.table.select([FILE, ROW])
-        elif predicate.expression is not None:
-            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=predicate.expression)
+        elif expression is not None:
+            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=expression)
         else:
             # The positions of the selected rows, not a mask read in result order: the engine may
             # return rows in any order (an IN list is a join), so only a carried position is trusted.

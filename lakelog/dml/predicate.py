@@ -17,6 +17,7 @@ from ..predicate_pruning import prune_expression
 from ..predicates import _references
 from ..schema import ColumnNames
 from ..sql import Engine, collated_sql, filters_to_sql, table_columns
+from .exact_predicate import exact_expression
 from .internal_columns import POS
 
 
@@ -29,6 +30,20 @@ class Predicate:
     prune: pc.Expression | None = None  # a relaxation used to skip files (None: every file)
     columns: set[str] | None = None  # table columns it reads (None: unknown)
     text: str | None = None  # as recorded in commitInfo
+    # The SQL predicate as a pyarrow expression selecting exactly its rows, when it is that simple
+    # (``exact_predicate``), and the column types it was checked for: rows whose columns have these
+    # types are selected without the engine.
+    exact: pc.Expression | None = None
+    exact_types: dict[str, pa.DataType] | None = None
+
+    def exact_for(self, schema: pa.Schema) -> pc.Expression | None:
+        """``exact`` if the columns it reads have in ``schema`` the types it was made for, else None."""
+        if self.exact is None or self.exact_types is None:
+            return None
+        for name, t in self.exact_types.items():
+            if schema.get_field_index(name) < 0 or schema.field(name).type != t:
+                return None
+        return self.exact
 
     @property
     def everything(self) -> bool:
@@ -63,8 +78,11 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
     relation = engine.empty_relation(schema)
     tree = engine.check_predicate(predicate, relation, what)
     columns = table_columns(tree, schema.names)
-    sql = collated_sql(tree, table_collation_of(schema), predicate) if collations.table_collations(schema) else None
-    return Predicate(sql=sql or predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate)
+    collated = bool(collations.table_collations(schema))
+    sql = collated_sql(tree, table_collation_of(schema), predicate) if collated else None
+    exact = None if collated else exact_expression(tree, schema)
+    return Predicate(sql=sql or predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate,
+                     exact=exact, exact_types={c: schema.field(c).type for c in columns} if exact is not None else None)
 
 
 def table_collation_of(schema: pa.Schema, resolve=None):
@@ -87,8 +105,9 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
     """Positions (into ``table``) of the rows the predicate selects; NULL is not selected."""
     if predicate.everything:
         return np.arange(table.num_rows, dtype=np.int64)
-    if predicate.expression is not None:
+    expression = predicate.expression if predicate.expression is not None else predicate.exact_for(table.schema)
+    if expression is not None:
         pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=predicate.expression)
+        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=expression)
         return np.sort(hit.column(0).to_numpy())
     return engine.positions(table, predicate.sql, f"cannot evaluate the predicate {predicate.sql!r}")

@@ -1,0 +1,117 @@
+"""The simplest SQL predicates as pyarrow expressions that select exactly the rows the SQL engine does,
+evaluated without a round trip through the engine (e.g. ``x < 0.01``).
+
+Only what maps one to one is translated: a comparison of a signed-integer or double column with a
+numeric literal that both sides read as the same number, ``IS [NOT] NULL``, ``AND``/``OR``/``NOT``
+(pyarrow's Kleene logic is SQL's three-valued logic). The engine orders NaN above every number (NaN
+> 1 is true there, false in IEEE arithmetic), so ``>`` and ``>=`` on a double also select NaN.
+Anything else (other types, collations, functions, casts, wide literals) gives None: the engine
+evaluates it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..schema import ColumnNames
+
+_FLIP = {
+    "COMPARE_EQUAL": "COMPARE_EQUAL", "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",
+    "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN", "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
+    "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO", "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
+}
+_OPS = {
+    "COMPARE_EQUAL": lambda f, v: f == v, "COMPARE_NOTEQUAL": lambda f, v: f != v,
+    "COMPARE_LESSTHAN": lambda f, v: f < v, "COMPARE_GREATERTHAN": lambda f, v: f > v,
+    "COMPARE_LESSTHANOREQUALTO": lambda f, v: f <= v, "COMPARE_GREATERTHANOREQUALTO": lambda f, v: f >= v,
+}
+_NAN_ABOVE = ("COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO")
+# A plain decimal of at most 15 significant digits: the engine's DECIMAL literal, converted to DOUBLE
+# (its unscaled integer, exact below 2**53, divided by an exact power of ten), is the nearest double,
+# as Python's float() of the text is.
+_DECIMAL = re.compile(r"-?(\d+)(?:\.(\d+))?")
+_INTEGER_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+
+
+def exact_expression(tree: dict, schema: pa.Schema) -> pc.Expression | None:
+    """The pyarrow expression selecting exactly the rows the SQL predicate ``tree`` (DuckDB's parse tree)
+    selects over a table of ``schema`` (rows where it is TRUE), or None when it is not that simple."""
+    try:
+        return _Exact(schema).of(tree)
+    except _NotExact:
+        return None
+
+
+class _NotExact(Exception):
+    pass
+
+
+class _Exact:
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.index = ColumnNames(schema.names)
+
+    def of(self, node: dict) -> pc.Expression:
+        cls, kind = node.get("class"), node.get("type")
+        if cls == "CONJUNCTION" and kind in ("CONJUNCTION_AND", "CONJUNCTION_OR"):
+            parts = [self.of(c) for c in node["children"]]
+            out = parts[0]
+            for p in parts[1:]:
+                out = (out & p) if kind == "CONJUNCTION_AND" else (out | p)  # (and_kleene / or_kleene)
+            return out
+        if cls == "OPERATOR" and kind == "OPERATOR_NOT" and len(node.get("children") or ()) == 1:
+            return ~self.of(node["children"][0])
+        if cls == "OPERATOR" and kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL") and len(node.get("children") or ()) == 1:
+            name, _ = self.column(node["children"][0])
+            field = pc.field(name)
+            return field.is_null() if kind == "OPERATOR_IS_NULL" else field.is_valid()  # (NaN is not NULL)
+        if cls == "COMPARISON" and kind in _OPS:
+            left, right = node["left"], node["right"]
+            if left.get("class") == "CONSTANT":
+                left, right, kind = right, left, _FLIP[kind]
+            name, t = self.column(left)
+            value = self.literal(right, t)
+            out = _OPS[kind](pc.field(name), value)
+            if pa.types.is_floating(t) and kind in _NAN_ABOVE:
+                out = out | pc.field(name).is_nan()
+            return out
+        raise _NotExact
+
+    def column(self, node: dict) -> tuple[str, pa.DataType]:
+        if node.get("class") != "COLUMN_REF" or len(node.get("column_names") or ()) != 1:
+            raise _NotExact
+        name = self.index.find(node["column_names"][0])
+        if name is None:
+            raise _NotExact
+        field = self.schema.field(name)
+        if field.metadata:  # (collations, variants, geospatial types and other marked columns)
+            raise _NotExact
+        if field.type not in _INTEGER_TYPES and field.type != pa.float64():
+            raise _NotExact
+        return name, field.type
+
+    def literal(self, node: dict, t: pa.DataType) -> Any:
+        lit = node.get("literal") if node.get("class") == "CONSTANT" else None
+        if not isinstance(lit, dict) or not isinstance(lit.get("text"), str):
+            raise _NotExact
+        text, kind = lit["text"], lit.get("kind")
+        if kind == "INTEGER" and re.fullmatch(r"-?\d+", text):
+            v = int(text)
+            if t == pa.float64():
+                if abs(v) > 2**53:
+                    raise _NotExact
+                return pa.scalar(float(v), pa.float64())
+            if not -(2**63) <= v < 2**63:
+                raise _NotExact
+            return pa.scalar(v, pa.int64())  # (compared in int64: exact for every signed integer column)
+        m = _DECIMAL.fullmatch(text) if kind == "NUMERIC" else None
+        if m is None or t != pa.float64():
+            raise _NotExact  # (an integer column against a fraction compares as DECIMAL in the engine)
+        digits = (m.group(1) + (m.group(2) or "")).lstrip("0")
+        if len(digits) > 15:
+            raise _NotExact
+        return pa.scalar(float(text), pa.float64())
