@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import errno
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.fs as pafs
+if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and reading the log need none of it
+    import pyarrow.fs as pafs
 
 
 class ConditionalWriteConflict(OSError):
@@ -106,9 +106,33 @@ class Store:
             text = text.replace(s, "***")
         return text
 
+    # ------------------------------------------------------------ reading the log
+    def read(self, path: str) -> bytes:
+        return self.fs.cat_file(path)
+
+    def read_each(self, paths: list[str], on_error: str) -> list:
+        return self.fs.cat_ranges(paths, None, None, on_error=on_error)
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """The files directly in ``path`` (fresh, no cached listing); FileNotFoundError or NotADirectoryError
+        when it is not there."""
+        self.fs.invalidate_cache(path)
+        out = []
+        for e in self.fs.ls(path, detail=True):
+            if e.get("type") == "directory":
+                continue
+            name = e["name"].rstrip("/")
+            out.append(FileInfo(name.rsplit("/", 1)[-1], name, int(e.get("size") or 0), _mtime_ms(e)))
+        return out
+
     # ------------------------------------------------------------ access
     def arrow_fs(self) -> pafs.FileSystem:
-        return pafs.PyFileSystem(_RangeReads(self.fs) if self.object_store else pafs.FSSpecHandler(self.fs))
+        import pyarrow.fs as pafs
+
+        return pafs.PyFileSystem(_range_reads()(self.fs) if self.object_store else pafs.FSSpecHandler(self.fs))
 
     def put(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
@@ -169,10 +193,22 @@ class Store:
         self.fs.pipe_file(path, data)
 
 
-class _RangeReads(pafs.FSSpecHandler):
-    """Random-access files read with one ranged request per read and no read-ahead cache: Parquet
-    readers ask for exactly the ranges they need (footer, coalesced column chunks), which a cache or
-    background prefetch (gcsfs's default) would only add requests and threads to."""
+_RANGE_READS: list[type] = []
 
-    def open_input_file(self, path: str):
-        return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")
+
+def _range_reads() -> type:
+    """The ``FSSpecHandler`` of object stores (defined on first use, when pyarrow is imported)."""
+    if not _RANGE_READS:
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+
+        class _RangeReads(pafs.FSSpecHandler):
+            """Random-access files read with one ranged request per read and no read-ahead cache: Parquet
+            readers ask for exactly the ranges they need (footer, coalesced column chunks), which a cache or
+            background prefetch (gcsfs's default) would only add requests and threads to."""
+
+            def open_input_file(self, path: str):
+                return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")
+
+        _RANGE_READS.append(_RangeReads)
+    return _RANGE_READS[0]

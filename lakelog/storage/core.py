@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError
 from .base import FileInfo, Store, _mtime_ms
@@ -16,6 +13,9 @@ from .location import resolve_location, url_scheme
 from .memory import MemoryStore
 from .s3 import S3Store
 from .upload import BufferedUpload
+
+if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and reading the log need none of it
+    import pyarrow.fs as pafs
 
 _LAKELOG_OPTIONS = ("lakelog.single_writer", "lakelog.max_commit_attempts", "lakelog.fault_injector")
 # Operations reported to a fault injector (``lakelog.fault_injector``); those in DONE_OPS are reported
@@ -39,6 +39,10 @@ def open_store(location: str, options: dict[str, Any]) -> Store:
         from .gcs import GcsStore
 
         return GcsStore.connect(location, options)
+    if not options:
+        local = LocalStore.at(location)
+        if local is not None:
+            return local
     store = Store.connect(location, options)
     for proto in store.protocols:
         if proto in _BY_PROTOCOL:
@@ -80,7 +84,6 @@ class Storage:
             raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
         self.store = open_store(resolve_location(uri), opts)
-        self.fs = self.store.fs
         self.protocol = self.store.protocols[0]
         self.is_local = isinstance(self.store, LocalStore)
         self.uri = uri
@@ -88,6 +91,11 @@ class Storage:
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.log_dir = self.join("_delta_log")
         self._arrow_fs: pafs.FileSystem | None = None
+
+    @property
+    def fs(self) -> Any:
+        """The store's fsspec filesystem (a local table's is created on first use: reading the log needs none)."""
+        return self.store.fs
 
     # ------------------------------------------------------------ paths
     def join(self, *parts: str) -> str:
@@ -120,7 +128,7 @@ class Storage:
     # ------------------------------------------------------------ reads
     def read(self, path: str) -> bytes:
         self._before("read", path)
-        return self.fs.cat_file(path)
+        return self.store.read(path)
 
     def read_many(self, paths: list[str]) -> dict[str, bytes]:
         """Read several files in one bulk fetch: {path as given: bytes}; FileNotFoundError if one is missing."""
@@ -133,11 +141,11 @@ class Storage:
         """The bytes of each of ``paths``, in order, fetched concurrently where the store allows; with
         ``on_error="return"`` a failed read is its exception in the list. Never globs: fsspec's ``cat``
         expands ``[``, ``*`` and ``?`` in paths, which a table path may hold."""
-        return self.fs.cat_ranges(list(paths), None, None, on_error=on_error)
+        return self.store.read_each(list(paths), on_error)
 
     def exists(self, path: str) -> bool:
         self._before("exists", path)
-        return self.fs.exists(path)
+        return self.store.exists(path)
 
     def open_input(self, path: str):
         """A seekable binary input file (pyarrow ``NativeFile``) for reading ``path``."""
@@ -151,6 +159,8 @@ class Storage:
         """
         self._before("open_output", path)
         if self.store.object_store:
+            import pyarrow as pa
+
             return pa.PythonFile(BufferedUpload(lambda data: self.store.put(path, data), lambda: self.fs.open(path, "wb")), mode="w")
         return self.arrow_fs.open_output_stream(path)
 
@@ -176,18 +186,10 @@ class Storage:
     def list_dir(self, path: str) -> list[FileInfo]:
         """List files directly in ``path`` (fresh, no cached listing); missing dir -> []."""
         self._before("list_dir", path)
-        self.fs.invalidate_cache(path)
         try:
-            entries = self.fs.ls(path, detail=True)
+            return self.store.list_dir(path)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        out = []
-        for e in entries:
-            if e.get("type") == "directory":
-                continue
-            name = e["name"].rstrip("/")
-            out.append(FileInfo(name.rsplit("/", 1)[-1], name, int(e.get("size") or 0), _mtime_ms(e)))
-        return out
 
     def list_log(self, start: str = "") -> list[FileInfo]:
         """The files directly in ``_delta_log/`` whose names are >= ``start``. Stores that can begin a
