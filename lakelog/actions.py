@@ -6,15 +6,16 @@ import numbers
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 from urllib.parse import quote, unquote
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from .errors import CorruptLogError, InvalidArgumentError, InvalidPathError, UnsupportedFeatureError
 from .properties import configuration_from_log
+
+if TYPE_CHECKING:  # reading commits needs no pyarrow: the log-only commands start without it
+    import pyarrow as pa
 
 
 def now_ms() -> int:
@@ -55,6 +56,8 @@ SLOW_PATH_RE = r"^$|^[/\\]|%|:|\.\.|//|/$|(^|/)\.(/|$)|\x00"
 def paths_to_decode(logged: pa.Array) -> list[int]:
     """The rows of a column of logged paths that ``decode_path`` must see (``SLOW_PATH_RE``); every other
     path is its own decoded form."""
+    import pyarrow.compute as pc
+
     slow = pc.match_substring_regex(logged, SLOW_PATH_RE)
     return pc.indices_nonzero(slow).to_pylist() if slow.true_count else []
 

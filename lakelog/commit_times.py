@@ -19,7 +19,6 @@ import dataclasses
 import datetime as dt
 
 from .actions import Action, CommitInfo, Metadata, Protocol, now_ms
-from .checkpoint import read_checkpoint_state
 from .errors import CorruptLogError, VersionNotFoundError
 from .features import writer_features
 from .log import DeltaLog, LogListing
@@ -37,12 +36,20 @@ def ict_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
 
 
 def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Protocol | None, Metadata | None]:
-    """The latest protocol and metadata, cheaply: the non-file actions of the newest usable checkpoint
-    (no add or remove rows, no sidecars) and the commits after it. (None, None) when the log cannot
-    tell (commits missing and no usable checkpoint): callers then use file times."""
-    latest = listing.latest_version
+    """The latest protocol and metadata, cheaply: the commits after the newest checkpoint when they hold
+    both (no checkpoint is read: history then needs no Parquet reader), else the non-file actions of the
+    newest usable checkpoint (no add or remove rows, no sidecars) and the commits after it. (None, None)
+    when the log cannot tell (commits missing and no usable checkpoint): callers then use file times."""
+    newest = max(listing.checkpoints, default=-1)
+    tail = _commits_after(log, listing, newest) if newest >= 0 else None
+    if tail is not None:
+        protocol, metadata = _latest_of(tail, None, None)
+        if protocol is not None and metadata is not None:
+            return protocol, metadata
     start, protocol, metadata = -1, None, None
     for v in sorted(listing.checkpoints, reverse=True):
+        from .checkpoint import read_checkpoint_state  # a Parquet reader: only where a checkpoint is read
+
         for cp in listing.checkpoints[v]:
             try:
                 actions = read_checkpoint_state(log.storage, cp, file_actions=False).actions
@@ -55,13 +62,24 @@ def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Pr
                 break
         if start >= 0:
             break
-    needed = [v for v in listing.commits if start < v <= latest]
-    if len(needed) != latest - start:
+    commits = tail if start == newest and tail is not None else _commits_after(log, listing, start)
+    if commits is None:
         return None, None
+    return _latest_of(commits, protocol, metadata)
+
+
+def _commits_after(log: DeltaLog, listing: LogListing, start: int) -> dict[int, list[Action]] | None:
+    """The commits after version ``start`` up to the latest; None when one is missing or unreadable."""
+    needed = [v for v in listing.commits if start < v <= listing.latest_version]
+    if len(needed) != listing.latest_version - start:
+        return None
     try:
-        commits = log.read_commits(sorted(needed))
+        return log.read_commits(sorted(needed))
     except CorruptLogError:
-        return None, None
+        return None
+
+
+def _latest_of(commits: dict[int, list[Action]], protocol: Protocol | None, metadata: Metadata | None) -> tuple[Protocol | None, Metadata | None]:
     for v in sorted(commits):
         for a in commits[v]:
             if type(a) is Protocol:

@@ -12,14 +12,14 @@ are writable here and refused by the in-use checks of ``Snapshot.check_writable`
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from .actions import Protocol
 from .errors import UnsupportedFeatureError
 from .properties import TableProperties
-from . import iceberg_compat
-from .schema import has_variant
+
+if TYPE_CHECKING:  # the protocol checks need no pyarrow: reading the log's protocol starts without it
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,8 @@ def check_read(protocol: Protocol) -> None:
 def check_variant_protocol(schema: pa.Schema, protocol: Protocol) -> None:
     """Refuse a table whose schema has variant columns that its protocol does not declare (``variantType``
     or ``variantType-preview`` in both lists, as the protocol requires): no reader may assume the type."""
+    from .schema import has_variant
+
     if not has_variant(schema):
         return
     names = {"variantType", "variantType-preview"}
@@ -244,6 +246,8 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")
+    from . import iceberg_compat
+
     writer.update(iceberg_compat.writer_features(configuration))
     if props.get("delta.enableMaterializePartitionColumnsFeature"):
         writer.add("materializePartitionColumns")

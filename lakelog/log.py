@@ -21,13 +21,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import orjson
 
 from .actions import Action, parse_actions, serialize_actions
-from .commit_columns import ParsedCommit, parse_commit
 from .errors import CorruptLogError, TableNotFoundError
 from .storage import FileInfo, Storage
+
+if TYPE_CHECKING:  # commit_columns builds Arrow columns: history and listing need none of it
+    from .commit_columns import ParsedCommit
 
 COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
@@ -240,6 +243,8 @@ class DeltaLog:
         """(version, commit) in version order, each commit's adds as columns (``lakelog.commit_columns``):
         what replay needs. Bulk fetches of ``REPLAY_FETCH_COMMITS`` files, each file's bytes dropped once
         parsed: the bytes of a long log are never all in memory at once."""
+        from .commit_columns import parse_commit
+
         versions = sorted(versions)
         for i in range(0, len(versions), REPLAY_FETCH_COMMITS):
             blobs = self._read_many(versions[i : i + REPLAY_FETCH_COMMITS])

@@ -65,7 +65,8 @@ def version_range(storage: Storage, starting_version, ending_version, starting_t
     after the start, the last at or before the end; no start: version 0). A bound given both ways is a
     ``ConflictingBoundsError`` (see ``check_bounds``; ``names``: how the caller spells the arguments)."""
     from ..commit_times import CommitTimes
-    from ..snapshot import _latest_for_times, to_epoch_ms
+    from ..snapshot import _latest_for_times
+    from ..versions import to_epoch_ms
 
     check_bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, names)
     if starting_timestamp is None and ending_timestamp is None:

@@ -117,8 +117,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    t = open_table(args)
-    entries = t.history(limit=args.limit or None)
+    from ..history import read_history
+    from ..storage import Storage
+
+    # From the log alone (no replay, no pyarrow without a checkpoint): the history of a table lakelog cannot read is shown too.
+    entries = read_history(Storage(args.path, args.storage_options), limit=args.limit or None)
     if args.json:
         out = []
         for e in entries:
