@@ -1,28 +1,53 @@
-"""lakelog: a transactional table log for data lakes (a documented subset of the Delta Lake protocol)."""
+"""lakelog: a transactional table log for data lakes (a documented subset of the Delta Lake protocol).
 
-__version__ = "0.1.0"
+The public names below are imported on first use (PEP 562), so ``import lakelog`` costs only this module
+and ``lakelog.errors``: commands that read only the log start without pyarrow and the engines.
+"""
 
-from . import errors  # noqa: E402
-from .errors import (  # noqa: E402
+from __future__ import annotations
+
+import importlib
+
+from . import errors
+from .errors import (
     CommitConflictError,
     CorruptLogError,
     LakelogError,
-    SchemaMismatchError,
-    TableExistsError,
-    TableNotFoundError,
     MultipleSourceMatchesError,
     PredicateError,
     PredicateViolationError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from .table import Table, read_table  # noqa: E402
-from .write import WritePlan, plan_write  # noqa: E402
-from .api import write_table  # noqa: E402
-from .conversion import convert  # noqa: E402
-from .geospatial import geography, geometry  # noqa: E402
-from .schema import variant_field  # noqa: E402
-from .variant_columns import with_variants  # noqa: E402
+
+__version__ = "0.1.0"
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers treat the name as true)
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports them
+    from .api import write_table
+    from .conversion import convert
+    from .geospatial import geography, geometry
+    from .schema import variant_field
+    from .table import Table, read_table
+    from .variant_columns import with_variants
+    from .write import WritePlan, plan_write
+
+# public name -> the module that defines it
+_LAZY = {
+    "Table": "table",
+    "read_table": "table",
+    "write_table": "api",
+    "plan_write": "write",
+    "WritePlan": "write",
+    "convert": "conversion",
+    "geometry": "geospatial",
+    "geography": "geospatial",
+    "variant_field": "schema",
+    "with_variants": "variant_columns",
+}
 
 __all__ = [
     "Table",
@@ -48,3 +73,24 @@ __all__ = [
     "PredicateViolationError",
     "MultipleSourceMatchesError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if not name.startswith("__"):
+        # A submodule read as an attribute (``lakelog.scan.pruned_files`` after ``import lakelog``), as it
+        # could be when this package imported them all.
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import numbers
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import pyarrow as pa
-
-from . import maintenance, scan
-from .actions import CommitInfo, Metadata, Protocol
-from .checkpoint import write_checkpoint
+from .actions import Metadata, Protocol
 from .errors import InvalidArgumentError, UnsupportedFeatureError
 from .log import DeltaLog
 from .snapshot import Snapshot, commit_times
 from .storage import Storage
 
-if TYPE_CHECKING:  # pyarrow.dataset imports pandas: a cold start pays for it only when a scan needs it
+if TYPE_CHECKING:  # imported where used: scans, writes and maintenance bring pyarrow.dataset, DuckDB, sqlglot
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
 
@@ -64,12 +59,16 @@ class Table:
     # ------------------------------------------------------------ reads
     def files(self, filters: Any = None) -> list[str]:
         """Relative paths (decoded) of the data files that may hold rows matching ``filters``."""
+        from . import scan
+
         return scan.pruned_files(self._snapshot, filters)
 
     def to_pyarrow(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False) -> pa.Table:
         """The rows ``filters`` keeps, as a pyarrow Table of ``columns`` (default: all). ``with_row_tracking``
         (tables with ``delta.enableRowTracking``): also each row's stable ``_row_id`` and ``_row_commit_version``
         (Spark's ``_metadata.row_id`` and ``_metadata.row_commit_version``)."""
+        from . import scan
+
         return scan.to_table(self._snapshot, columns, filters, with_row_tracking=with_row_tracking)
 
     def to_pandas(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False):
@@ -103,6 +102,8 @@ class Table:
         """The rows ``filters`` keeps as a stream of record batches of ``columns`` (default: all), in bounded
         memory; rows deleted by deletion vectors are never returned. DuckDB and Polars read it as
         ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``. ``with_row_tracking``: as in ``to_pyarrow``."""
+        from . import scan
+
         snap = self._snapshot
         columns = scan.selected_columns(columns, snap.schema)
         if with_row_tracking:
@@ -113,6 +114,8 @@ class Table:
         """A pyarrow dataset (partition values as columns), usable from DuckDB and Polars. Tables with
         deletion vectors or column mapping are refused (``UnsupportedFeatureError``): a dataset would
         return deleted rows or physical column names; use ``read_batches`` or ``to_pyarrow`` there."""
+        from . import scan
+
         return scan.dataset(self._snapshot, filters)
 
     def changes(self, starting_version: int | None = None, ending_version: int | None = None, *, starting_timestamp: Any = None,
@@ -124,6 +127,8 @@ class Table:
         neither ``starting_version`` nor ``starting_timestamp`` the range starts at version 0; a bound given
         both as a version and as a timestamp is a ``ConflictingBoundsError``. A range whose changes were
         not recorded or are gone is a ``ChangeFeedUnavailableError`` naming the version."""
+        import pyarrow as pa
+
         reader, columns = self._changes(starting_version, ending_version, starting_timestamp, ending_timestamp, columns)
         return pa.Table.from_batches(list(reader.batches(columns)), schema=reader.schema_of(columns))
 
@@ -134,6 +139,7 @@ class Table:
         return reader.batches(columns)
 
     def _changes(self, starting_version, ending_version, starting_timestamp, ending_timestamp, columns):
+        from . import scan
         from .change_feed.read import ChangeReader, version_range
 
         start, end = version_range(self.storage, starting_version, ending_version, starting_timestamp, ending_timestamp)
@@ -151,26 +157,11 @@ class Table:
         none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
         ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 0):
-            raise InvalidArgumentError(f"history(limit=...) takes a number of commits (an integer >= 0) or None, not {limit!r}")
+        from .history import check_limit, entries
+
+        check_limit(limit)
         listing = self._snapshot.log.whole(self._snapshot.listing)
-        versions = sorted((v for v in listing.commits if v <= self.version), reverse=True)
-        if limit is not None:
-            versions = versions[: int(limit)]
-        commits = self._snapshot.log.read_commits(versions)
-        times = commit_times(self._snapshot, listing).of(versions, commits)
-        out = []
-        for v in versions:
-            info = next((a.info for a in commits[v] if isinstance(a, CommitInfo)), {})
-            entry = {
-                "version": v,
-                "timestamp": dt.datetime.fromtimestamp(times[v] / 1000, dt.timezone.utc),
-                "operation": info.get("operation"),
-                "operationParameters": params if isinstance(params := info.get("operationParameters"), dict) else {},
-            }
-            entry.update((k, val) for k, val in info.items() if k not in entry)
-            out.append(entry)
-        return out
+        return entries(self._snapshot.log, listing, self.version, limit, commit_times(self._snapshot, listing))
 
     # ------------------------------------------------------------ maintenance
     def checkpoint(self) -> int:
@@ -178,6 +169,8 @@ class Table:
 
         A checkpoint is a write: it is refused, like a commit, on a table lakelog cannot write (a
         checkpoint would drop what lakelog does not understand)."""
+        from .checkpoint import write_checkpoint
+
         self._snapshot.check_writable()
         return write_checkpoint(self._snapshot)
 
@@ -224,6 +217,8 @@ class Table:
         ``RetentionDurationError`` unless ``enforce_retention_duration=False``. ``dry_run`` (the default)
         only lists the files.
         """
+        from . import maintenance
+
         deleted = maintenance.vacuum(
             self.storage,
             retention_hours=retention_hours,
@@ -249,6 +244,8 @@ class Table:
         ``zorder_by=[columns]``, each partition's files are rewritten in Z-order over those columns, so
         selective reads on them skip most files. Returns metrics (numFilesAdded, numFilesRemoved, ...),
         ``committed`` (False when there was nothing to do) and ``version``."""
+        from . import maintenance
+
         metrics = maintenance.optimize(self.storage, target_size=target_size, filters=filters, progress=progress, zorder_by=zorder_by)
         if metrics["committed"]:
             self._snapshot = Snapshot.load(self.storage)
@@ -261,6 +258,8 @@ class Table:
         """
         if version is None and timestamp is None:
             version = self.version
+        from . import maintenance
+
         metrics = maintenance.restore(self.storage, version=version, timestamp=timestamp)
         self._snapshot = Snapshot.load(self.storage)
         return metrics
@@ -268,6 +267,8 @@ class Table:
     def cleanup_log(self, retention_hours: float | None = None, dry_run: bool = False) -> list[str]:
         """Delete commits and checkpoints older than ``delta.logRetentionDuration`` (default 30 days) that
         the table no longer needs (Delta's Metadata Cleanup); return the deleted file names."""
+        from . import maintenance
+
         names = maintenance.cleanup_log(self.storage, retention_hours=retention_hours, dry_run=dry_run)
         if names and not dry_run:
             self._snapshot.listing = DeltaLog(self.storage).list()
