@@ -1,8 +1,17 @@
-"""Cold start: ``import lakelog`` and ``lakelog describe`` leave the heavy modules unimported (fresh subprocesses).
+"""Cold start: what ``import lakelog`` and the commands that read only the log import (fresh subprocesses).
 
-pandas, ``pyarrow.dataset`` (which imports pandas), DuckDB, Spark and fsspec's remote back ends cost most of
-a cold start; the CLI, Spark's Python workers and short jobs pay it on every run. They are imported where
-they are used. Speed itself is measured in ``benchmarks/scale.py``, not here.
+pyarrow, numpy, pandas, ``pyarrow.dataset`` (which imports pandas), DuckDB, sqlglot, Polars, Spark and
+fsspec cost most of a cold start; the CLI, Spark's Python workers and short jobs pay it on every run. They
+are imported where they are used. Speed itself is measured in ``benchmarks/startup.py``, not here.
+
+What each log-only command may import (pinned below):
+
+* ``import lakelog``, ``lakelog --version``: none of them (nor fsspec);
+* ``lakelog history PATH``: none of them on a table whose latest protocol and metadata are in a JSON
+  commit (no checkpoint, or a later commit holds them); where only a checkpoint holds them, pyarrow and
+  numpy read its protocol and metadata rows (in-commit timestamps depend on them);
+* ``lakelog describe PATH``, ``Table(PATH).version`` and ``Table(PATH).history()``: pyarrow and numpy (a
+  ``Table`` holds its version's reconstructed state, the live files as Arrow columns), nothing else.
 """
 
 import json
@@ -14,19 +23,40 @@ import pyarrow as pa
 
 import lakelog
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "lakelog")
+CLI = [SCRIPT] if os.path.exists(SCRIPT) else [sys.executable, "-m", "lakelog.cli"]
 HEAVY = ("pandas", "pyarrow.dataset", "pyarrow._dataset", "duckdb", "pyspark", "s3fs", "gcsfs", "adlfs", "aiohttp")
+ENGINES = ("pyarrow", "numpy", "duckdb", "pandas", "sqlglot", "polars")  # none of them on the log-only paths
 FSSPEC_LOCAL = {"fsspec.implementations", "fsspec.implementations.local", "fsspec.implementations.chained"}  # chained: URL chaining in fsspec.core, no back end
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")  # this checkout's lakelog, also for the console script
+    return env
 
 
 def modules_after(code: str) -> tuple[set[str], str]:
     """The modules a fresh interpreter holds after running ``code``, and what ``code`` printed before."""
-    env = dict(os.environ)
-    env.pop("PYTHONWARNINGS", None)
     r = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-                       capture_output=True, text=True, timeout=120, env=env)
+                       capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)
     assert r.returncode == 0, r.stderr
     *printed, last = r.stdout.strip().splitlines()
     return set(json.loads(last)), "\n".join(printed)
+
+
+def command_modules(*args: str) -> tuple[set[str], str]:
+    """The modules the ``lakelog`` console script imports for ``args`` (as ``-X importtime`` reports them,
+    the interpreter's own start-up included), and what it printed."""
+    env = _env()
+    env["PYTHONPROFILEIMPORTTIME"] = "1"
+    r = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    mods = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+    assert "lakelog.cli" in mods, r.stderr[-3000:]
+    return mods, r.stdout
 
 
 def heavy(mods: set[str]) -> list[str]:
@@ -35,20 +65,72 @@ def heavy(mods: set[str]) -> list[str]:
     return sorted(found)
 
 
-def test_import_lakelog_imports_no_heavy_module():
-    mods, _ = modules_after("import lakelog")
-    assert "lakelog.table" in mods and "pyarrow" in mods
-    assert heavy(mods) == []
-    assert "fsspec" not in mods  # imported when a table is opened
+def engines(mods: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    return sorted({m.split(".")[0] for m in mods} & (set(ENGINES) - set(allowed)))
 
 
-def test_describe_imports_no_heavy_module(tmp_path):
-    p = str(tmp_path / "t")
+def _table(path: str, checkpoint_at: int | None = None, metadata_after: bool = False) -> str:
     for k in range(3):
-        lakelog.write_table(p, pa.table({"id": pa.array([k, k + 10], pa.int64()), "part": [f"p{k}"] * 2}), partition_by=["part"])
-    mods, out = modules_after(f"from lakelog.cli import main\nassert main(['describe', {p!r}]) == 0")
+        lakelog.write_table(path, pa.table({"id": pa.array([k, k + 10], pa.int64()), "part": [f"p{k}"] * 2}), partition_by=["part"])
+        if k == checkpoint_at:
+            lakelog.Table(path).checkpoint()
+    if metadata_after:
+        # a commit after the checkpoint with protocol and metaData (the feature upgrades the protocol)
+        lakelog.Table(path).set_properties({"delta.enableDeletionVectors": True})
+    return path
+
+
+def test_import_lakelog_imports_no_engine():
+    mods, out = modules_after("import lakelog\nprint(sorted(m for m in __import__('sys').modules if m.startswith('lakelog')))")
+    assert out == "['lakelog', 'lakelog.errors']"
+    assert engines(mods) == [] and heavy(mods) == []
+    assert "fsspec" not in mods
+
+
+def test_public_names_import_on_first_use():
+    """The names ``import lakelog`` no longer imports at once still work as attributes, in ``from lakelog
+    import ...``, in ``dir()``, and submodules read as attributes are imported."""
+    mods, out = modules_after(
+        "import lakelog\nfrom lakelog import Table, write_table, WritePlan, variant_field\n"
+        "print(lakelog.Table is Table, lakelog.write_table is write_table, 'Table' in dir(lakelog), set(lakelog.__all__) <= set(dir(lakelog)))\n"
+        "print(callable(lakelog.scan.pruned_files), lakelog.errors.LakelogError is lakelog.LakelogError)\n"
+        "try:\n    lakelog.no_such_name\nexcept AttributeError as e:\n    print(e)"
+    )
+    assert out.splitlines() == ["True True True True", "True True", "module 'lakelog' has no attribute 'no_such_name'"]
+    assert "lakelog.table" in mods
+
+
+def test_version_command_imports_no_engine():
+    mods, out = command_modules("--version")
+    assert out.strip() == f"lakelog {lakelog.__version__}"
+    assert engines(mods) == [] and "fsspec" not in mods
+
+
+def test_history_command_reads_json_commits_only(tmp_path):
+    """Without a checkpoint, and with one followed by a commit holding the metadata, history reads JSON only;
+    where only the checkpoint holds protocol and metadata, pyarrow reads it, and no engine beyond it."""
+    cases = {
+        "plain": (_table(str(tmp_path / "plain")), ()),
+        "metadata after checkpoint": (_table(str(tmp_path / "after"), checkpoint_at=1, metadata_after=True), ()),
+        "metadata in checkpoint only": (_table(str(tmp_path / "cp"), checkpoint_at=1), ("pyarrow", "numpy")),
+    }
+    for name, (path, allowed) in cases.items():
+        mods, out = command_modules("history", path, "--json")
+        versions = [e["version"] for e in json.loads(out)]
+        assert versions == list(range(max(versions), -1, -1)) and versions[0] >= 2, (name, out)
+        assert engines(mods, allowed) == [], name
+        assert heavy(mods) == [] and "fsspec" not in mods, name
+    assert "pyarrow" in {m.split(".")[0] for m in mods}  # the control: the check sees an import
+
+
+def test_describe_and_table_import_only_pyarrow_and_numpy(tmp_path):
+    p = _table(str(tmp_path / "t"), checkpoint_at=1)
+    mods, out = command_modules("describe", p)
     assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
-    assert heavy(mods) == []
+    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
+    mods, out = modules_after(f"import lakelog\nt = lakelog.Table({p!r})\nprint(t.version, len(t.history()))")
+    assert out == "2 3"
+    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
 
 
 def test_reading_still_imports_what_it_needs(tmp_path):

@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import sys
-import traceback
 import warnings
 from typing import Any
 from .output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CommandFailed, UsageError
@@ -125,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..errors import LakelogError
 
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         code = _exit_code(e)
         if isinstance(e, (LakelogError, UsageError, CommandFailed)):
