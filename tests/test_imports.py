@@ -173,3 +173,23 @@ def test_filtered_planning_imports_no_heavy_module(tmp_path):
     mods, out = modules_after("import datetime\nfrom datetime import date, datetime as _dt\n" + code.replace("datetime.datetime(", "_dt(").replace("datetime.date(", "date("))
     assert out.splitlines() == [f"{k} {v}" for k, v in expected.items()]
     assert heavy(mods) == []
+
+
+def test_writes_and_row_changes_on_a_plain_table_import_no_sqlglot(tmp_path):
+    """sqlglot translates the Spark SQL a table stores (constraints, generated columns, defaults): a table
+    without them never needs it; with a CHECK constraint a write imports it (the control)."""
+    plain, checked = str(tmp_path / "plain"), str(tmp_path / "checked")
+    for p in (plain, checked):
+        lakelog.write_table(p, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": ["a", "b", "c"]}))
+    lakelog.Table(checked).add_constraint({"positive": "id > 0"})
+    code = ("import lakelog\n"
+            "t = lakelog.Table({p!r})\n"
+            "t.delete('id = 1'); t.update({{'s': \"'z'\"}}, 'id = 2')\n"
+            "import pyarrow as pa\n"
+            "lakelog.write_table({p!r}, pa.table({{'id': pa.array([4], pa.int64()), 's': ['d']}}), mode='append')\n"
+            "print(sorted(lakelog.Table({p!r}).to_pyarrow().column('s').to_pylist()))")
+    mods, out = modules_after(code.format(p=plain))
+    assert out == "['c', 'd', 'z']"
+    assert "sqlglot" not in mods
+    mods, out = modules_after(code.format(p=checked))
+    assert out == "['c', 'd', 'z']" and "sqlglot" in mods

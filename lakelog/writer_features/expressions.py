@@ -12,17 +12,30 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from ..errors import ExpressionEvaluationError, PredicateError
-from ..spark_expressions import columns_of, from_arrow, referenced_columns, translate_condition, translate_value
+
+# ``spark_expressions`` (and sqlglot under it) is imported by the functions that translate: a table
+# without constraints, generated columns or defaults never needs it, and a script should not pay its import.
+
+
+def referenced_columns(text: str) -> frozenset[str]:
+    """The top-level column names a Spark SQL expression reads, lower-cased."""
+    from ..spark_expressions import referenced_columns as of
+
+    return of(text)
 
 
 def condition_sql(text: str, schema: pa.Schema, what: str) -> str:
     """A CHECK constraint or invariant over ``schema``'s columns as DuckDB SQL (a boolean)."""
+    from ..spark_expressions import columns_of, translate_condition
+
     return translate_condition(text, columns_of(schema), what).text
 
 
 def value_sql(text: str, schema: pa.Schema, what: str, target: pa.DataType, *, default: bool = False) -> str:
     """A generation expression or column default over ``schema``'s columns, as DuckDB SQL of ``target``'s
     type (cast as Spark casts, ANSI). ``default``: a column default, which may read the time of the write."""
+    from ..spark_expressions import columns_of, from_arrow, translate_value
+
     return translate_value(text, columns_of(schema), what, from_arrow(target), now=default).text
 
 
@@ -35,7 +48,7 @@ def constant_sql(text: str, what: str) -> str:
 
 def value_type(text: str, schema: pa.Schema, what: str) -> pa.DataType:
     """The Arrow type of the column a generation expression over ``schema`` fills (its Spark type)."""
-    from ..spark_expressions import translate
+    from ..spark_expressions import columns_of, translate
 
     t = translate(text, columns_of(schema), what).type
     if t.void:
