@@ -20,6 +20,7 @@ from ..sql import parse_expression, quote_ident, table_columns, value_expression
 from ..storage import Storage
 from .internal_columns import ROW_ID
 from .copy_on_write import CopyOnWrite, NewValues
+from .exact_values import ExactValues, exact_values
 from .file_groups import Group, split_by_file
 from .rewrite import FILE, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run
 
@@ -80,15 +81,19 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     return sum(len(r) for r in hits.values())
 
 
-def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assignments: str, context: str) -> int:
+def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assignments: str, context: str,
+                  exact: ExactValues | None = None) -> int:
     """Rewrite the files of a scanned ``group`` that have rows ``pred`` selects, with those rows updated
-    from the new values computed over the group's columns; returns how many rows."""
+    from the new values computed over the group's columns (by pyarrow where ``exact`` has them); returns
+    how many rows."""
     hits = list(group.selected(op.engine, pred))
     if not hits:
         return 0
     chosen = pa.concat_tables([rows_at(group.rows_of(fi), rows) for fi, rows in hits])
     # Row k of the values is computed from the k-th selected row (evaluate carries each row's position).
-    values = op.engine.evaluate(chosen, assignments, context)
+    values = exact.columns(chosen) if exact is not None else None
+    if values is None:
+        values = op.engine.evaluate(chosen, assignments, context)
     at = 0
     for fi, rows in hits:
         k = fi - group.first
@@ -114,9 +119,11 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     if isinstance(op.deleter, CopyOnWrite) and not op.records_changes:
         # The new values need only the columns the expressions read: computed per scanned group, they go
         # with each file's rewrite, which reads the file anyway (one read per file, as a delete).
-        reads = set().union(*(table_columns(parse_expression(e), op.schema.names) for e in updates.values()))
+        trees = {col: parse_expression(e) for col, e in updates.items()}
+        reads = set().union(*(table_columns(t, op.schema.names) for t in trees.values()))
+        exact = exact_values(trees, op.schema)
         for group in op.scan(files, None if pred.columns is None else pred.columns | reads):
-            updated += _update_group(op, files, group, pred, assignments, context)
+            updated += _update_group(op, files, group, pred, assignments, context, exact)
     else:  # (the old rows are recorded, or written elsewhere: files are read before the update)
         for group in op.scan(files, pred.columns):
             hits = dict(group.selected(op.engine, pred))
