@@ -7,11 +7,16 @@ spark_ext.read (Spark's Parquet source over the snapshot's files). Then row-leve
 spread over the table, the rest inserted), on a table without deletion vectors (copy-on-write: touched
 files are rewritten) and on the same rows in a table created with ``delta.enableDeletionVectors=true``
 (merge-on-read: touched files get a deletion vector, only updated and inserted rows are written).
-Each run starts from a fresh copy of the table. Then
+Each run starts from a fresh copy of the table. On the copy-on-write table each operation is also
+measured, in the same interleaved runs, against its floor: what Spark itself (no Delta) does to
+rewrite exactly the files the operation rewrites (``spark.read.parquet`` of them, the same filter or
+new values, ``write.parquet``; see ``floors``). A Spark session's master is fixed when it starts:
+``--masters local[1],local[2]`` runs the benchmark once per master, each in its own process. Then
 ``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
 table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-dv-only | --dv-only] [--master local[1]]. Prints a table; returns the rows for the suite.
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-cow-only | --dml-dv-only | --dv-only]
+[--master local[1] | --masters local[1],local[2]] [--json]. Prints a table; returns the rows for the suite.
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ def _session(master: str = "local[2]"):
 
 
 def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = False) -> list[dict]:
-    """Delete and merge through ``LakelogTable`` (on Spark) against ``lakelog.Table`` (Python);
-    ``deletion_vectors``: on a table with deletion vectors enabled (both paths merge-on-read)."""
+    """Delete, update and merge through ``LakelogTable`` (on Spark) against ``lakelog.Table`` (Python);
+    ``deletion_vectors``: on a table with deletion vectors enabled (both paths merge-on-read). On a
+    copy-on-write table also against each operation's floor (``floors``), interleaved in the same runs."""
     import pyarrow.parquet as pq
 
     import lakelog
@@ -56,6 +62,7 @@ def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = Fals
 
     kind = "dv" if deletion_vectors else "cow"
     base, work, src_path = os.path.join(tmp, f"dml-base-{kind}"), os.path.join(tmp, f"dml-work-{kind}"), os.path.join(tmp, f"dml-source-{kind}.parquet")
+    floor_out = os.path.join(tmp, f"dml-floor-{kind}")
     dml.build(base, rows, deletion_vectors=deletion_vectors)
     dml.source(src_path, rows, rows // 100)
     src_arrow = pq.read_table(src_path)
@@ -63,6 +70,7 @@ def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = Fals
 
     def fresh() -> None:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(floor_out, ignore_errors=True)
         dml.copy_table(base, work)
 
     def spark_merge():
@@ -72,17 +80,76 @@ def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = Fals
     def python_merge():
         return lakelog.Table(work).merge(src_arrow, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
 
+    ops = {
+        "delete": (lambda: LakelogTable.forPath(spark, work).delete("x < 0.01"), lambda: lakelog.Table(work).delete("x < 0.01"),
+                   f"delete 1% of {rows:,} rows"),
+        "update": (lambda: LakelogTable.forPath(spark, work).update("x < 0.01", {"s": "'updated'"}),
+                   lambda: lakelog.Table(work).update({"s": "'updated'"}, "x < 0.01"), f"update 1% of {rows:,} rows"),
+        "merge": (spark_merge, python_merge, f"merge {rows // 100:,} source rows into {rows:,}"),
+    }
     out = []
     on = ", deletion vectors" if deletion_vectors else ""
-    d_spark, d_py = median_times([lambda: LakelogTable.forPath(spark, work).delete("x < 0.01"), lambda: lakelog.Table(work).delete("x < 0.01")], runs, setup=fresh)
-    out.append({"name": f"delete 1% of {rows:,} rows{on}: LakelogTable on Spark", "lakelog_s": d_spark, "peer": "lakelog.Table (Python)", "peer_s": d_py})
-    u_spark, u_py = median_times([lambda: LakelogTable.forPath(spark, work).update("x < 0.01", {"s": "'updated'"}),
-                                  lambda: lakelog.Table(work).update({"s": "'updated'"}, "x < 0.01")], runs, setup=fresh)
-    out.append({"name": f"update 1% of {rows:,} rows{on}: LakelogTable on Spark", "lakelog_s": u_spark, "peer": "lakelog.Table (Python)", "peer_s": u_py})
-    m_spark, m_py = median_times([spark_merge, python_merge], runs, setup=fresh)
-    out.append({"name": f"merge {rows // 100:,} source rows into {rows:,}{on}: LakelogTable on Spark", "lakelog_s": m_spark,
-                "peer": "lakelog.Table (Python)", "peer_s": m_py})
+    for op, (on_spark, on_python, name) in ops.items():
+        row = {"name": f"{name}{on}: LakelogTable on Spark", "op": op, "peer": "lakelog.Table (Python)"}
+        if deletion_vectors:
+            row["lakelog_s"], row["peer_s"] = median_times([on_spark, on_python], runs, setup=fresh)
+        else:
+            fresh()
+            on_spark()
+            rewritten = rewritten_files(work)  # (the same every run: each starts from a fresh copy)
+            floor = floors(spark, op, rewritten, src_spark, floor_out)
+            row["lakelog_s"], row["floor_s"], row["peer_s"] = median_times([on_spark, floor, on_python], runs, setup=fresh)
+            row["files"] = len(rewritten)
+        out.append(row)
     return out
+
+
+def rewritten_files(path: str) -> list[str]:
+    """The data files (absolute paths) the latest commit of the table at ``path`` removed."""
+    import orjson
+
+    log = os.path.join(path, "_delta_log")
+    last = max(f for f in os.listdir(log) if f.endswith(".json") and f[:20].isdigit())
+    with open(os.path.join(log, last), "rb") as f:
+        removed = [orjson.loads(line)["remove"]["path"] for line in f if line.startswith(b'{"remove"')]
+    return [os.path.join(path, p) for p in removed]
+
+
+def floors(spark, op: str, files: list[str], source, out: str):
+    """What Spark itself (no Delta) does to rewrite ``files`` as ``op`` does: ``spark.read.parquet`` of
+    them, the same filter or values, ``write.parquet``. delete: the rows that stay; update: every row,
+    ``s`` a CASE of the condition; merge (update all matched, insert the rest): each target row joined
+    with the source (broadcast: 20k rows), the source's values where it matched, plus the source rows
+    matching no target row. The floor is kept as low as Spark allows: the schema is given (no footer
+    read to infer it), and the files are listed on the driver, not by the Spark job that listing more
+    than ``spark.sql.sources.parallelPartitionDiscovery.threshold`` (32) paths starts (on 2 cores
+    under load it took seconds for 100 files)."""
+    from pyspark.sql import functions as F
+
+    cols = ["id", "grp", "x", "s", "day"]
+    schema = spark.read.parquet(files[0]).schema
+    listing = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+    def run():
+        before = spark.conf.get(listing)
+        spark.conf.set(listing, str(len(files) + 1))
+        try:
+            t = spark.read.schema(schema).parquet(*files)
+        finally:
+            spark.conf.set(listing, before)
+        if op == "delete":
+            df = t.where("NOT coalesce(x < 0.01, false)")
+        elif op == "update":
+            df = t.select(*[F.expr("CASE WHEN x < 0.01 THEN 'updated' ELSE s END").alias(c) if c == "s" else F.col(c) for c in cols])
+        else:
+            src = source.alias("src")
+            joined = t.alias("tgt").join(F.broadcast(src), F.col("tgt.id") == F.col("src.id"), "left")
+            updated = joined.select(*[F.when(F.col("src.id").isNotNull(), F.col(f"src.{c}")).otherwise(F.col(f"tgt.{c}")).alias(c) for c in cols])
+            inserted = source.join(t.select("id"), "id", "left_anti").select(*cols)
+            df = updated.unionByName(inserted)
+        df.write.parquet(out)
+
+    return run
 
 
 def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
@@ -120,12 +187,14 @@ def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
 
 
 def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False, dml_dv_only: bool = False,
-        master: str = "local[2]") -> list[dict]:
+        master: str = "local[2]", dml_cow_only: bool = False) -> list[dict]:
     spark = _session(master)
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
-    if dml_only or dv_only or dml_dv_only:
+    if dml_only or dv_only or dml_dv_only or dml_cow_only:
         if dml_dv_only:
             results = run_dml(spark, tmp, rows, runs, deletion_vectors=True)
+        elif dml_cow_only:
+            results = run_dml(spark, tmp, rows, runs)
         elif dml_only:
             results = run_dml(spark, tmp, rows, runs) + run_dml(spark, tmp, rows, runs, deletion_vectors=True)
         else:
@@ -183,17 +252,43 @@ def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: b
     return results
 
 
+def _print(results: list[dict], master: str) -> None:
+    for r in results:
+        floor = f"  floor {r['floor_s']:7.3f}s  ratio {r['lakelog_s'] / r['floor_s']:.2f}x" if "floor_s" in r else ""
+        print(f"[{master}] {r['name']:<58} lakelog {r['lakelog_s']:7.3f}s{floor}  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--dml-only", action="store_true", help="only delete and merge on Spark vs the Python path")
-    ap.add_argument("--dml-dv-only", action="store_true", help="only delete and merge on a deletion-vector table, Spark vs the Python path")
+    ap.add_argument("--dml-only", action="store_true", help="only delete, update and merge on Spark vs the Python path (and, copy-on-write, vs Spark's floor)")
+    ap.add_argument("--dml-cow-only", action="store_true", help="only copy-on-write delete, update and merge: Spark vs Spark's floor vs the Python path")
+    ap.add_argument("--dml-dv-only", action="store_true", help="only delete, update and merge on a deletion-vector table, Spark vs the Python path")
     ap.add_argument("--dv-only", action="store_true", help="only spark_ext.read with deletion vectors vs without")
     ap.add_argument("--master", default="local[2]", help="Spark master: local[1] against local[2] shows how the distributed path scales")
+    ap.add_argument("--masters", default=None,
+                    help="comma-separated masters (e.g. local[1],local[2]): one fresh process (one Spark session) per master, in turn")
+    ap.add_argument("--json", action="store_true", help="print the results as one JSON list")
     args = ap.parse_args(argv)
-    for r in run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only, args.master):
-        print(f"{r['name']:<58} lakelog {r['lakelog_s']:7.3f}s  {r['peer']} {r['peer_s']:7.3f}s  ratio {r['ratio']:.2f}x")
+    if args.masters:
+        import json
+        import subprocess
+
+        flags = [f for f, on in (("--dml-only", args.dml_only), ("--dml-cow-only", args.dml_cow_only), ("--dml-dv-only", args.dml_dv_only),
+                                 ("--dv-only", args.dv_only)) if on]
+        for master in args.masters.split(","):
+            done = subprocess.run([sys.executable, "-m", "benchmarks.spark", "--rows", str(args.rows), "--runs", str(args.runs), "--master", master,
+                                   "--json", *flags], check=True, stdout=subprocess.PIPE, text=True)
+            _print(json.loads(done.stdout.strip().splitlines()[-1]), master)
+        return
+    results = run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only, args.master, args.dml_cow_only)
+    if args.json:
+        import json
+
+        print(json.dumps(results))
+    else:
+        _print(results, args.master)
 
 
 if __name__ == "__main__":
