@@ -146,10 +146,15 @@ def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -
             import lakelog.sql
 
             lakelog.sql.Engine().register(pa.table({"warm": [1]}))
-    else:
+    elif engine == "deltalake":
         from deltalake import DeltaTable
 
         t = DeltaTable(path)
+    else:  # "pyarrow": the floor of a copy-on-write delete or update, no table log at all
+        import pyarrow.compute  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+
+        t = None
     if op.startswith("merge") or op == "upsert-1":
         import pyarrow.parquet as pq
 
@@ -160,7 +165,9 @@ def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -
     _reset_peak()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    if op in ("delete", "delete-dv", "delete-50"):
+    if engine == "pyarrow":
+        touched = _pyarrow_rewrite(path, op)
+    elif op in ("delete", "delete-dv", "delete-50"):
         m = t.delete("x < 0.5" if op == "delete-50" else "x < 0.01")
         touched = m["num_deleted_rows"]
     elif op == "update":
@@ -186,6 +193,40 @@ def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -
 
         out["arrow_peak_mb"] = pa.default_memory_pool().max_memory() / 2**20
     return out
+
+
+def _pyarrow_rewrite(path: str, op: str) -> int:
+    """What a copy-on-write delete or update costs pyarrow alone: each data file read once (every column),
+    filtered or given its new values, written beside it with the source's dictionary choice per column
+    (as lakelog's rewrite keeps it), on two threads; no stats, no log."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    limit = 0.5 if op == "delete-50" else 0.01
+
+    def one(name: str) -> int:
+        f = pq.ParquetFile(os.path.join(path, name))
+        rg = f.metadata.row_group(0)
+        dictionary = [rg.column(i).path_in_schema for i in range(rg.num_columns) if any("DICTIONARY" in e for e in rg.column(i).encodings)]
+        t = f.read()
+        hit = pc.fill_null(pc.less(t["x"], limit), False)
+        n = pc.sum(hit).as_py() or 0
+        if not n:
+            return 0
+        if op == "update":
+            i = t.schema.get_field_index("s")
+            t = t.set_column(i, t.schema.field(i), pc.if_else(hit, pa.scalar("updated", t.schema.field(i).type), t["s"]))
+        else:
+            t = t.filter(pc.invert(hit))
+        pq.write_table(t, os.path.join(path, "rewritten-" + name), use_dictionary=dictionary)
+        return n
+
+    names = sorted(n for n in os.listdir(path) if n.endswith(".parquet"))
+    with ThreadPoolExecutor(2) as pool:
+        return sum(pool.map(one, names))
 
 
 def _run_child(engine: str, op: str, path: str, source_path: str, arrow_pool: str | None = None, mode: str = "op") -> dict:
@@ -215,10 +256,11 @@ NAMES = {"merge": "merge {k}k into {m}M (1% match, spread)", "merge-clustered": 
 
 
 def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None = None, ops=OPS, upsert_rows: int | None = None,
-        arrow_pool: str | None = None, modes=MODES) -> list[dict]:
+        arrow_pool: str | None = None, modes=MODES, floor: bool = False) -> list[dict]:
     """The workloads, interleaved runs; returns suite result rows. ``arrow_pool``: Arrow's default memory
     pool in every child (``ARROW_DEFAULT_MEMORY_POOL``: jemalloc, mimalloc or system; None: pyarrow's default);
-    ``modes``: "op" (the operation alone) and/or "script" (the whole fresh process)."""
+    ``modes``: "op" (the operation alone) and/or "script" (the whole fresh process); ``floor``: also pyarrow
+    alone doing a delete's or update's per-file rewrite (``_pyarrow_rewrite``), interleaved with the two."""
     import compileall
 
     # The children import lakelog's modules as an installed package would: from compiled bytecode (pip
@@ -248,10 +290,11 @@ def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None
             src = os.path.join(tmp, f"source-{op}.parquet")
             if op.startswith("merge") or op == "upsert-1":
                 source(src, n, 1 if op == "upsert-1" else source_rows, clustered=op == "merge-clustered")
-            results = {(m, e): [] for m in modes for e in ("lakelog", "deltalake")}
+            engines = ("lakelog", "deltalake") + (("pyarrow",) if floor and op in ("delete", "delete-50", "update") else ())
+            results = {(m, e): [] for m in modes for e in engines}
             for i in range(runs):
                 for mode in modes:
-                    for engine in ("lakelog", "deltalake"):
+                    for engine in engines:
                         path = os.path.join(tmp, f"{op}-{engine}-{i}")
                         copy_table(bases[(n, op == "delete-dv" and engine == "lakelog")], path)
                         results[(mode, engine)].append(_run_child(engine, op, path, src, arrow_pool, mode))
@@ -273,6 +316,12 @@ def run(quick: bool = False, runs: int | None = None, add=None, rows: int | None
                 print(f"  {name:<62} lakelog {lk_s:7.3f}s {lk_mb:6.0f} MiB   deltalake {dl_s:7.3f}s {dl_mb:6.0f} MiB   "
                       f"ratio {row['ratio']:.2f}x time, {row['memory_ratio']}x memory (lakelog's live Arrow peak "
                       f"{row['lakelog_arrow_peak_mb']} MiB)", flush=True)
+                if (mode, "pyarrow") in results:
+                    pa_s = statistics.median(r["seconds"] for r in results[(mode, "pyarrow")])
+                    pa_mb = statistics.median(r["peak_mb"] for r in results[(mode, "pyarrow")])
+                    row.update(floor_s=round(pa_s, 4), floor_peak_mb=round(pa_mb))
+                    print(f"  {'  floor: pyarrow alone rewriting the files':<62} pyarrow {pa_s:7.3f}s {pa_mb:6.0f} MiB   "
+                          f"lakelog/floor {lk_s / pa_s:.2f}x, deltalake/floor {dl_s / pa_s:.2f}x", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -292,8 +341,9 @@ if __name__ == "__main__":
     ap.add_argument("--arrow-pool", choices=("jemalloc", "mimalloc", "system"), default=None,
                     help="Arrow's default memory pool in every child (ARROW_DEFAULT_MEMORY_POOL; default: pyarrow's, mimalloc)")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: op (the operation alone), script (the whole fresh process)")
+    ap.add_argument("--floor", action="store_true", help="also pyarrow alone rewriting the files (deletes and the update)")
     a = ap.parse_args()
     run(quick=a.quick, runs=a.runs, rows=a.rows, ops=[o for o in a.ops.split(",") if o], upsert_rows=a.upsert_rows, arrow_pool=a.arrow_pool,
-        modes=[m for m in a.modes.split(",") if m])
+        modes=[m for m in a.modes.split(",") if m], floor=a.floor)
     sys.stdout.flush()
     os._exit(0)
