@@ -12,7 +12,6 @@ evaluates it.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,11 +29,43 @@ _OPS = {
     "COMPARE_LESSTHANOREQUALTO": lambda f, v: f <= v, "COMPARE_GREATERTHANOREQUALTO": lambda f, v: f >= v,
 }
 _NAN_ABOVE = ("COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO")
-# A plain decimal of at most 15 significant digits: the engine's DECIMAL literal, converted to DOUBLE
-# (its unscaled integer, exact below 2**53, divided by an exact power of ten), is the nearest double,
-# as Python's float() of the text is.
+# A plain decimal of at most 15 significant and 18 digits in all: the engine's DECIMAL literal (an int64
+# over 10**scale, both exact doubles) converted to DOUBLE is the nearest double, as Python's float() of
+# the text is.
 _DECIMAL = re.compile(r"-?(\d+)(?:\.(\d+))?")
 _INTEGER_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+
+
+def column_ref(node: dict, index: ColumnNames) -> str | None:
+    """The table column a parse-tree node names, when it is a bare (unqualified) column reference."""
+    if node.get("class") != "COLUMN_REF" or len(node.get("column_names") or ()) != 1:
+        return None
+    return index.find(node["column_names"][0])
+
+
+def number_literal(node: dict, t: pa.DataType) -> int | float | None:
+    """The number a numeric literal node is, exactly as the engine reads it against a column of type ``t``
+    (double or a signed integer), or None when that is not certain: for an integer column an integer
+    literal within int64; for a double column an integer literal of at most 2**53 or a plain decimal
+    (``_DECIMAL``), a zero as +0.0 (a DECIMAL has no sign of zero). An integer column against a fraction
+    compares as DECIMAL in the engine: None."""
+    lit = node.get("literal") if node.get("class") == "CONSTANT" else None
+    if not isinstance(lit, dict) or not isinstance(lit.get("text"), str):
+        return None
+    text, kind = lit["text"], lit.get("kind")
+    if kind == "INTEGER" and re.fullmatch(r"-?\d+", text):
+        v = int(text)
+        if t == pa.float64():
+            return float(v) if abs(v) <= 2**53 else None
+        return v if t in _INTEGER_TYPES and -(2**63) <= v < 2**63 else None
+    m = _DECIMAL.fullmatch(text) if kind == "NUMERIC" and t == pa.float64() else None
+    if m is None:
+        return None
+    whole, fraction = m.group(1), m.group(2) or ""
+    if len(whole) + len(fraction) > 18 or len((whole + fraction).lstrip("0")) > 15:
+        return None
+    v = float(text)
+    return v if v != 0 else 0.0
 
 
 def exact_expression(tree: dict, schema: pa.Schema) -> pc.Expression | None:
@@ -82,9 +113,7 @@ class _Exact:
         raise _NotExact
 
     def column(self, node: dict) -> tuple[str, pa.DataType]:
-        if node.get("class") != "COLUMN_REF" or len(node.get("column_names") or ()) != 1:
-            raise _NotExact
-        name = self.index.find(node["column_names"][0])
+        name = column_ref(node, self.index)
         if name is None:
             raise _NotExact
         field = self.schema.field(name)
@@ -94,24 +123,9 @@ class _Exact:
             raise _NotExact
         return name, field.type
 
-    def literal(self, node: dict, t: pa.DataType) -> Any:
-        lit = node.get("literal") if node.get("class") == "CONSTANT" else None
-        if not isinstance(lit, dict) or not isinstance(lit.get("text"), str):
+    def literal(self, node: dict, t: pa.DataType) -> pa.Scalar:
+        v = number_literal(node, t)
+        if v is None:
             raise _NotExact
-        text, kind = lit["text"], lit.get("kind")
-        if kind == "INTEGER" and re.fullmatch(r"-?\d+", text):
-            v = int(text)
-            if t == pa.float64():
-                if abs(v) > 2**53:
-                    raise _NotExact
-                return pa.scalar(float(v), pa.float64())
-            if not -(2**63) <= v < 2**63:
-                raise _NotExact
-            return pa.scalar(v, pa.int64())  # (compared in int64: exact for every signed integer column)
-        m = _DECIMAL.fullmatch(text) if kind == "NUMERIC" else None
-        if m is None or t != pa.float64():
-            raise _NotExact  # (an integer column against a fraction compares as DECIMAL in the engine)
-        digits = (m.group(1) + (m.group(2) or "")).lstrip("0")
-        if len(digits) > 15:
-            raise _NotExact
-        return pa.scalar(float(text), pa.float64())
+        # (an integer compared in int64: exact for every signed integer column)
+        return pa.scalar(v, pa.float64() if t == pa.float64() else pa.int64())

@@ -14,17 +14,13 @@ engine's.
 
 from __future__ import annotations
 
-import re
-
-import numpy as np
 import pyarrow as pa
 
 from ..schema import ColumnNames
+from .exact_predicate import column_ref, number_literal
 
 _INTEGER_TYPES = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 _TYPES = (*_INTEGER_TYPES, pa.float64(), pa.string(), pa.bool_())
-# At most 18 digits in all (the engine's DECIMAL is then an int64 over 10**scale, both exact doubles).
-_DECIMAL = re.compile(r"-?(\d+)(?:\.(\d+))?")
 
 
 class ExactValues:
@@ -38,7 +34,6 @@ class ExactValues:
     def columns(self, rows: pa.Table) -> pa.Table | None:
         """The new values for ``rows`` (one row each, in order): the engine's ``SELECT CAST(...) AS col``,
         or None when a column read is not of the expected type there."""
-        n = rows.num_rows
         out = {}
         for col, value in self.values.items():
             if isinstance(value, str):
@@ -46,7 +41,7 @@ class ExactValues:
                     return None
                 out[col] = rows.column(value)
             else:
-                out[col] = pa.array([value.as_py()], value.type).take(pa.array(np.zeros(n, dtype=np.int32)))
+                out[col] = pa.repeat(value, rows.num_rows)
         return pa.table(out)
 
 
@@ -68,8 +63,7 @@ def exact_values(trees: dict[str, dict], schema: pa.Schema) -> ExactValues | Non
 
 def _value(tree: dict, t: pa.DataType, schema: pa.Schema, index: ColumnNames) -> pa.Scalar | str | None:
     if tree.get("class") == "COLUMN_REF":
-        names = tree.get("column_names") or ()
-        name = index.find(names[0]) if len(names) == 1 else None
+        name = column_ref(tree, index)
         if name is None:
             return None
         source = schema.field(name)
@@ -82,17 +76,10 @@ def _value(tree: dict, t: pa.DataType, schema: pa.Schema, index: ColumnNames) ->
         return pa.scalar(text, pa.string()) if t == pa.string() else None
     if kind == "BOOLEAN":
         return pa.scalar(text == "true", pa.bool_()) if t == pa.bool_() and text in ("true", "false") else None
-    if kind == "INTEGER" and re.fullmatch(r"-?\d+", text):
-        v = int(text)
-        if t == pa.float64():
-            return pa.scalar(float(v), t) if abs(v) <= 2**53 else None
-        bits = _INTEGER_TYPES.get(t)
-        return pa.scalar(v, t) if bits is not None and -(2 ** (bits - 1)) <= v < 2 ** (bits - 1) else None
-    m = _DECIMAL.fullmatch(text) if kind == "NUMERIC" and t == pa.float64() else None
-    if m is None:
+    if t not in (pa.float64(), *_INTEGER_TYPES):
         return None
-    whole, fraction = m.group(1), m.group(2) or ""
-    if len(whole) + len(fraction) > 18 or len((whole + fraction).lstrip("0")) > 15:
+    v = number_literal(tree, t)
+    bits = _INTEGER_TYPES.get(t)
+    if v is None or (bits is not None and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)):
         return None
-    v = float(text)
-    return pa.scalar(v if v != 0 else 0.0, t)
+    return pa.scalar(v, t)
