@@ -63,7 +63,8 @@ from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, Lake
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
-from .snapshot import Snapshot, _Replay, as_version, describe_ranges, logical_file_key, missing_ranges
+from .snapshot import Snapshot, _Replay, describe_ranges, logical_file_key, missing_ranges
+from .versions import as_version
 from .storage import Storage
 
 _TEMP_RE = re.compile(r"^\..+\.tmp$")  # lakelog's temp files: .<final name>.<uuid>.tmp

@@ -21,7 +21,7 @@ from .schema import schema_from_string
 from .type_widening import check_type_changes
 from .storage import Storage
 from .file_set import NOT_LIVE, FileSet
-from .versions import as_version, to_epoch_ms, version_at_timestamp  # noqa: F401  (to_epoch_ms: imported from here by spark_ext)
+from .versions import as_version, version_at_timestamp
 
 def missing_ranges(lo: int, hi: int, present: list[int]) -> list[tuple[int, int]]:
     """The ranges of versions in ``lo..hi`` that are not in ``present`` (sorted), in order; computed from

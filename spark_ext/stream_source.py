@@ -34,7 +34,8 @@ import lakelog
 from lakelog.actions import AddFile, RemoveFile
 from lakelog.errors import ConflictingBoundsError, LakelogError, VersionNotFoundError
 from lakelog.log import DeltaLog
-from lakelog.snapshot import commit_times, to_epoch_ms
+from lakelog.snapshot import commit_times
+from lakelog.versions import to_epoch_ms
 from lakelog.storage import Storage
 
 from . import options as opt

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..actions import Action, AddFile, Metadata, dv_id, now_ms
 from ..deletion_vectors import referenced_dv_file
-from ..snapshot import Snapshot, as_version, commit_times
+from ..snapshot import Snapshot, commit_times
+from ..versions import as_version
 from ..storage import Storage
 from ..errors import InvalidArgumentError, VersionNotFoundError
 from .commits import MaintenanceTransaction
