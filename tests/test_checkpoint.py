@@ -182,3 +182,26 @@ def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
         os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
     with pytest.raises(CorruptLogError, match="both an add and a remove row"):
         lakelog.Table(table_path)
+
+
+@pytest.mark.filterwarnings("ignore:lakelog. skipping unusable checkpoint")
+def test_checkpoint_with_wrongly_typed_stats_is_skipped_when_the_table_is_opened(table_path):
+    """The add rows' stats are decoded when first needed, but a stats field of the wrong type makes the
+    checkpoint unusable when the table is opened, as every other wrongly typed field does (the fallback
+    to the JSON commits happens then, not at the first filtered read)."""
+    lakelog.write_table(table_path, _rows(0))
+    lakelog.write_table(table_path, _rows(1))
+    lakelog.Table(table_path).checkpoint()
+    cp_path = os.path.join(_log(table_path), f"{1:020d}.checkpoint.parquet")
+    cp = pq.read_table(cp_path)
+    add = cp.column("add").combine_chunks()
+    i = add.type.get_field_index("stats")
+    bad = pa.array([{"n": 1}] * len(add), pa.struct([("n", pa.int64())]))
+    fields = [add.type.field(k) if k != i else pa.field("stats", bad.type) for k in range(add.type.num_fields)]
+    children = [add.field(k) if k != i else bad for k in range(add.type.num_fields)]
+    fixed = pa.StructArray.from_arrays(children, fields=fields, mask=add.is_null())
+    pq.write_table(cp.set_column(cp.schema.get_field_index("add"), "add", fixed), cp_path)
+    with pytest.warns(UserWarning, match="skipping unusable checkpoint"):
+        t = lakelog.Table(table_path)
+    assert t.snapshot.file_set.base is None  # replayed from the JSON commits
+    assert t.to_pyarrow(filters=[("id", ">=", 0)]).num_rows == 6

@@ -21,6 +21,8 @@ from ..errors import CorruptLogError
 from ..parquet_read import parquet_file
 
 DEFERRED_FIELDS = ("stats", "stats_parsed")  # add fields read when first asked for
+# The types a deferred field may have: only its values are checked when it is read later.
+_TYPE_CHECKS = {"stats": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "stats_parsed": pa.types.is_struct}
 
 
 def valid_rows(col: pa.ChunkedArray) -> list[pa.Array]:
@@ -51,6 +53,8 @@ def add_columns_now(add_type: pa.DataType) -> tuple[list[str], tuple[str, ...]]:
     deferred = tuple(n for n in names if n in DEFERRED_FIELDS)
     if not deferred or "path" not in names or any("." in n for n in names):
         return [], ()
+    if not all(_TYPE_CHECKS[n](add_type.field(n).type) for n in deferred):
+        return [], ()  # a wrongly typed field makes the checkpoint unusable, which must show when it is read
     return [f"add.{n}" for n in names if n not in DEFERRED_FIELDS], deferred
 
 
