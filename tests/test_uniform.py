@@ -458,21 +458,23 @@ def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
 def test_spark_writes_and_row_level_changes_keep_the_iceberg_metadata(spark, tmp_path):
     """Spark's writes commit through the same transaction: a format("lakelog") append and LakelogTable's
     update, merge and delete (files written by Spark's tasks) each get their Iceberg snapshot."""
-    from pyiceberg.expressions import EqualTo
+    from pyiceberg.expressions import EqualTo, IsNull
 
     from spark_ext import LakelogTable
 
     path = str(tmp_path / "t")
     lakelog.write_table(path, data(range(6)), partition_by=["part"], configuration=UNIFORM)
-    spark.createDataFrame([(6, "a", "n6", 3.0), (7, "c", None, 3.5)], "id long, part string, name string, score double") \
+    # ('' is a null partition value: the files' copy of the partition column, which Iceberg readers read, too)
+    spark.createDataFrame([(6, "a", "n6", 3.0), (7, "c", None, 3.5), (9, "", "e", 1.0)], "id long, part string, name string, score double") \
         .write.format("lakelog").mode("append").save(path)
     t = LakelogTable.forPath(spark, path)
     t.update("id = 1", {"score": "-1.0"})
     src = spark.createDataFrame([(2, "b", "m2", 9.0), (8, "b", "n8", 4.0)], "id long, part string, name string, score double")
     t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    t.update("id = 9", {"score": "2.0"})
     t.delete("id = 3")
-    assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8]
-    by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b")])
+    assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b"), (IsNull("part"), pc.field("part").is_null())])
     assert sorted(by_version) == list(range(lakelog.Table(path).version + 1))
 
 
@@ -496,3 +498,50 @@ def test_manifest_merging_leaves_full_manifests_alone(tmp_path, monkeypatch):
     assert any(m.existing_files_count for m in manifests)  # small ones were merged
     assert sum(m.manifest_length < big["manifest_length"] for m in manifests) <= convert.MERGE_AT + 1
     check_iceberg(path)
+
+
+# ---------------------------------------------------------------- what Iceberg readers see: values and locations
+
+def _pv_rows(ids, s, b) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids]), "s": pa.array(s, pa.string()),
+                     "b": pa.array(b, pa.binary()), "d": pa.array([-0.0 if i % 2 else 1.5 for i in ids], pa.float64())})
+
+
+def _deltalake_rows(path) -> list:
+    import deltalake
+
+    return rows(pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t").read_all()))
+
+
+def test_iceberg_reads_the_logged_partition_values_on_every_write_path(tmp_path):
+    """An empty string or binary partition value is null in the log (as Spark logs it): the partition
+    columns' copy inside the data files, which Iceberg readers read, holds null too, on every path
+    that writes files, so pyiceberg, lakelog and deltalake read the same rows and filters agree."""
+    from pyiceberg.expressions import EqualTo, IsNull, NotNull
+
+    path = str(tmp_path / "t")
+    f = pc.field
+    filters = [(IsNull("s"), f("s").is_null()), (EqualTo("s", ""), f("s") == ""), (NotNull("s"), f("s").is_valid()),
+               (EqualTo("s", "x"), f("s") == "x"), (IsNull("b"), f("b").is_null())]
+    steps = [
+        lambda: lakelog.write_table(path, _pv_rows(range(6), ["", "x", None, "", "y", "x"], [b"", b"q", None, b"", b"", b"q"]),
+                                    partition_by=["s", "b", "d"], configuration=UNIFORM),
+        lambda: lakelog.write_table(path, _pv_rows([6, 7], ["", "x"], [b"", b""]), mode="append"),
+        lambda: lakelog.Table(path).update({"v": "'u'"}, "id = 0"),
+        lambda: lakelog.Table(path).delete("id = 3"),
+        lambda: lakelog.Table(path).merge(_pv_rows([1, 8], ["", ""], [b"", None]), "target.id = source.id")
+        .when_matched_update_all().when_not_matched_insert_all().execute(),
+        lambda: lakelog.write_table(path, _pv_rows([9], ["", ], [b""]), mode="overwrite", predicate="id >= 8"),
+        lambda: lakelog.write_table(path, _pv_rows([10], [""], [b""]), mode="overwrite", partition_overwrite="dynamic"),
+        lambda: lakelog.Table(path).optimize(),
+    ]
+    for step in steps:
+        step()
+        check_iceberg(path, filters)
+        assert _deltalake_rows(path) == rows(lakelog.read_table(path))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.scan(row_filter=EqualTo("s", "")).to_arrow().num_rows == 0
+    # (the dynamic overwrite replaced the partition (null, null, 1.5) of rows 0, 2 and 6)
+    assert sorted(ice.scan(row_filter=IsNull("s")).to_arrow().column("id").to_pylist()) == [1, 9, 10]
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.read_table(path))
