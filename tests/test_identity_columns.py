@@ -173,6 +173,64 @@ def test_a_mark_before_start_is_not_continued_before_start(tmp_path):
     assert sorted(r["id"] for r in _rows(path)) == [100, 101] and _mark(path) == 101
 
 
+# ---------------------------------------------------------------- restore
+
+
+@pytest.mark.parametrize("start, step", [(1, 1), (-5, -3), (0, 1 << 40)])
+def test_restore_keeps_the_newest_high_water_mark(tmp_path, start, step):
+    # As Delta's RESTORE (copySchemaWithMergedHighWaterMarks): the restored schema takes the latest
+    # version's mark where it is further on, so a value issued before the restore is never issued again.
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": start, "step": step}})
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    issued = {r["id"] for r in _rows(path)}
+    lakelog.Table(path).restore(0)
+    assert _mark(path) == start + 2 * step and {r["id"] for r in _rows(path)} == {start}
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    (new,) = [r["id"] for r in _rows(path) if r["v"] == 4]
+    assert new == start + 3 * step and new not in issued and _mark(path) == new
+    assert _peer_rows(path) == _rows(path)
+
+
+def test_restore_of_a_version_without_values_keeps_the_mark(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": pa.array([], pa.int64())}), identity_columns={"id": {"start": 10, "step": 10}})
+    lakelog.write_table(path, pa.table({"v": [1, 2]}))
+    result = lakelog.Table(path).restore(0)  # (version 0 has no mark: the newest one is kept)
+    assert result["numRemovedFiles"] == 1 and _mark(path) == 20 and _rows(path) == []
+    lakelog.write_table(path, pa.table({"v": [3]}))
+    assert [r["id"] for r in _rows(path)] == [30]
+
+
+def test_restore_matches_marks_by_physical_column(tmp_path):
+    # Column mapping: restoring a version from before the identity column was renamed takes the mark of
+    # the renamed column (Delta matches columns by physical name).
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 1, "step": 1}},
+                        configuration={"delta.columnMapping.mode": "name"})
+    restore_to = lakelog.Table(path).version
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    lakelog.Table(path).rename_column("id", "key")
+    lakelog.Table(path).restore(restore_to)
+    assert _mark(path) == 3
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    assert sorted(r["id"] for r in _rows(path)) == [1, 4]
+
+
+def test_restore_from_the_cli_keeps_the_newest_high_water_mark(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns=["id"])
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    done = subprocess.run([sys.executable, "-m", "lakelog.cli", "restore", path, "0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _mark(path) == 3
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    assert sorted(r["id"] for r in _rows(path)) == [1, 4]
+
+
 # ---------------------------------------------------------------- updates and explicit values
 
 

@@ -184,6 +184,30 @@ def with_high_water_marks(schema_string: str, marks: dict[str, int]) -> str:
     return orjson.dumps(schema).decode()
 
 
+def with_merged_high_water_marks(schema_string: str, newer_schema_string: str) -> str:
+    """``schema_string`` (a past version's, being restored) with each identity column's high water mark
+    merged with that of the column of ``newer_schema_string`` of the same physical name: the values the
+    newer version's mark says were issued stay issued. As Delta's RESTORE
+    (``copySchemaWithMergedHighWaterMarks``): the newer mark is a candidate for the restored column's
+    ``updateToValidHighWaterMark``, so the mark only moves in the step's direction."""
+    if START not in schema_string or START not in newer_schema_string:
+        return schema_string
+    newer = {_physical(f): (f.get("metadata") or {}).get(HIGH_WATER_MARK) for f in orjson.loads(newer_schema_string)["fields"]}
+    fields = orjson.loads(schema_string)["fields"]
+    marks = {}
+    for col, f in zip(identity_columns(fields), [f for f in fields if START in (f.get("metadata") or {})]):
+        candidate = newer.get(_physical(f))
+        if candidate is not None:
+            mark = col.moved_mark(_int(candidate, f"{HIGH_WATER_MARK} of column {col.name!r}"))
+            if mark is not None:
+                marks[col.name] = mark
+    return with_high_water_marks(schema_string, marks) if marks else schema_string
+
+
+def _physical(field: dict) -> str:
+    return (field.get("metadata") or {}).get("delta.columnMapping.physicalName") or field["name"]
+
+
 def check_identity_declarations(identity: Any) -> dict[str, dict]:
     """``identity_columns`` of ``write_table``: column names, or {name: {"start", "step", "allow_explicit_insert"}}."""
     if isinstance(identity, str):
