@@ -172,3 +172,33 @@ def test_streaming_micro_batches_draw_beyond_the_previous_ones(spark, tmp_path):
     ids = _ids(path)
     assert len(ids) == len(set(ids)) == 60 and _on_sequence(ids, 1, 2) and _mark(path) == ids[-1]
     assert lakelog.Table(path).version == 3 and _peer_ids(path) == ids
+
+
+def test_spark_updates_refuse_to_fill_identity_values_the_change_feed_cannot_record(spark, tmp_path):
+    # A row with a NULL id (another engine wrote it into a BY DEFAULT column) gets a value when an update
+    # rewrites it; on Spark the change data feed's post-image is written by other tasks, which cannot know
+    # it: refused, nothing committed. Rows that have their ids update with the feed as usual.
+    from lakelog.errors import UnsupportedFeatureError
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"k": [1, 2, 3], "id": pa.array([7, None, 9], pa.int64())}),
+                        configuration={"delta.enableChangeDataFeed": "true"})
+    log = tmp_path / "t" / "_delta_log"
+    meta = [json.loads(line) for line in (log / f"{0:020d}.json").read_text().splitlines() if '"metaData"' in line][0]["metaData"]
+    schema = json.loads(meta["schemaString"])
+    schema["fields"][1]["metadata"] = {"delta.identity.start": 10, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": True,
+                                       "delta.identity.highWaterMark": 10}
+    meta["schemaString"] = json.dumps(schema)
+    (log / f"{1:020d}.json").write_text(json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 6}}) + "\n"
+                                         + json.dumps({"metaData": meta}) + "\n")
+    t = LakelogTable.forPath(spark, path)
+    for update in (lambda: t.update("true", {"k": "k + 10"}),
+                   lambda: t.alias("t").merge(spark.createDataFrame([(2,)], "k long").alias("s"), "t.k = s.k")
+                   .whenMatchedUpdate(set={"k": "s.k + 100"}).execute()):
+        with pytest.raises(UnsupportedFeatureError, match="change data feed"):
+            update()
+        assert lakelog.Table(path).version == 1
+    t.update("k <> 2", {"k": "k + 10"})
+    changes = lakelog.Table(path).changes(2, 2).to_pylist()
+    assert sorted((c["_change_type"], c["k"], c["id"]) for c in changes) == [
+        ("update_postimage", 11, 7), ("update_postimage", 13, 9), ("update_preimage", 1, 7), ("update_preimage", 3, 9)]
