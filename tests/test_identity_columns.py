@@ -186,8 +186,8 @@ def test_spark_indexes_are_one_to_one_on_a_grid_of_tasks_and_rows():
 
 
 @settings(max_examples=300 if not FUZZ else FUZZ, deadline=None)
-@given(st.integers(0, (1 << 20) - 1), st.integers(0, (1 << 45) - 1), st.integers(1, 64),
-       st.integers(0, (1 << 20) - 1), st.integers(0, (1 << 45) - 1))
+@given(st.integers(0, (1 << 16) - 1), st.integers(0, (1 << 40) - 1), st.integers(1, 300),
+       st.integers(0, (1 << 16) - 1), st.integers(0, (1 << 40) - 1))
 def test_spark_indexes_grow_with_the_row_stay_within_the_bound_and_never_meet(task, row, count, other_task, other_row):
     # Unique across tasks, increasing within one (the last row drawn is the furthest), and a job of n
     # tasks with r rows each stays below (2 log2(n r) + 1) n r (Delta's generator: n r).

@@ -38,7 +38,6 @@ from ..errors import IdentityColumnError, IdentityOverflowError, InvalidArgument
 START, STEP, HIGH_WATER_MARK, ALLOW_EXPLICIT = (
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark", "delta.identity.allowExplicitInsert")
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
-MAX_TASK_ROWS = 1 << 52  # rows of one Spark task that draw values (spark_indexes computes in float64 below 2**53)
 GENERATION_KEY = "delta.generationExpression"  # (a column with it is generated: it cannot be an identity column too)
 UPDATE_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED"
 EXPLICIT_INSERT_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
@@ -87,10 +86,6 @@ class IdentityColumn:
         """The values of rows ``drawn`` .. ``drawn + count - 1`` (counted per column) of a writer, as int64:
         the sequence's next ones in order for the only writer of a commit (``task`` None), else those
         at ``spark_index(task, row)`` for Spark task ``task`` (its partition id)."""
-        if task is not None and drawn + count > MAX_TASK_ROWS:
-            raise IdentityOverflowError(
-                f"identity column {self.name!r}: Spark task {task} would generate more than {MAX_TASK_ROWS} values; nothing "
-                "was committed. Repartition the data into more tasks", self.name)
         start = self.next_value()
         last = drawn + count - 1 if task is None else spark_index(task, drawn + count - 1)
         where = "the next value" if task is None else f"Spark task {task}'s value for its row {drawn + count - 1}"
@@ -138,16 +133,16 @@ def spark_index(task: int, row: int) -> int:
 
 
 def spark_indexes(task: int, first_row: int, count: int) -> np.ndarray:
-    """``spark_index(task, row)`` for ``count`` rows from ``first_row`` (rows below 2**52), as uint64
-    (the caller checks that the last, the largest, is in range)."""
-    a = task + 1
-    i = a.bit_length() - 1
-    b = np.arange(first_row + 1, first_row + count + 1, dtype=np.uint64)
-    j = (np.frexp(b.astype(np.float64))[1] - 1).astype(np.uint64)  # (exact below 2**53)
-    s = j + np.uint64(i)
-    one = np.uint64(1)
-    level = np.where(s > 0, (s - one) * (one << s) + one, np.uint64(0))
-    return level + np.uint64(i) * (one << s) + ((b - (one << j)) << np.uint64(i)) + np.uint64(a - (1 << i))
+    """``spark_index(task, row)`` for ``count`` rows from ``first_row``, as uint64 (the caller checks that
+    the last, the largest, is in range). Rows of one block (j) are ``2**i`` apart: a run per block."""
+    step = np.uint64((task + 1).bit_length() - 1)
+    runs = []
+    b, end = first_row + 1, first_row + count + 1
+    while b < end:
+        stop = min(end, 1 << b.bit_length())  # (the next power of two: where the next block begins)
+        runs.append(np.uint64(spark_index(task, b - 1)) + (np.arange(stop - b, dtype=np.uint64) << step))
+        b = stop
+    return np.concatenate(runs) if len(runs) != 1 else runs[0]
 
 
 def refuse_updates(columns: Iterable[IdentityColumn], assigned: Iterable[str], what: str = "the update") -> None:
