@@ -48,7 +48,7 @@ from lakelog.storage import Storage
 from lakelog.writer_features.identity import high_water_marks
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
-                        TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, writer_task)
+                        TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)
 from .assignments import by_name, checked_type, value_types
 from .native import spark_path
 from .python_frame import files_frame
@@ -215,7 +215,13 @@ class SparkOperation:
                             self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None,
                             self.op.partitions_in_files)
         self._writes += 1
-        files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
+        try:
+            files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
+        except Exception as e:
+            typed = typed_task_error(e)
+            if typed is e:
+                raise
+            raise typed from None
         adds = [AddFile.from_json(f) for f in files]
         self.op.add_files(adds)
         self._drawn(adds)
@@ -301,7 +307,10 @@ class SparkOperation:
                 pass
             if one_match and ONE_MATCH_MESSAGE in str(e):
                 raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE) from None
-            raise
+            typed = typed_task_error(e)
+            if typed is e:
+                raise
+            raise typed from None
         for r in reported:
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))

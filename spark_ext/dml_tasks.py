@@ -6,6 +6,7 @@ tasks agree on are here too."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Callable, Iterator
 
@@ -19,7 +20,7 @@ from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
 from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
-from lakelog.errors import LakelogError, MultipleSourceMatchesError
+from lakelog.errors import IdentityOverflowError, LakelogError, MultipleSourceMatchesError
 from lakelog.row_tracking import writer_schema
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
@@ -72,6 +73,16 @@ def task_features(features):
 
     ctx = TaskContext.get()
     return features.for_task(ctx.partitionId()) if features is not None and features.identity and ctx is not None else features
+
+
+def typed_task_error(e: BaseException) -> BaseException:
+    """The lakelog error a Spark task raised, typed again for the driver (Spark reports it as its own
+    exception with the task's traceback in the text): IdentityOverflowError; else ``e``."""
+    found = re.search(r"lakelog\.errors\.IdentityOverflowError: ([^\n]*)", str(e))
+    if found is None:
+        return e
+    column = re.match(r"identity column '([^']*)'", found.group(1))
+    return IdentityOverflowError(found.group(1), column.group(1) if column else None)
 
 
 def task_result(files: list[str], counts: list[int]) -> pa.RecordBatch:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog
-from lakelog.errors import CommitConflictError
+from lakelog.errors import CommitConflictError, IdentityOverflowError
 from spark_ext import LakelogTable
 from spark_ext.sql import sql
 
@@ -86,9 +86,10 @@ def test_identity_overflow_on_spark_is_refused_with_nothing_committed(spark, tmp
     version = lakelog.Table(path).version
     with pytest.raises(Exception, match="IdentityOverflowError"):
         one.write.format("lakelog").mode("append").save(path)
-    with pytest.raises(Exception, match="IdentityOverflowError"):
+    with pytest.raises(IdentityOverflowError) as e:  # (typed again on the driver for LakelogTable's jobs)
         LakelogTable.forPath(spark, path).alias("t").merge(spark.createDataFrame([(9,)], "v long").alias("s"), "t.v = s.v") \
             .whenNotMatchedInsertAll().execute()
+    assert e.value.column == "id" and "bigint range" in str(e.value)
     assert lakelog.Table(path).version == version and _ids(path) == [1, (1 << 62) + 1]
 
 
