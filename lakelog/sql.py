@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from . import collations, geospatial, sql_variants
+from . import collations, geospatial, sql_java_floats, sql_variants
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
@@ -247,6 +247,7 @@ class Engine:
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute(f"SET threads = {threads or engine_threads()}")
         sql_variants.register(self.con)
+        sql_java_floats.register(self.con)
         self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0

@@ -359,4 +359,25 @@ def cast_cases(pairs: dict[tuple[str, str], str]) -> list[str]:
             out.append(f"CAST(d52 AS {_TARGET.get(dst, [dst.upper()])[-1]})")
         if src == "double":
             out.append(f"CAST(f64b AS {_TARGET.get(dst, [dst.upper()])[0]})")
+    if ("double", "string") in pairs:
+        out.extend(FLOAT_TEXT_CASES)
     return out
+
+
+# ---------------------------------------------------------------- CAST of a double or float to a string
+# Java's Double.toString / Float.toString at the edges of its notations: plain from 1e-3 up to below 1e7,
+# computerized scientific outside; NaN, infinities, -0.0, subnormals, the largest values, integers past
+# 2^53 and 2^24, and values whose Java 17 digits are not the shortest ones (2.0E23 style).
+_DOUBLE_TEXTS = ["0.0D", "-0.0D", "1.0D", "1.0E7D", "9999999.0D", "9999999.999999998D", "1.0000000000000002E7D", "0.001D",
+                 "9.999999999999998E-4D", "0.0010000000000000002D", "1.0E-4D", "4.9E-324D", "-4.9E-324D", "2.2250738585072014E-308D",
+                 "2.225073858507201E-308D", "1.7976931348623157E308D", "9.007199254740993E15D", "1.8446744073709552E19D",
+                 "9.223372036854775807E18D", "1.0E21D", "1.0E22D", "1.0E23D", "2.0E23D", "8.41E21D", "5.0E-324D", "0.1D + 0.2D",
+                 "1.0D / 3.0D", "2.0D / 3.0D", "100.0D", "123456.789D", "1234567.0D", "12345678.0D", "-1.5E-7D", "4.35D", "2.0E-3D",
+                 "1.0E308D * 10.0D", "-1.0E308D * 10.0D", "1.0E308D * 10.0D - 1.0E308D * 10.0D"]
+_FLOAT_TEXTS = ["0.0F", "-0.0F", "1.0E7F", "9999999.0F", "0.001F", "9.999999E-4F", "1.0E-4F", "0.1F", "1.17549435E-38F",
+                "1.1754942E-38F", "1.4E-45F", "3.4028234E38F", "1.6777217E7F", "1.0E10F", "3.3333333F", "123456.79F", "2.0E-3F",
+                "CAST(0.1D AS FLOAT)", "CAST(1.0E-45D AS FLOAT)", "CAST(3.4028234663852886E38D AS FLOAT)",
+                "CAST(1.0E308D * 10.0D - 1.0E308D * 10.0D AS FLOAT)", "CAST(-1.0E308D * 10.0D AS FLOAT)"]
+FLOAT_TEXT_CASES = ([f"CAST({v} AS STRING)" for v in _DOUBLE_TEXTS + _FLOAT_TEXTS]
+                    + ["concat('x', f64)", "f32 || ''", "CAST(f64 * 1.0E7D AS STRING)", "CAST(f32 * 1.0E-3F AS STRING)",
+                       "CAST(CAST(i64 AS DOUBLE) AS STRING)", "CAST(CAST(i32 AS FLOAT) AS STRING)"])

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog.spark_expressions as se
+from lakelog import sql_java_floats
 from lakelog.errors import PredicateError
 from tests import spark_expression_cases as cases
 
@@ -212,6 +213,7 @@ def test_lakelog_evaluates_table_expressions_exactly_as_spark(spark, seed):
     spark_res = spark_eval(spark, table, exprs)
     spark_time = time.monotonic() - started
     con = duckdb.connect()
+    sql_java_floats.register(con)  # (as lakelog's engine: Java's text of doubles and floats)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET threads = 1")
     problems, checked, refusals = compare(spark_res, table, exprs, con)
