@@ -15,7 +15,9 @@ import pyarrow.compute as pc
 import pytest
 
 import lakelog
-from lakelog.errors import InvalidFilterError, UnsupportedExpressionError, UnsupportedFeatureError
+from lakelog.case_mapping import LOWER
+from lakelog.errors import (CollationMismatchError, ConstraintViolationError, InvalidFilterError, UnsupportedExpressionError,
+                            UnsupportedFeatureError)
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LCASE = {b"delta.collations": b'{"c":"spark.UTF8_LCASE"}'}
@@ -283,3 +285,118 @@ def test_collated_elements_are_refused_by_name_in_predicates(tmp_path):
     new = pa.table({**{k: v[:1] for k, v in rows.items()}, "id": [9], "c": ["A"]}, schema=schema)
     lakelog.write_table(path, new, mode="overwrite", predicate="c = 'a'")
     assert sorted(lakelog.Table(path).to_pyarrow(columns=["id", "c"]).to_pylist(), key=str) == [{"id": 2, "c": "b"}, {"id": 9, "c": "A"}]
+
+
+# ---------------------------------------------------------------- one rule on every path
+
+
+def _lcase(path: str) -> dict:
+    return {b"delta.collations": orjson.dumps({path: "spark.UTF8_LCASE"})}
+
+
+def _fields(t: lakelog.Table) -> dict:
+    return {f["name"]: f for f in orjson.loads(t.metadata.schema_string)["fields"]}
+
+
+def _bounded_keys(t: lakelog.Table) -> set[str]:
+    """The stats keys any live file has a min or max for."""
+    out = set()
+    for a in t.snapshot.files.values():
+        stats = json.loads(a.stats)
+        out |= set(stats.get("minValues", {})) | set(stats.get("maxValues", {}))
+    return out
+
+
+def _names_table(path: str, **kw) -> lakelog.Table:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")), pa.field("other", pa.string()),
+                        pa.field("o", pa.string())])
+    lakelog.write_table(path, pa.table({"id": [1, 2], "name": ["alice", "Bob"], "other": ["ALICE", "bob"], "o": ["x", "x"]}, schema=schema),
+                        **kw)
+    return lakelog.Table(path)
+
+
+def test_table_expressions_compare_under_the_collation(tmp_path):
+    # CHECK constraints: 'Admin' equals 'admin' under UTF8_LCASE.
+    t = _names_table(str(tmp_path / "c"))
+    t.add_constraint({"not_admin": "name <> 'admin'"})
+    with pytest.raises(ConstraintViolationError, match="not_admin"):
+        lakelog.write_table(t.path, pa.table({"id": [3], "name": ["Admin"], "other": ["a"], "o": ["x"]}), mode="append")
+    with pytest.raises(ConstraintViolationError, match="not_admin"):
+        t.update({"name": "'ADMIN'"}, "id = 1")
+    with pytest.raises(ConstraintViolationError, match="new_rule"):
+        t.add_constraint({"new_rule": "name IN ('ALICE', 'BOB') AND contains(name, 'O')"})  # ('alice' has no o)
+    assert lakelog.Table(t.path).version == t.version
+    # Generated columns compute under it (and check given values under it).
+    path = str(tmp_path / "g")
+    schema = pa.schema([pa.field("name", pa.string(), metadata=_lcase("name"))])
+    lakelog.write_table(path, pa.table({"name": ["Admin", "bob", "ADMINISTRATOR"]}, schema=schema),
+                        generated_columns={"is_admin": "name = 'admin'", "kind": "CASE WHEN startswith(name, 'ADMIN') THEN 'a' ELSE 'u' END",
+                                           "up": "upper(name)"})
+    rows = lakelog.Table(path).to_pyarrow().to_pylist()
+    assert [(r["is_admin"], r["kind"], r["up"]) for r in rows] == [(True, "a", "ADMIN"), (False, "u", "BOB"), (False, "a", "ADMINISTRATOR")]
+    assert deltalake.DeltaTable(path).to_pyarrow_table().column("is_admin").to_pylist() == [True, False, False]
+    # A default on a collated column is stored (the string takes the column's collation).
+    t = _names_table(str(tmp_path / "d"))
+    t.set_column_default("name", "'Unknown'")
+    lakelog.write_table(t.path, pa.table({"id": [3], "other": ["z"], "o": ["x"]}), mode="append")
+    assert lakelog.Table(t.path).to_pyarrow(filters=[("name", "=", "UNKNOWN")]).column("id").to_pylist() == [3]
+
+
+def test_update_and_merge_values_compare_under_the_collation(tmp_path):
+    t = _names_table(str(tmp_path / "u"))
+    t.update({"o": "CASE WHEN name = 'ALICE' THEN 'm' ELSE 'n' END"}, "name IN ('ALICE', 'BOB')")
+    assert lakelog.Table(t.path).to_pyarrow(columns=["id", "o"]).to_pylist() == [{"id": 1, "o": "m"}, {"id": 2, "o": "n"}]
+    # A collated column as the value itself, or through CASE/COALESCE/upper, is copied as it is.
+    t = lakelog.Table(t.path)
+    t.update({"o": "upper(coalesce(CASE WHEN name IN ('bob') THEN name END, 'none'))", "other": "name"})
+    assert lakelog.Table(t.path).to_pyarrow(columns=["o", "other"]).to_pylist() == [{"o": "NONE", "other": "alice"}, {"o": "BOB", "other": "Bob"}]
+    src = pa.table({"k": [1, 2, 9], "v": ["ALICE", "x", "y"]})
+    t = lakelog.Table(t.path)
+    out = t.merge(src, "t.id = s.k", source_alias="s", target_alias="t") \
+        .when_matched_update({"o": "CASE WHEN t.name = s.v THEN 'same' ELSE 'diff' END"}) \
+        .when_not_matched_insert({"id": "s.k", "name": "s.v", "o": "'new'"}).execute()
+    assert out["num_target_rows_updated"] == 2 and out["num_target_rows_inserted"] == 1
+    rows = sorted(lakelog.Table(t.path).to_pyarrow(columns=["id", "name", "o"]).to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "name": "alice", "o": "same"}, {"id": 2, "name": "Bob", "o": "diff"}, {"id": 9, "name": "y", "o": "new"}]
+    # Values that would compare a collated column in binary are refused by name.
+    with pytest.raises(UnsupportedExpressionError, match="'name'.*UTF8_LCASE"):
+        lakelog.Table(t.path).update({"o": "CASE WHEN name LIKE 'a%' THEN 'y' END"})
+
+
+def test_comparing_two_collations_is_refused_as_spark_refuses_it(tmp_path):
+    t = _names_table(str(tmp_path / "t"))
+    version = t.version
+    for pred in ["name = other", "other <> name", "name IN ('x', other)", "name BETWEEN other AND 'z'", "id = 1 OR name < other"]:
+        with pytest.raises(CollationMismatchError, match=r"COLLATION_MISMATCH.*'name'.*'other'|COLLATION_MISMATCH.*'other'.*'name'") as e:
+            t.delete(pred)
+        assert e.value.error_class == "COLLATION_MISMATCH.IMPLICIT"
+    with pytest.raises(CollationMismatchError):
+        t.update({"o": "'y'"}, "name = other")
+    with pytest.raises(CollationMismatchError):
+        t.update({"o": "CASE WHEN name = other THEN 'y' END"})
+    with pytest.raises(CollationMismatchError):
+        t.merge(pa.table({"k": [1]}), "t.id = s.k AND t.name = t.other", source_alias="s", target_alias="t").when_matched_delete().execute()
+    with pytest.raises(CollationMismatchError):
+        lakelog.write_table(t.path, pa.table({"id": [5], "name": ["a"], "other": ["a"], "o": ["x"]}), mode="overwrite", predicate="name = other")
+    for rule in [{"c": "name = other"}, {"c": "contains(name, other)"}, {"c": "coalesce(name, other) = 'a'"}]:
+        with pytest.raises(CollationMismatchError, match="COLLATION_MISMATCH"):
+            t.add_constraint(rule)
+    with pytest.raises(CollationMismatchError, match="COLLATION_MISMATCH.EXPLICIT"):
+        t.add_constraint({"c": "name COLLATE UTF8_LCASE = other COLLATE UTF8_BINARY"})
+    assert lakelog.Table(t.path).version == version
+    # Saying which collation to compare under is accepted (as Spark accepts it).
+    t.add_constraint({"c": "name = other COLLATE UTF8_LCASE"})
+    assert t.delete("name = lower(other)")["num_deleted_rows"] == 2
+
+
+def test_dml_predicates_lower_case_every_character_as_spark(tmp_path):
+    """UTF8_LCASE's key in SQL predicates lower-cases as Spark (ICU) does, also where DuckDB's Unicode
+    lacks a mapping (Unicode 16's letters), as read filters and table expressions do."""
+    chars = [k for k in LOWER if k != "İ"]
+    path = str(tmp_path / "t")
+    _lcase_table(path, chars)
+    t = lakelog.Table(path)
+    for k in chars[:8] + chars[-4:]:
+        assert t.to_pyarrow(filters=[("c", "=", LOWER[k])]).column("c").to_pylist() == [k]
+    lakelog.Table(path).delete(" OR ".join(f"c = '{LOWER[k]}'" for k in chars))
+    assert lakelog.Table(path).to_pyarrow().num_rows == 0

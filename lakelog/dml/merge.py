@@ -253,7 +253,9 @@ class _Merge:
                 tree = eng.check_predicate(c.condition, rel, f"condition of the {label}")
                 self._condition_sql[id(c)] = (collated and collated_sql(tree, collation_of, c.condition)) or c.condition
             for col, expr in (c.assignments or {}).items():
-                eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
+                tree = eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
+                if collated:  # (a new value's comparisons of collated target columns too)
+                    c.assignments[col] = collated_sql(tree, collation_of, expr, value=True) or expr
 
     def _resolve_target(self, ref: tuple[str, ...]) -> str | None:
         targets, sources = ColumnNames(self.target_names), ColumnNames(self.src.column_names)
