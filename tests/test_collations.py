@@ -307,6 +307,78 @@ def _bounded_keys(t: lakelog.Table) -> set[str]:
     return out
 
 
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_a_column_mapping_table_keeps_collations_from_its_first_write(tmp_path, mode):
+    path = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")),
+                        pa.field("s", pa.struct([pa.field("f", pa.string(), metadata=_lcase("f"))]))])
+    data = pa.table({"id": [1, 2], "name": ["alice", "Bob"], "s": [{"f": "x"}, {"f": "Y"}]}, schema=schema)
+    lakelog.write_table(path, data, configuration={"delta.columnMapping.mode": mode})
+    t = lakelog.Table(path)
+    assert {"collations", "domainMetadata", "columnMapping"} <= set(t.protocol.writer_features)
+    fields = _fields(t)
+    assert fields["name"]["metadata"]["__COLLATIONS"] == {"name": "spark.UTF8_LCASE"}
+    assert fields["s"]["type"]["fields"][0]["metadata"]["__COLLATIONS"] == {"f": "spark.UTF8_LCASE"}
+    physical = fields["name"]["metadata"]["delta.columnMapping.physicalName"]
+    assert physical != "name" and physical not in _bounded_keys(t) and fields["id"]["metadata"]["delta.columnMapping.physicalName"] in _bounded_keys(t)
+    assert t.to_pyarrow(filters=[("name", "=", "ALICE")]).column("id").to_pylist() == [1]
+    assert len(t.files([("name", "=", "ALICE")])) == 1
+    t.delete("s.f = 'y'")
+    assert lakelog.Table(path).to_pyarrow().column("id").to_pylist() == [1]
+    # An overwrite that gives the column another collation (a new schema) records it.
+    plain = pa.table({"id": [3], "name": ["Carol"], "s": [{"f": "z"}]})
+    lakelog.write_table(path, plain, mode="overwrite", schema_mode="overwrite")
+    t = lakelog.Table(path)
+    assert "__COLLATIONS" not in t.metadata.schema_string and t.to_pyarrow(filters=[("name", "=", "CAROL")]).num_rows == 0
+    assert t.to_pyarrow(filters=[("name", "=", "Carol")]).column("id").to_pylist() == [3]
+
+
+def test_columns_added_by_schema_evolution_keep_their_collations_and_upgrade_the_protocol(tmp_path):
+    collated = pa.table({"id": [1, 2], "name": ["alice", "Bob"], "tags": [["A"], ["b"]], "s": [{"f": "x"}, {"f": "Y"}]},
+                        schema=pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")),
+                                          pa.field("tags", pa.list_(pa.string()), metadata=_lcase("tags.element")),
+                                          pa.field("s", pa.struct([pa.field("f", pa.string(), metadata=_lcase("f"))]))]))
+    for how in ["write", "merge", "add_columns"]:
+        path = str(tmp_path / how)
+        lakelog.write_table(path, pa.table({"id": [0]}))
+        assert lakelog.Table(path).protocol.writer_features is None
+        if how == "write":
+            lakelog.write_table(path, collated, mode="append", schema_mode="merge")
+        elif how == "merge":
+            lakelog.Table(path).merge(collated, "t.id = s.id", source_alias="s", target_alias="t", schema_mode="merge") \
+                .when_not_matched_insert_all().execute()
+        else:
+            lakelog.Table(path).add_columns({"name": collated.schema.field("name"), "tags": collated.schema.field("tags"),
+                                             "s": collated.schema.field("s").type})
+            lakelog.write_table(path, collated, mode="append")
+        t = lakelog.Table(path)
+        assert {"collations", "domainMetadata"} <= set(t.protocol.writer_features), how
+        fields = _fields(t)
+        assert fields["name"]["metadata"] == {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}, how
+        assert fields["tags"]["metadata"] == {"__COLLATIONS": {"tags.element": "spark.UTF8_LCASE"}}, how
+        assert fields["s"]["type"]["fields"][0]["metadata"] == {"__COLLATIONS": {"f": "spark.UTF8_LCASE"}}, how
+        assert "name" not in _bounded_keys(t), how
+        assert t.to_pyarrow(filters=[("name", "=", "ALICE")]).column("id").to_pylist() == [1], how
+        t.delete("s.f = 'y'")
+        assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1], how
+    # add_columns under another name keys the collation by it; a struct's new field keeps its own.
+    path = str(tmp_path / "renamed")
+    lakelog.write_table(path, pa.table({"id": [0], "st": [{"a": 1}]}))
+    lakelog.Table(path).add_columns({"nm": collated.schema.field("name"), "st.g": pa.field("x", pa.string(), metadata=_lcase("x"))})
+    fields = _fields(lakelog.Table(path))
+    assert fields["nm"]["metadata"] == {"__COLLATIONS": {"nm": "spark.UTF8_LCASE"}}
+    assert fields["st"]["type"]["fields"][1]["metadata"] == {"__COLLATIONS": {"g": "spark.UTF8_LCASE"}}
+    # A void column typed by collated data takes the collation.
+    path = str(tmp_path / "void")
+    lakelog.write_table(path, pa.table({"id": [0], "v": pa.nulls(1)}))
+    lakelog.write_table(path, pa.table({"id": [1], "v": ["A"]}, schema=pa.schema([pa.field("id", pa.int64()),
+                                                                                  pa.field("v", pa.string(), metadata=_lcase("v"))])),
+                        mode="append", schema_mode="merge")
+    t = lakelog.Table(path)
+    assert _fields(t)["v"]["metadata"] == {"__COLLATIONS": {"v": "spark.UTF8_LCASE"}} and "collations" in t.protocol.writer_features
+    assert t.to_pyarrow(filters=[("v", "=", "a")]).column("id").to_pylist() == [1]
+
+
 def _names_table(path: str, **kw) -> lakelog.Table:
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")), pa.field("other", pa.string()),
                         pa.field("o", pa.string())])
