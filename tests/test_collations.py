@@ -472,3 +472,33 @@ def test_dml_predicates_lower_case_every_character_as_spark(tmp_path):
         assert t.to_pyarrow(filters=[("c", "=", LOWER[k])]).column("c").to_pylist() == [k]
     lakelog.Table(path).delete(" OR ".join(f"c = '{LOWER[k]}'" for k in chars))
     assert lakelog.Table(path).to_pyarrow().num_rows == 0
+
+
+def test_spark_keeps_and_compares_nested_collations(spark, tmp_path):
+    """Strings Spark writes with collate() at any depth through format("lakelog") come back to Spark (the
+    data source, spark_ext.read, LakelogTable) as its collated strings, so Spark's own comparisons and
+    row-level changes compare under them; a column mapping table created by Spark keeps them too."""
+    from spark_ext import LakelogTable
+    from spark_ext.native import read
+
+    path = str(tmp_path / "t")
+    df = spark.sql("SELECT id, named_struct('n', collate(n, 'UTF8_LCASE')) AS st, array(collate(n, 'UTF8_LCASE')) AS arr, "
+                   "map('k', collate(n, 'UTF8_LCASE')) AS m, collate(n, 'UTF8_LCASE') AS name, n AS plain "
+                   "FROM VALUES (1, 'alice'), (2, 'Bob'), (3, 'carol') AS v(id, n)")
+    df.write.format("lakelog").mode("append").option("tableProperties", '{"delta.columnMapping.mode": "name"}').save(path)
+    t = lakelog.Table(path)
+    assert {"collations", "columnMapping"} <= set(t.protocol.writer_features)
+    fields = _fields(t)
+    assert fields["st"]["type"]["fields"][0]["metadata"]["__COLLATIONS"] == {"n": "spark.UTF8_LCASE"}
+    assert fields["m"]["metadata"]["__COLLATIONS"] == {"m.value": "spark.UTF8_LCASE"}
+    for frame in (spark.read.format("lakelog").load(path), read(spark, path), LakelogTable.forPath(spark, path).toDF()):
+        assert frame.schema["st"].dataType.simpleString() == "struct<n:string collate UTF8_LCASE>"
+        assert [f.dataType.simpleString() for f in frame.schema.fields[2:]] == [
+            "array<string collate UTF8_LCASE>", "map<string,string collate UTF8_LCASE>", "string collate UTF8_LCASE", "string"]
+        assert [r.id for r in frame.where("st.n = 'ALICE'").collect()] == [1]
+        assert [r.id for r in frame.where("arr[0] = 'BOB' OR m['k'] = 'CAROL'").orderBy("id").collect()] == [2, 3]
+        assert frame.where("plain = 'ALICE'").count() == 0
+    LakelogTable.forPath(spark, path).update("name = 'BOB'", {"plain": "'updated'"})
+    LakelogTable.forPath(spark, path).delete("st.n IN ('ALICE')")
+    assert sorted(lakelog.Table(path).to_pyarrow(columns=["id", "plain"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "plain": "updated"}, {"id": 3, "plain": "carol"}]
