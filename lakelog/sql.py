@@ -175,10 +175,11 @@ def has_icu_collation(name: str) -> bool:
     return name in _icu_names
 
 
-def collated_sql(tree: dict, collation_of: Callable[[tuple[str, ...]], "collations.Collation | None"], text: str) -> str | None:
-    """The SQL text of a predicate's parse tree with comparisons of collated columns made under their
-    collation (``collations.collated_tree``); None when it compares none."""
-    out = collations.collated_tree(tree, collation_of, lambda sql: parse_expression(sql, "expression"), text, has_icu_collation)
+def collated_sql(tree: dict, collation_of: Callable[[tuple[str, ...]], "collations.Collation | None"], text: str,
+                 value: bool = False) -> str | None:
+    """The SQL text of a predicate's (``value``: a new value's) parse tree with comparisons of collated
+    columns made under their collation (``collations.collated_tree``); None when it compares none."""
+    out = collations.collated_tree(tree, collation_of, lambda sql: parse_expression(sql, "expression"), text, has_icu_collation, value)
     return None if out is None else unparse(out)
 
 

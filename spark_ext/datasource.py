@@ -35,7 +35,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 import lakelog
 from lakelog import collations
@@ -97,8 +97,7 @@ class LakelogDataSource(DataSource):
         # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back;
         # variants are VariantType.
         schema = self._table().schema
-        plain = from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
-        return _with_collations(plain, schema)
+        return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):
@@ -118,18 +117,6 @@ class LakelogDataSource(DataSource):
         if reads_change_feed(self.options):
             return LakelogChangeStreamReader(self.options, schema)
         return LakelogStreamReader(self.options, schema)
-
-
-def _with_collations(schema: StructType, arrow: pa.Schema) -> StructType:
-    """``schema`` with the table's collated top-level string columns as Spark's collated strings, so
-    Spark compares them as the table says (UTF8_LCASE, ICU's UNICODE and languages)."""
-    fields = []
-    for f in schema.fields:
-        c = collations.of_field(arrow.field(f.name))
-        if c is not None and c.kind in ("lcase", "icu"):
-            f = StructField(f.name, StringType(c.identifier.split(".")[1]), f.nullable, f.metadata)
-        fields.append(f)
-    return StructType(fields)
 
 
 # ---------------------------------------------------------------- reading

@@ -87,13 +87,18 @@ def cast_node(tr, n: exp.Expression) -> Sql:
         tr.refuse("CAST ... FORMAT")
     value = tr.node(n.this)
     safe = isinstance(n, exp.TryCast) and bool(n.args.get("safe"))
-    return cast(tr, value, target, try_=safe)
+    return cast(tr, value, _explicit_target(value, target), try_=safe)
+
+
+def _explicit_target(value: Sql, target: SparkType) -> SparkType:
+    # A string CAST to STRING keeps its collation's strength (a column's stays implicit), as in Spark.
+    return target.with_strength(value.type.strength) if value.type.name == "string" else target
 
 
 @function(tuple(_TYPE_FUNCTIONS), "cast", "`int(x)` and the like are CAST(x AS int)")
 def type_function(tr, args, name):
     (value,) = tr.args(args, name, 1)
-    return cast(tr, value, _TYPE_FUNCTIONS[name])
+    return cast(tr, value, _explicit_target(value, _TYPE_FUNCTIONS[name]))
 
 
 NODES[exp.Cast] = NODES[exp.TryCast] = cast_node
@@ -103,6 +108,8 @@ def cast(tr, s: Sql, t: SparkType, implicit: object = False, try_: bool = False)
     """Spark's ``CAST(s AS t)`` (ANSI), or ``try_cast`` with ``try_``."""
     if s.type == t:
         return s
+    if s.type.name == t.name == "string":  # (a collation decides how strings compare, not their value)
+        return Sql(s.text, t, s.fails, s.value, s.literal)
     key = (family(s.type), family(t))
     if key not in CASTS:
         _refuse_pair(tr, s.type, t, implicit)
