@@ -254,7 +254,7 @@ class SparkOperation:
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {normal_path(spark_path(self.storage, a.relative_path), encoded=False): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
-        task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
+        task = rewrite_task(TableState.of(self.snapshot, self.storage_options), by_path, REWRITE_THREADS,
                              columns, self.op.features if columns is not None else None, one_match, prefix, self._writes << 20)
         self._writes += 1
         n_changed = n_copied = n_updated = 0
