@@ -26,7 +26,7 @@ def rows(df) -> list:
 
 
 def write(spark):
-    df = spark.range(ROWS).selectExpr("id", "cast(id % 2 as string) as p", "id * 10 as v").repartition(4)
+    df = spark.range(0, ROWS, 1, 2).selectExpr("id", "cast(id % 2 as string) as p", "id * 10 as v")  # a task per executor core
     df.write.format("lakelog").partitionBy("p").save("events")
     return rows(spark.read.format("lakelog").load("events").select("id", "p", "v"))
 
@@ -135,7 +135,7 @@ def main(master: str, steps: list[str]) -> None:
     started = time.perf_counter()
     conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.executor.memory": EXECUTOR_MEMORY,
             "spark.executor.cores": "1", "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "4", "spark.sql.session.timeZone": "UTC"}
+            "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"}
     spark = SparkSession.builder.master(master).appName("lakelog-cluster-test").config(map=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark_ext.register(spark)
