@@ -292,8 +292,8 @@ class SparkOperation:
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {normal_path(spark_path(self.storage, a.relative_path), encoded=False): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
-        task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
-                             columns, self._job_features() if columns is not None else None, one_match, prefix)
+        task = rewrite_task(TableState.of(self.snapshot, self.storage_options), by_path, REWRITE_THREADS,
+                            columns, self._job_features() if columns is not None else None, one_match, prefix)
         self._writes += 1
         n_changed = n_copied = n_updated = 0
         adds = []

@@ -52,6 +52,7 @@ from lakelog.storage import Storage
 from .collation_types import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
 from .jvm_classes import compile_java
+from .paths import driver_path
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
 # mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and
@@ -322,8 +323,9 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     Parquet source. The DataFrame is that snapshot: call ``read`` again to see later commits. The path
     must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``, ``abfss://``, ``gs://``,
     ``hdfs://``...; ``UnsupportedFeatureError`` naming the missing connector otherwise); ``storage_options``
-    are lakelog's, for reading the log."""
-    table = lakelog.Table(path, version=version, timestamp=timestamp, storage_options=storage_options)
+    are lakelog's, for reading the log. A relative local path is resolved against the driver's working
+    directory, as Spark's file sources resolve it."""
+    table = lakelog.Table(driver_path(spark, path), version=version, timestamp=timestamp, storage_options=storage_options)
     check_hadoop_readable(spark, table.storage)
     return snapshot_frame(spark, table.storage, table.snapshot)
 
