@@ -7,10 +7,15 @@ lakelog options, fault injection and the operations; it asks its store for the r
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..errors import BucketNotFoundError, StorageTimeoutError, StorageUnavailableError
+from .policy import RequestPolicy, unanswered
 
 if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and reading the log need none of it
     import pyarrow.fs as pafs
@@ -66,6 +71,8 @@ class Store:
     condition = ""
     scope_word = "bucket"
     probe_advice = ""
+    policy = RequestPolicy()  # the request timeouts and retries the store was opened with (object stores)
+    unsafe_commits = False  # the options allow commits without concurrency protection (S3: AWS_S3_ALLOW_UNSAFE_RENAME)
 
     def __init__(self, fs: Any, root: str, secrets: tuple[str, ...] = ()):
         self.fs = fs
@@ -106,6 +113,64 @@ class Store:
             text = text.replace(s, "***")
         return text
 
+    def endpoint(self) -> str:
+        """Where the store's requests go, for messages (never with credentials)."""
+        return str(self.protocols[0])
+
+    # ------------------------------------------------------------ endpoints that do not answer
+    @contextlib.contextmanager
+    def answering(self, op: str, path: str) -> Iterator[None]:
+        """Run one operation of an object store: an endpoint that did not answer in time, or could not
+        be reached, raises ``StorageTimeoutError`` / ``StorageUnavailableError`` naming the operation,
+        never the SDK's own error (which readers would take for a damaged file)."""
+        if not self.object_store:
+            yield
+            return
+        try:
+            yield
+        except StorageUnavailableError:
+            raise
+        except Exception as e:
+            kind = unanswered(e)
+            if kind is None:
+                raise
+            raise self.unanswered_error(kind, op, path, e) from e
+
+    def unanswered_error(self, kind: str, op: str, path: str, cause: BaseException) -> StorageUnavailableError:
+        endpoint, p = self.endpoint(), self.policy
+        what = self.redact(" ".join(f"{type(cause).__name__}: {cause}".split()))[:500]
+        action = f"{_OP_WORDS.get(op, op)} of {path!r}"
+        after = (" The commit may or may not have landed: open the table to see its latest version (a write retried "
+                 "with app_id and app_version is committed once)." if op == "put_if_absent" else "")
+        if kind == "timeout":
+            return StorageTimeoutError(
+                f"the {self.label} {endpoint} did not answer {action} in time ({p.describe()}): {what}. Check that the "
+                f"endpoint is up and reachable; for a slow one raise the storage option timeout or max_retries.{after}",
+                endpoint=endpoint, operation=op, path=path)
+        return StorageUnavailableError(
+            f"the {self.label} {endpoint} could not be reached for {action} ({p.attempts} attempt(s)): {what}. "
+            f"Check the endpoint's address and that the service (or emulator) is running.{after}", endpoint=endpoint, operation=op, path=path)
+
+    def scope_exists(self) -> bool:
+        """Whether the bucket (container) of the root exists; True where the store has none."""
+        return not self.object_store or bool(self.fs.exists(self.scope()))
+
+    def missing_scope(self, e: BaseException) -> BucketNotFoundError | None:
+        """The typed error for a write that failed (``e``) because the root's bucket (container) does not
+        exist; None when it exists or cannot be asked."""
+        if not self.object_store or isinstance(e, FileExistsError):
+            return None
+        try:
+            if self.scope_exists():
+                return None
+        except Exception:  # noqa: BLE001 - the diagnosis is a courtesy: the original error stands
+            return None
+        return BucketNotFoundError(f"{self.missing_scope_text()}, so nothing can be written to the table {self.root!r}: create "
+                                   f"the {self.scope_word} first (lakelog never creates one), or check the table's path", bucket=self.scope())
+
+    def missing_scope_text(self) -> str:
+        return f"the {self.scope_word} {self.scope()!r} does not exist on the {self.label} {self.endpoint()}"
+
     # ------------------------------------------------------------ reading the log
     def read(self, path: str) -> bytes:
         return self.fs.cat_file(path)
@@ -132,7 +197,7 @@ class Store:
     def arrow_fs(self) -> pafs.FileSystem:
         import pyarrow.fs as pafs
 
-        return pafs.PyFileSystem(_range_reads()(self.fs) if self.object_store else pafs.FSSpecHandler(self.fs))
+        return pafs.PyFileSystem(_range_reads()(self) if self.object_store else pafs.FSSpecHandler(self.fs))
 
     def put(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
@@ -193,6 +258,11 @@ class Store:
         self.fs.pipe_file(path, data)
 
 
+# What each operation of ``Storage`` is called in messages.
+_OP_WORDS = {"read": "a read", "exists": "a lookup", "list_dir": "a listing", "list_files": "a listing", "put": "a write",
+             "makedirs": "a write", "put_if_absent": "the commit (a conditional create)", "delete": "a delete",
+             "probe": "the check that it refuses a second conditional create"}
+
 _RANGE_READS: list[type] = []
 
 
@@ -205,10 +275,43 @@ def _range_reads() -> type:
         class _RangeReads(pafs.FSSpecHandler):
             """Random-access files read with one ranged request per read and no read-ahead cache: Parquet
             readers ask for exactly the ranges they need (footer, coalesced column chunks), which a cache or
-            background prefetch (gcsfs's default) would only add requests and threads to."""
+            background prefetch (gcsfs's default) would only add requests and threads to. An endpoint
+            that does not answer raises the store's typed error (``Store.answering``), which Arrow
+            passes through to the reader unchanged."""
+
+            def __init__(self, store: Store):
+                super().__init__(store.fs)
+                self.store = store
+
+            def get_file_info(self, paths):
+                with self.store.answering("read", paths[0] if paths else ""):
+                    return super().get_file_info(paths)
+
+            def get_file_info_selector(self, selector):
+                with self.store.answering("list_files", selector.base_dir):
+                    return super().get_file_info_selector(selector)
+
+            def open_input_stream(self, path: str):
+                return self.open_input_file(path)
 
             def open_input_file(self, path: str):
-                return pa.PythonFile(self.fs.open(path, mode="rb", cache_type="none"), mode="r")
+                with self.store.answering("read", path):
+                    f = self.fs.open(path, mode="rb", cache_type="none")
+                return pa.PythonFile(_AnsweredFile(f, self.store, path), mode="r")
 
         _RANGE_READS.append(_RangeReads)
     return _RANGE_READS[0]
+
+
+class _AnsweredFile:
+    """An fsspec file whose reads raise the store's typed error for an endpoint that does not answer."""
+
+    def __init__(self, f: Any, store: Store, path: str):
+        self._f, self._store, self._path = f, store, path
+
+    def read(self, n: int = -1) -> bytes:
+        with self._store.answering("read", self._path):
+            return self._f.read(n)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
