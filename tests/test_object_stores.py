@@ -110,3 +110,19 @@ def test_store_that_ignores_the_condition_is_refused(object_store):
     assert lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=single) == 0
     assert lakelog.write_table(uri, pa.table({"id": [2]}), storage_options=single) == 1
     assert _ids(b, uri) == [1, 2]
+
+
+def test_a_missing_bucket_is_named(object_store):
+    """A write into a bucket (Azure: container) that does not exist said only "FileNotFoundError: <the
+    upload URL>" on GCS and "The specified bucket does not exist" on S3: every store names it, typed."""
+    from lakelog.errors import BucketNotFoundError
+
+    b = object_store
+    bucket = f"lakelog-missing-{uuid.uuid4().hex[:8]}"
+    uri = b.endpoint.new_table_uri(bucket)
+    with pytest.raises(BucketNotFoundError, match=rf"{bucket}.*does not exist.*create the (bucket|container)") as e:
+        lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=b.storage_options)
+    assert e.value.bucket == bucket
+    for read in (lambda: lakelog.read_table(uri, storage_options=b.storage_options), lambda: lakelog.Table(uri, storage_options=b.storage_options)):
+        with pytest.raises(lakelog.TableNotFoundError, match=rf"(bucket|container) '{bucket}' does not exist"):
+            read()

@@ -54,6 +54,7 @@ def test_an_endpoint_that_never_answers_gives_a_typed_error(kind, stalling, tmp_
         "write_table": lambda: lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=opts),
         "history": lambda: lakelog.Table(uri, storage_options=opts).history(),
         "check": lambda: check_table(uri, storage_options=opts),
+        "convert": lambda: lakelog.convert(uri, storage_options=opts),
     }
     for name, call in calls.items():
         with pytest.raises(StorageTimeoutError) as e:
@@ -139,3 +140,18 @@ def test_failed_reads_through_arrows_azure_client_are_typed(azurite):
         check_table(uri, storage_options=opts)
     azurite.proxy.clear()
     assert sorted(lakelog.read_table(uri, storage_options=opts).column("id").to_pylist()) == [0, 1]
+
+
+@pytest.mark.timeout(300)
+def test_convert_and_vacuum_listings_that_stall_are_timeouts(azurite):
+    """``convert`` and ``vacuum`` list the table's directory themselves: a listing that never gets an
+    answer is StorageTimeoutError, not "no such directory" or an SDK error."""
+    uri, opts = azurite.new_table_uri(), {**azurite.proxy_options, **QUICK}
+    lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=opts)
+    table = lakelog.Table(uri, storage_options=opts)
+    azurite.proxy.inject("GET", "table/&include=", "stall", times=1000)  # the listings of the table's root, not of its log
+    with pytest.raises(StorageTimeoutError, match="listing"):
+        table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
+    raw = azurite.new_table_uri()
+    with pytest.raises(StorageTimeoutError, match="listing"):
+        lakelog.convert(raw, storage_options=opts)

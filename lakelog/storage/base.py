@@ -158,7 +158,8 @@ class Store:
     def missing_scope(self, e: BaseException) -> BucketNotFoundError | None:
         """The typed error for a write that failed (``e``) because the root's bucket (container) does not
         exist; None when it exists or cannot be asked."""
-        if not self.object_store or isinstance(e, FileExistsError):
+        # a missing bucket is a 404: s3fs and gcsfs raise FileNotFoundError, lakelog's Azure create names the code
+        if not self.object_store or not (isinstance(e, FileNotFoundError) or "ContainerNotFound" in str(e)):
             return None
         try:
             if self.scope_exists():
