@@ -155,3 +155,20 @@ def test_convert_and_vacuum_listings_that_stall_are_timeouts(azurite):
     raw = azurite.new_table_uri()
     with pytest.raises(StorageTimeoutError, match="listing"):
         lakelog.convert(raw, storage_options=opts)
+
+
+@pytest.mark.parametrize("kind", OBJECT_STORES)
+def test_a_storage_pickles_with_its_request_options(kind, tmp_path):
+    """Write plans and Spark tasks are pickled: the filesystems lakelog opens (made when their SDK is
+    first imported) load in another process with the same request options."""
+    import pickle
+    import subprocess
+    import sys
+
+    opts = {**_options(kind, "http://127.0.0.1:9", tmp_path), "timeout": "7s", "max_retries": "2"}
+    (tmp_path / "storage.pickle").write_bytes(pickle.dumps(Storage(_uri(kind), opts)))
+    code = ("import pickle, sys; s = pickle.load(open(sys.argv[1], 'rb')); "
+            "print(type(s.fs).__name__, s.store.policy.timeout, s.store.policy.max_retries)")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "storage.pickle")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[1:] == ["7.0", "2"] and r.stdout.startswith("Policy")

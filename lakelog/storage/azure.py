@@ -105,7 +105,14 @@ def _filesystem_class() -> type:
             self.service_client = BlobServiceClient(
                 sc.url, credential=sc.credential, connection_timeout=p.connect_timeout, read_timeout=p.timeout, retry_policy=retry)
 
+    PolicyBlobFileSystem.__qualname__ = "PolicyBlobFileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyBlobFileSystem
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PolicyBlobFileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
+        return _filesystem_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _secrets(kw: dict[str, Any]) -> tuple[str, ...]:

@@ -110,7 +110,14 @@ def _filesystem_class() -> type:
                     if attempt == self._policy.max_retries or not (is_retriable(e) or isinstance(e, asyncio.TimeoutError)):
                         raise
 
+    PolicyGCSFileSystem.__qualname__ = "PolicyGCSFileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyGCSFileSystem
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PolicyGCSFileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
+        return _filesystem_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class GcsStore(Store):

@@ -166,7 +166,14 @@ def _filesystem_class() -> type:
                 self._without_expect = client
             return client
 
+    PolicyS3FileSystem.__qualname__ = "PolicyS3FileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyS3FileSystem
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PolicyS3FileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
+        return _filesystem_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class S3Store(Store):
