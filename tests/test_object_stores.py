@@ -126,3 +126,29 @@ def test_a_missing_bucket_is_named(object_store):
     for read in (lambda: lakelog.read_table(uri, storage_options=b.storage_options), lambda: lakelog.Table(uri, storage_options=b.storage_options)):
         with pytest.raises(lakelog.TableNotFoundError, match=rf"(bucket|container) '{bucket}' does not exist"):
             read()
+
+
+_EARLY_STOP = """
+import json, sys
+import lakelog
+
+uri, options = sys.argv[1], json.loads(sys.argv[2])
+print(lakelog.Table(uri, storage_options=options).to_pyarrow_dataset().head(1).num_rows)
+"""
+
+
+def test_a_script_that_stops_a_scan_early_exits_normally(object_store):
+    """A scan stopped early leaves Arrow's read-ahead running in lakelog's Python filesystem; when the
+    script then ended, the interpreter shut down under those threads and the process aborted ("terminate
+    called without an active exception", exit -6) on every run on S3."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    b = object_store
+    lakelog.write_table(b.uri, pa.table({"id": list(range(3200)), "p": [i % 32 for i in range(3200)]}), partition_by=["p"])
+    options = {**(b.storage_options or {}), "max_retries": "3"}  # (on Azure: adlfs, not Arrow's own client, reads)
+    for _ in range(int(os.environ.get("LAKELOG_EXIT_LOOP", "3"))):
+        r = subprocess.run([sys.executable, "-c", _EARLY_STOP, b.uri, json.dumps(options)], capture_output=True, text=True, timeout=300)
+        assert (r.returncode, r.stdout.strip()) == (0, "1"), (r.returncode, r.stderr[-2000:])

@@ -7,9 +7,12 @@ lakelog options, fault injection and the operations; it asks its store for the r
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
 import errno
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -264,6 +267,60 @@ _OP_WORDS = {"read": "a read", "exists": "a lookup", "list_dir": "a listing", "l
              "makedirs": "a write", "put_if_absent": "the commit (a conditional create)", "delete": "a delete",
              "probe": "the check that it refuses a second conditional create"}
 
+class _ArrowCalls:
+    """The calls Arrow's threads make into the stores' Python filesystems (``Store.arrow_fs``), so that the
+    interpreter never shuts down under one.
+
+    A scan stopped early (a limit, a failed read) leaves Arrow's read-ahead at work. A thread that is
+    in Python, or enters it, once the interpreter finalizes is ended mid-call by CPython, which aborts
+    the process ("terminate called without an active exception"). So at exit (``atexit``, before
+    finalizing) new calls are refused at once, and the exit waits until no call is running and none
+    was made for ``QUIET_S``: the read-ahead Arrow had queued has then run (each call is bounded by
+    its store's request options, the whole wait by ``LIMIT_S``).
+    """
+
+    QUIET_S = 0.25
+    LIMIT_S = 300.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._last = 0.0
+        self._closing = False
+        self._registered = False
+
+    @contextlib.contextmanager
+    def call(self, store: Store, op: str, path: str) -> Iterator[None]:
+        with self._lock:
+            if self._closing:
+                raise StorageUnavailableError(f"{_OP_WORDS.get(op, op)} of {path!r} was not started: the interpreter is exiting",
+                                              endpoint=store.endpoint(), operation=op, path=path)
+            if not self._registered:
+                atexit.register(self.drain)
+                self._registered = True
+            self._running += 1
+            self._last = time.monotonic()
+        try:
+            with store.answering(op, path):
+                yield
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._last = time.monotonic()
+
+    def drain(self) -> None:
+        deadline = time.monotonic() + self.LIMIT_S
+        with self._lock:
+            self._closing = True
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._running and time.monotonic() - self._last >= self.QUIET_S:
+                    return
+            time.sleep(0.02)
+
+
+_arrow_calls = _ArrowCalls()
+
 _RANGE_READS: list[type] = []
 
 
@@ -285,18 +342,18 @@ def _range_reads() -> type:
                 self.store = store
 
             def get_file_info(self, paths):
-                with self.store.answering("read", paths[0] if paths else ""):
+                with _arrow_calls.call(self.store, "read", paths[0] if paths else ""):
                     return super().get_file_info(paths)
 
             def get_file_info_selector(self, selector):
-                with self.store.answering("list_files", selector.base_dir):
+                with _arrow_calls.call(self.store, "list_files", selector.base_dir):
                     return super().get_file_info_selector(selector)
 
             def open_input_stream(self, path: str):
                 return self.open_input_file(path)
 
             def open_input_file(self, path: str):
-                with self.store.answering("read", path):
+                with _arrow_calls.call(self.store, "read", path):
                     f = self.fs.open(path, mode="rb", cache_type="none")
                 return pa.PythonFile(_AnsweredFile(f, self.store, path), mode="r")
 
@@ -305,13 +362,14 @@ def _range_reads() -> type:
 
 
 class _AnsweredFile:
-    """An fsspec file whose reads raise the store's typed error for an endpoint that does not answer."""
+    """An fsspec file whose reads raise the store's typed error for an endpoint that does not answer, and
+    count as Arrow's calls into Python (``_ArrowCalls``)."""
 
     def __init__(self, f: Any, store: Store, path: str):
         self._f, self._store, self._path = f, store, path
 
     def read(self, n: int = -1) -> bytes:
-        with self._store.answering("read", self._path):
+        with _arrow_calls.call(self._store, "read", self._path):
             return self._f.read(n)
 
     def __getattr__(self, name: str) -> Any:
