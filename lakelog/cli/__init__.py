@@ -100,9 +100,10 @@ def run() -> NoReturn:
     Reading an object store, Arrow's I/O threads call lakelog's Python filesystem (``Store.arrow_fs``);
     a scan stopped early (``show --limit``, a failed read in ``check``) leaves some at work. Once the
     interpreter shuts down, CPython ends such a thread mid-call, which aborts the process ("terminate
-    called without an active exception", exit -6) after the command has finished and printed. The
-    command's work is done and its output flushed here, so the interpreter's shutdown, and those
-    threads, never get to decide the exit status.
+    called without an active exception", exit -6) after the command has finished and printed.
+    lakelog waits for its own such calls at exit (``lakelog.storage.base._ArrowCalls``); the command
+    line goes further, since its exit codes are an API: the command's work is done and its output
+    flushed here, so no thread left by any native library decides the exit status.
     """
     code = main()
     for stream in (sys.stdout, sys.stderr):
