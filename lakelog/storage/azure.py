@@ -17,12 +17,11 @@ that client has fixed limits of its own (60 s per read, 3 retries), which an exp
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 from typing import Any
 
-from .base import Store, exists_error
+from .base import Store, class_made_on_first_use, exists_error
 from .options import translate, truthy
 from .policy import RequestPolicy
 
@@ -83,7 +82,7 @@ def adlfs_options(options: dict[str, Any]) -> tuple[dict[str, Any], RequestPolic
     return kw, policy
 
 
-@functools.cache
+@class_made_on_first_use(globals(), "PolicyBlobFileSystem")
 def _filesystem_class() -> type:
     """adlfs's filesystem, its service client built with a ``RequestPolicy`` (keyword
     ``lakelog_policy``); defined on first use, when adlfs is imported."""
@@ -105,14 +104,7 @@ def _filesystem_class() -> type:
             self.service_client = BlobServiceClient(
                 sc.url, credential=sc.credential, connection_timeout=p.connect_timeout, read_timeout=p.timeout, retry_policy=retry)
 
-    PolicyBlobFileSystem.__qualname__ = "PolicyBlobFileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyBlobFileSystem
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PolicyBlobFileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
-        return _filesystem_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _secrets(kw: dict[str, Any]) -> tuple[str, ...]:

@@ -11,9 +11,10 @@ import atexit
 import contextlib
 import datetime as dt
 import errno
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -260,6 +261,29 @@ class Store:
         # fsspec's dir:// or a mounted filesystem) need it to exist before a file is written into it.
         self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         self.fs.pipe_file(path, data)
+
+
+def class_made_on_first_use(module_globals: dict[str, Any], name: str) -> Callable[[Callable[[], type]], Callable[[], type]]:
+    """Decorate a store module's function that makes the filesystem class ``name`` (importing its SDK):
+    the class is made once, on first use, and is the module's attribute ``name`` (through the module's
+    ``__getattr__``), where pickles look for it."""
+
+    def decorate(factory: Callable[[], type]) -> Callable[[], type]:
+        @functools.cache
+        def make() -> type:
+            cls = factory()
+            cls.__qualname__ = name
+            return cls
+
+        def module_getattr(attr: str) -> Any:
+            if attr == name:
+                return make()
+            raise AttributeError(f"module {module_globals['__name__']!r} has no attribute {attr!r}")
+
+        module_globals["__getattr__"] = module_getattr
+        return make
+
+    return decorate
 
 
 # What each operation of ``Storage`` is called in messages.

@@ -14,12 +14,11 @@ times, with gcsfs's own backoff and its judgement of what is worth retrying.
 from __future__ import annotations
 
 import errno
-import functools
 import json
 import os
 from typing import Any
 
-from .base import Store, _mtime_ms, exists_error
+from .base import Store, _mtime_ms, class_made_on_first_use, exists_error
 from .options import translate, truthy
 from .policy import RequestPolicy
 
@@ -81,7 +80,7 @@ def gcsfs_options(location_bucket: str, options: dict[str, Any]) -> tuple[dict[s
     return kw, tuple(s for s in secrets if len(s) > 3), policy
 
 
-@functools.cache
+@class_made_on_first_use(globals(), "PolicyGCSFileSystem")
 def _filesystem_class() -> type:
     """gcsfs's core filesystem with a ``RequestPolicy`` (keyword ``lakelog_policy``); defined on first
     use, when gcsfs is imported."""
@@ -110,14 +109,7 @@ def _filesystem_class() -> type:
                     if attempt == self._policy.max_retries or not (is_retriable(e) or isinstance(e, asyncio.TimeoutError)):
                         raise
 
-    PolicyGCSFileSystem.__qualname__ = "PolicyGCSFileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyGCSFileSystem
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PolicyGCSFileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
-        return _filesystem_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class GcsStore(Store):

@@ -14,11 +14,10 @@ the ``100 Continue``, so a PUT to an endpoint that stopped answering would wait 
 from __future__ import annotations
 
 import errno
-import functools
 import os
 from typing import Any
 
-from .base import ConditionalWriteConflict, Store, _mtime_ms, exists_error
+from .base import ConditionalWriteConflict, Store, _mtime_ms, class_made_on_first_use, exists_error
 from .options import boolean, translate
 from .policy import POLICY_KEYS, RequestPolicy
 
@@ -149,7 +148,7 @@ def _is_conditional_conflict(e: BaseException) -> bool:
     return code == "ConditionalRequestConflict" or status == 409 or "ConditionalRequestConflict" in str(e)
 
 
-@functools.cache
+@class_made_on_first_use(globals(), "PolicyS3FileSystem")
 def _filesystem_class() -> type:
     """s3fs's filesystem as lakelog opens it (see the module docstring); defined on first use, when s3fs
     is imported."""
@@ -166,14 +165,7 @@ def _filesystem_class() -> type:
                 self._without_expect = client
             return client
 
-    PolicyS3FileSystem.__qualname__ = "PolicyS3FileSystem"  # pickles find it as this module's attribute (``__getattr__``)
     return PolicyS3FileSystem
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PolicyS3FileSystem":  # made on first use, when its SDK is imported (also when a pickle names it)
-        return _filesystem_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class S3Store(Store):
