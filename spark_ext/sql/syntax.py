@@ -5,6 +5,7 @@ so that no clause is ever dropped silently."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -25,7 +26,21 @@ def sqlglot():
 
 def spark_sql(node) -> str:
     """A parse tree (or part of one) as Spark SQL text."""
-    return node.sql(dialect="spark")
+    return node.sql(dialect=_spark_dialect())
+
+
+@functools.cache
+def _spark_dialect():
+    """sqlglot's Spark dialect, but writing ``parse_json(x)`` back as itself: sqlglot reads it as its
+    JSON-parsing node, which its Spark generator writes as the bare ``x`` (a string, not a variant)."""
+    from sqlglot import exp
+    from sqlglot.dialects.spark import Spark
+
+    class LakelogSpark(Spark):
+        class Generator(Spark.Generator):
+            TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.ParseJSON: lambda self, e: self.func("PARSE_JSON", e.this)}
+
+    return LakelogSpark
 
 
 def parse(text: str):
