@@ -16,7 +16,6 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .dml import _q
 from .dml_tasks import ACTION, FILE, KIND, ROW_ID
 
 BEST = "__lakelog_best"  # per target row, the highest clause number applying for any of its source rows

@@ -201,3 +201,19 @@ def test_spark_string_into_a_variant_column_advises_parse_json(spark, table_path
     with pytest.raises(SchemaMismatchError, match=r"write to_variant_object\("):
         t.update({"v": "named_struct('a', 1)"})
     assert lakelog.Table(table_path).version == 0
+
+
+def test_spark_sql_keeps_the_functions_sqlglot_rewrites(spark, table_path):
+    """Statements spark_ext.sql rewrites are written back by sqlglot, whose Spark generator turned
+    parse_json(x) into x, collate(x, 'UTF8_LCASE') into x COLLATE 'UTF8_LCASE' (not Spark SQL) and
+    -128Y into -CAST(128 AS TINYINT)."""
+    lakelog.write_table(table_path, pa.table({"id": [1, 2], "s": ["Ab", "cd"]}))
+    ref = f"lakelog.`{table_path}`"
+    got = sql(spark, f"SELECT id, collate(s, 'UTF8_LCASE') = 'AB' AS same, to_json(parse_json('[1, 2.5]')) AS j FROM {ref} ORDER BY id")
+    (json,) = spark.sql("SELECT to_json(parse_json('[1, 2.5]'))").first()
+    assert [tuple(r) for r in got.collect()] == [(1, True, json), (2, False, json)]
+    sql(spark, f"INSERT INTO {ref} SELECT 3, collate('Ef', 'UTF8_LCASE')")
+    assert _rows(table_path)[2] == {"id": 3, "s": "Ef"}
+    # -9223372036854775808L is a literal; sqlglot wrote it as -CAST(9223372036854775808 AS BIGINT), which overflows.
+    sql(spark, f"INSERT INTO {ref} VALUES (-9223372036854775808L, 'min'), (-128Y, 'byte')")
+    assert [r["id"] for r in _rows(table_path)][:2] == [-2**63, -128]

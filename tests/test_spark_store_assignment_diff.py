@@ -11,18 +11,22 @@ runs the whole grid."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import random
 import re
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pytest
 
 import lakelog
 from lakelog.errors import SchemaMismatchError
 
-from spark_ext import LakelogTable, sql
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from spark_ext import LakelogTable, register, sql
 
 FULL = os.environ.get("LAKELOG_SPARK_DIFF_FULL") == "1"
 
@@ -47,12 +51,7 @@ VALUES: dict[str, list[str]] = {
     "timestamp_ntz": ["TIMESTAMP_NTZ'2026-01-02 03:04:05.678901'", "TIMESTAMP_NTZ'1969-12-31 23:59:59.5'"],
     "binary": ["X'4142'", "X''"],
 }
-SAMPLE = 6  # value types per run of make test (every column type each time)
-
-
-def _pairs(seed: int) -> list[tuple[str, str]]:
-    sources = list(VALUES) if FULL else random.Random(seed).sample(list(VALUES), SAMPLE)
-    return [(s, t) for s in sources for t in TARGETS]
+SAMPLE = 4  # value types per run of make test (every column type each time)
 
 
 def _condition(e: BaseException) -> str:
@@ -71,7 +70,16 @@ def _key(v):
         return ("float", "nan" if math.isnan(v) else repr(v))
     if isinstance(v, (bytes, bytearray)):
         return ("bytes", bytes(v))
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:  # (an instant: as UTC, as Spark's Parquet files keep them)
+        v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return (type(v).__name__, v)
+
+
+def _values(table: pa.Table, column: str) -> list:
+    col = table.column(column)
+    if pa.types.is_timestamp(col.type):
+        col = col.cast(pa.timestamp("us", col.type.tz))
+    return col.to_pylist()
 
 
 def _outcome(run, read) -> tuple:
@@ -80,41 +88,58 @@ def _outcome(run, read) -> tuple:
         run()
     except Exception as e:  # noqa: BLE001 - each side's error is compared
         return ("error", _condition(e))
-    return ("ok", sorted(_key(r[0]) for r in read()))
+    return ("ok", sorted(_key(v) for v in read()))
+
+
+def _analysis(outcome: tuple) -> bool:
+    """Whether an outcome is a refusal of the type (before any job)."""
+    return outcome[0] == "error" and outcome[1].startswith("INCOMPATIBLE_DATA_FOR_TABLE")
 
 
 def _name(target: str) -> str:
     return re.sub(r"\W", "_", target)
 
 
+def _rows(values: list[str]) -> str:
+    """A query of one column ``x`` holding ``values`` (one partition: one write task)."""
+    return f"SELECT x FROM VALUES {', '.join(f'({v})' for v in values)} AS t(x)"
+
+
+def _empty_table(spark, path: str, ddl: str) -> None:
+    """A lakelog table of Spark columns ``ddl`` (made by lakelog, not a Spark job)."""
+    lakelog.write_table(path, to_arrow_schema(spark.createDataFrame([], ddl).schema, timezone="UTC").empty_table())
+
+
 class Sides:
     """A Parquet table Spark inserts into and a lakelog table spark_ext.sql inserts into, per column type."""
 
     def __init__(self, spark, tmp_path):
+        register(spark)
         self.spark, self.tmp, self.made = spark, tmp_path, set()
 
     def paths(self, target: str) -> tuple[str, str]:
-        name = _name(target)
-        native, ours = str(self.tmp / f"native_{name}"), str(self.tmp / f"lakelog_{name}")
+        native, ours = str(self.tmp / f"native_{_name(target)}"), str(self.tmp / f"lakelog_{_name(target)}")
         if target not in self.made:
-            self.spark.sql(f"CREATE TABLE store_diff_{name} (x {target}) USING parquet LOCATION '{native}'")
-            empty = self.spark.createDataFrame([], f"x {target}")
-            empty.write.format("lakelog").mode("overwrite").save(ours)
+            self.spark.sql(f"CREATE TABLE store_diff_{_name(target)} (x {target}) USING parquet LOCATION '{native}'")
+            _empty_table(self.spark, ours, f"x {target}")
             self.made.add(target)
         return native, ours
 
-    def insert(self, target: str, values: list[str], rows: str = "x") -> tuple[tuple, tuple]:
-        native, ours = self.paths(target)
-        name = _name(target)
-        query = " UNION ALL ".join(f"SELECT {v} AS x" for v in values)
+    def spark_insert(self, target: str, values: list[str]) -> tuple:
+        native, _ = self.paths(target)
+        query = _rows(values)
+        return _outcome(lambda: self.spark.sql(f"INSERT OVERWRITE store_diff_{_name(target)} {query}").collect(),
+                        lambda: _values(ds.dataset(native, format="parquet").to_table(), "x"))
+
+    def lakelog_insert(self, target: str, values: list[str]) -> tuple:
+        _, ours = self.paths(target)
+        query = _rows(values)
         before = lakelog.Table(ours).version
-        spark_side = _outcome(lambda: self.spark.sql(f"INSERT OVERWRITE store_diff_{name} {query}").collect(),
-                              lambda: self.spark.read.parquet(native).collect())
-        ours_side = _outcome(lambda: sql(self.spark, f"INSERT OVERWRITE lakelog.`{ours}` {query}"),
-                             lambda: self.spark.read.format("lakelog").load(ours).collect())
-        if ours_side[0] == "error":
+        out = _outcome(lambda: sql(self.spark, f"INSERT OVERWRITE lakelog.`{ours}` {query}"),
+                       lambda: _values(lakelog.read_table(ours), "x"))
+        if out[0] == "error":
             assert lakelog.Table(ours).version == before, "a failed INSERT committed"
-        return spark_side, ours_side
+        return out
 
     def drop(self):
         for t in self.made:
@@ -129,45 +154,85 @@ def sides(spark, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [20260102] if not FULL else [0])
-def test_spark_sql_insert_stores_what_spark_stores(spark, sides, seed):
-    """Each (value type, column type): all its edge values in one INSERT; where either side fails, each
-    value on its own. Same stored values, or the same error class."""
+def test_spark_sql_insert_stores_what_spark_stores(spark, sides, tmp_path, seed):
+    """Per value type: Spark inserts all its edge values into each column type (each value alone where the
+    job fails). lakelog must refuse the types Spark refuses (same class), fail on the values Spark fails
+    on (same class: the first of each column type, or all with LAKELOG_SPARK_DIFF_FULL), and store the
+    others as Spark does: all of them in one INSERT into a table with a column per column type, each row
+    giving one column its value."""
     differ = []
-    for source, target in _pairs(seed):
+    sources = list(VALUES) if FULL else random.Random(seed).sample(list(VALUES), SAMPLE)
+    for source in sources:
         values = VALUES[source]
-        spark_side, ours_side = sides.insert(target, values)
-        if spark_side == ours_side and spark_side[0] == "ok":
+        stored: dict[str, tuple[list[str], tuple]] = {}
+        for target in TARGETS:
+            theirs = sides.spark_insert(target, values)
+            if _analysis(theirs):
+                ours = sides.lakelog_insert(target, values)  # (refused before any job)
+                if ours != theirs:
+                    differ.append(f"{source} into {target}: Spark {theirs}, lakelog {ours}")
+                continue
+            if theirs[0] == "ok":
+                stored[target] = (values, theirs)
+                continue
+            each = {v: sides.spark_insert(target, [v]) for v in values}
+            ok = [v for v in values if each[v][0] == "ok"]
+            if ok:
+                stored[target] = (ok, sides.spark_insert(target, ok))
+            failing = [v for v in values if each[v][0] == "error"]
+            for v in failing if FULL else failing[:1]:
+                ours = sides.lakelog_insert(target, [v])
+                if ours != each[v]:
+                    differ.append(f"{v} ({source}) into {target}: Spark {each[v]}, lakelog {ours}")
+        if not stored:
             continue
-        for v in values if spark_side != ours_side or spark_side[0] == "error" else []:
-            one = sides.insert(target, [v])
-            if one[0] != one[1]:
-                differ.append(f"{v} ({source}) into {target}: Spark {one[0]}, lakelog {one[1]}")
-        if spark_side[0] != ours_side[0] or (spark_side[0] == "error" and spark_side != ours_side):
-            differ.append(f"{source} into {target}, all values: Spark {spark_side}, lakelog {ours_side}")
+        targets = list(stored)
+        wide = str(tmp_path / f"wide_{_name(source)}")
+        _empty_table(spark, wide, ", ".join(["cell int"] + [f"c{j} {t}" for j, t in enumerate(targets)]))
+        rows, cells = [], {}
+        for j, t in enumerate(targets):
+            for v in stored[t][0]:
+                cells.setdefault(j, []).append(len(rows))
+                rows.append(f"({len(rows)}, " + ", ".join(v if k == j else f"CAST(NULL AS {source})" for k in range(len(targets))) + ")")
+        names = ", ".join(["cell"] + [f"c{j}" for j in range(len(targets))])
+        sql(spark, f"INSERT INTO lakelog.`{wide}` SELECT * FROM VALUES {', '.join(rows)} AS t({names})")
+        got = lakelog.read_table(wide)
+        cell = got.column("cell").to_pylist()
+        for j, t in enumerate(targets):
+            mine = sorted(_key(v) for c, v in zip(cell, _values(got, f"c{j}")) if c in cells[j])
+            if ("ok", mine) != stored[t][1]:
+                differ.append(f"{stored[t][0]} ({source}) into {t}: Spark stores {stored[t][1][1]}, lakelog {mine}")
     assert not differ, "\n".join(differ)
 
 
-UPDATE_CASES = [  # (column type, value, Spark INSERT's outcome as the reference)
+UPDATE_CASES = [  # (column type, value): what LakelogTable.update stores, against what Spark's INSERT stores
     ("bigint", "2.5"), ("bigint", "-2.5D"), ("int", "2147483648L"), ("tinyint", "CAST('NaN' AS DOUBLE)"), ("decimal(5,2)", "999.995D"),
-    ("decimal(5,2)", "-0.005"), ("double", "-1.0"), ("float", "1e300D"), ("string", "DATE'2026-01-02'"), ("date", "TIMESTAMP'2026-01-02 23:00:00 UTC'"),
-    ("bigint", "'5'"), ("boolean", "1"), ("timestamp_ntz", "DATE'2026-01-02'"), ("double", "CAST(NULL AS STRING)"),
+    ("decimal(5,2)", "-0.005"), ("double", "-1.0"), ("float", "1e300D"), ("string", "DATE'2026-01-02'"),
+    ("date", "TIMESTAMP'2026-01-02 23:00:00 UTC'"), ("bigint", "'5'"), ("boolean", "1"), ("timestamp_ntz", "DATE'2026-01-02'"),
+    ("double", "CAST(NULL AS STRING)"), ("decimal(38,10)", "1e30D"), ("smallint", "CAST(40000.5 AS DECIMAL(6,1))"),
 ]
 
 
-@pytest.mark.parametrize("target, value", UPDATE_CASES)
-def test_lakelog_table_update_stores_what_spark_inserts(spark, sides, tmp_path, target, value):
-    """Spark resolves an update's value as an insert's (``TableOutputResolver.resolveUpdate``): the same rule."""
-    native, _ = sides.paths(target)
-    name = _name(target)
-    want = _outcome(lambda: spark.sql(f"INSERT OVERWRITE store_diff_{name} SELECT {value} AS x").collect(),
-                    lambda: spark.read.parquet(native).collect())
+def test_lakelog_table_update_stores_what_spark_inserts(spark, sides, tmp_path):
+    """Spark resolves an update's value as an insert's (``TableOutputResolver.resolveUpdate``): the same
+    rule. The values Spark stores are set in one update of a table with a column per case; each other
+    one is set alone and must fail as Spark does, committing nothing."""
+    want = [sides.spark_insert(t, [v]) for t, v in UPDATE_CASES]
     path = str(tmp_path / "updated")
-    lakelog.write_table(path, pa.table({"id": [1, 2]}))
-    spark.sql(f"SELECT id, CAST(NULL AS {target}) AS x FROM range(1, 3)").write.format("lakelog").mode("overwrite").option(
-        "overwriteSchema", "true").save(path)
-    before = lakelog.Table(path).version
-    got = _outcome(lambda: LakelogTable.forPath(spark, path).update("id = 1", {"x": value}),
-                   lambda: spark.read.format("lakelog").load(path).where("id = 1").select("x").collect())
-    assert got == want
-    if got[0] == "error":
-        assert lakelog.Table(path).version == before
+    _empty_table(spark, path, ", ".join(["id bigint"] + [f"c{i} {t}" for i, (t, _) in enumerate(UPDATE_CASES)]))
+    lakelog.write_table(path, pa.table({"id": [1, 2]}), mode="append")
+    table = LakelogTable.forPath(spark, path)
+    stored = [i for i, w in enumerate(want) if w[0] == "ok"]
+    table.update("id = 1", {f"c{i}": UPDATE_CASES[i][1] for i in stored})
+    rows = {r["id"]: r for r in lakelog.read_table(path).to_pylist()}
+    differ = [f"{UPDATE_CASES[i]}: Spark {want[i]}, lakelog {rows[1][f'c{i}']!r}" for i in stored
+              if ("ok", [_key(_values(pa.table({"v": [rows[1][f'c{i}']]}), "v")[0])]) != want[i]]
+    assert all(v is None for k, v in rows[2].items() if k != "id")  # (the condition holds for row 1 only)
+    version = lakelog.Table(path).version
+    for i, w in enumerate(want):
+        if w[0] == "error":
+            got = _outcome(lambda: table.update("id = 1", {f"c{i}": UPDATE_CASES[i][1]}), lambda: [])
+            if got != w:
+                differ.append(f"{UPDATE_CASES[i]}: Spark {w}, lakelog {got}")
+    assert lakelog.Table(path).version == version  # (no failed update committed)
+    assert not differ, "\n".join(differ)

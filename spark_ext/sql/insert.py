@@ -26,7 +26,7 @@ from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
 from ..assignments import ansi_cast, rule, store
 from ..table import LakelogTable
 from .reads import Scope
-from .syntax import SqlError, refuse_args, spark_sql, sqlglot
+from .syntax import SqlError, refuse_args, spark_dialect, spark_sql, sqlglot
 from .tables import PROVIDER, path_of
 
 SESSION_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -215,7 +215,7 @@ def _fill_defaults(values, targets: list[str | None], cols: _Columns, what: str)
             if GENERATION_KEY in meta or "delta.identity.start" in meta:
                 raise SqlError(f"{what}: DEFAULT for generated or identity column {column!r}; leave the column out of the column list instead")
             text = meta.get(DEFAULT_KEY)
-            item.replace(sg.parse_one(f"CAST(({text}) AS {cols.types[column].simpleString()})", read="spark") if text is not None else exp.Null())
+            item.replace(sg.parse_one(f"CAST(({text}) AS {cols.types[column].simpleString()})", read=spark_dialect()) if text is not None else exp.Null())
     return values
 
 
