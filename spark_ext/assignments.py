@@ -103,15 +103,17 @@ def _quoted(path: list[str]) -> str:
     return ".".join("`" + p.replace("`", "``") + "`" for p in path)
 
 
-def _same(a: T.DataType, b: T.DataType, names: bool) -> bool:
-    """Equal types ignoring nullability (and struct field names' case; all names unless ``names``)."""
+def _same(a: T.DataType, b: T.DataType, names: bool, case: bool = False) -> bool:
+    """Equal types ignoring nullability, and struct field names unless ``names`` (their case unless ``case``)."""
     if isinstance(a, T.StructType) and isinstance(b, T.StructType):
+        def named(x: str, y: str) -> bool:
+            return not names or (x == y if case else x.lower() == y.lower())
         return len(a.fields) == len(b.fields) and all(
-            (not names or x.name.lower() == y.name.lower()) and _same(x.dataType, y.dataType, names) for x, y in zip(a.fields, b.fields))
+            named(x.name, y.name) and _same(x.dataType, y.dataType, names, case) for x, y in zip(a.fields, b.fields))
     if isinstance(a, T.ArrayType) and isinstance(b, T.ArrayType):
-        return _same(a.elementType, b.elementType, names)
+        return _same(a.elementType, b.elementType, names, case)
     if isinstance(a, T.MapType) and isinstance(b, T.MapType):
-        return _same(a.keyType, b.keyType, names) and _same(a.valueType, b.valueType, names)
+        return _same(a.keyType, b.keyType, names, case) and _same(a.valueType, b.valueType, names, case)
     return a == b
 
 
@@ -168,7 +170,7 @@ class _Store:
 
     def convert(self, value: Column, own: T.DataType, target: T.DataType, path: list[str]) -> Column:
         if _same(own, target, names=not self.rule.by_position):
-            return value if _same(own, target, names=True) else value.cast(target)  # (by position: the column's field names)
+            return value if _same(own, target, names=True, case=True) else value.cast(target)  # (the column's field names)
         if isinstance(own, T.NullType):
             return value.cast(target)
         if isinstance(target, T.StructType) and isinstance(own, T.StructType):
