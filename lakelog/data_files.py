@@ -7,7 +7,7 @@ of a scan that failed, to name the file at fault.
 * Nanosecond timestamps (Parquet ``INT64 TIMESTAMP(NANOS)``, pandas' default unit) have no Delta
   type: Delta timestamps are microseconds. Spark refuses such files (``PARQUET_TYPE_ILLEGAL``),
   delta-rs silently truncates them to microseconds, pyarrow refuses values that would lose precision.
-  INT96 timestamps (Spark's legacy encoding) are read as microseconds (``lakelog.parquet_read``) and are fine.
+  INT96 timestamps (Spark's legacy encoding) are read as microseconds (``lakelog.storage.parquet_read``) and are fine.
 * A column whose stored type is not the table's type, nor one the table's type can hold without loss
   (wider integers, float to double, integers to double, date to ``timestamp_ntz``, wider decimals,
   any timestamp unit to microseconds), is a file the table cannot read as it says.
@@ -22,7 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .parquet_read import parquet_file
+from .storage.parquet_read import parquet_file
 from .schema import canonical_type
 
 FOOTER_THREADS = 16

@@ -313,7 +313,7 @@ def _check_existing(snapshot: Any, version: int, metadata: Metadata) -> None:
             f"(write_table(..., mode='overwrite')) or use {V2_KEY}, which only requires it of new files"
         )
     if metadata.partition_columns and snapshot.num_files:
-        from .parquet_read import parquet_file
+        from .storage.parquet_read import parquet_file
 
         mapping = ColumnMapping(TableProperties(metadata.configuration).column_mapping_mode, metadata.schema_string)
         physical = [mapping.physical_name(c) for c in metadata.partition_columns]

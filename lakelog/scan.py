@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from .actions import AddFile, stats_count, stats_dict
 from .column_mapping import ColumnMapping
 from .data_files import inspect_files
-from .parquet_read import parquet_file, parquet_format
+from .storage.parquet_read import parquet_file, parquet_format
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from . import collations, row_tracking

@@ -202,7 +202,7 @@ def test_spark_reads_the_values(spark):
     assert [r.SOME_VALUE for r in got.collect()] == [1]
 
 
-# Calls that open Parquet files for reading; lakelog.parquet_read wraps them so INT96 reads as microseconds.
+# Calls that open Parquet files for reading; lakelog.storage.parquet_read wraps them so INT96 reads as microseconds.
 _PARQUET_OPENS = re.compile(r"\b(?:pq\.ParquetFile|pq\.read_table|pq\.read_schema|pq\.read_pandas|pq\.ParquetDataset|ds\.ParquetFileFormat|parquet\.ParquetFile|parquet\.read_table)\(|format=\"parquet\"")
 
 
@@ -212,7 +212,7 @@ def test_lakelog_opens_parquet_files_only_through_parquet_read():
         for folder, _, files in os.walk(os.path.join(ROOT, package)):
             for f in files:
                 rel = os.path.relpath(os.path.join(folder, f), ROOT)
-                if f.endswith(".py") and rel != os.path.join("lakelog", "parquet_read.py"):
+                if f.endswith(".py") and rel != os.path.join("lakelog", "storage", "parquet_read.py"):
                     with open(os.path.join(folder, f)) as src:
                         found += [f"{rel}:{i}" for i, line in enumerate(src, 1) if _PARQUET_OPENS.search(line)]
     assert found == []

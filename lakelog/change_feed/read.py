@@ -21,7 +21,7 @@ from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, ConflictingBoundsError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
-from ..parquet_read import parquet_format
+from ..storage.parquet_read import parquet_format
 from ..properties import TableProperties
 from ..scan import partition_arrays, read_data_file
 from ..snapshot import Snapshot, commit_times

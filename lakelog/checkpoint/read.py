@@ -34,7 +34,7 @@ from .v2 import CheckpointMetadata, Sidecar, read_sidecars
 from .. import arrow_values
 from ..errors import CorruptLogError
 from ..log import CheckpointFiles, checkpoint_name
-from ..parquet_read import parquet_file
+from ..storage.parquet_read import parquet_file
 from ..storage import FileInfo
 from .schema import CHECKPOINT_SCHEMA, NON_FILE_COLUMNS, V2_COLUMNS, _add_rows, _rows
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from ..actions import now_ms, string_map
 from ..errors import CorruptLogError
 from ..log import SIDECARS
-from ..parquet_read import parquet_file
+from ..storage.parquet_read import parquet_file
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
 CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])

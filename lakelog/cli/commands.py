@@ -330,7 +330,7 @@ def _open_input(path: str, fmt: str, delimiter: str | None):
         raise UsageError(f"input file {path!r} does not exist")
     try:
         if fmt == "parquet":
-            from ..parquet_read import parquet_file
+            from ..storage.parquet_read import parquet_file
 
             pf = parquet_file(path)
             return pa.RecordBatchReader.from_batches(pf.schema_arrow, pf.iter_batches())

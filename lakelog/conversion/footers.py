@@ -19,7 +19,7 @@ from ..errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from ..parquet_read import parquet_file
+from ..storage.parquet_read import parquet_file
 from ..schema import _strip_nullability, _widening_ok, canonical_type
 from ..storage import Storage
 from ..write import stats_from_parquet_metadata

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..parquet_read import read_parquet
+from ..storage.parquet_read import read_parquet
 from ..errors import ConvertError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from ..schema import (
     HIVE_NULL,

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from ..actions import AddFile, decode_path
 from ..data_files import physical_rows
 from ..deletion_vectors import check_row_count, keep_mask
-from ..parquet_read import parquet_file
+from ..storage.parquet_read import parquet_file
 from ..scan import _data_file_error, partition_values
 from ..column_mapping import ColumnMapping
 from ..schema import has_variant, parse_partition_value

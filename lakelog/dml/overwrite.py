@@ -14,7 +14,7 @@ from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismat
 from ..column_mapping import ColumnMapping
 from ..conform import cast_batch
 from ..partition_keys import PartitionKeys
-from ..parquet_read import parquet_file
+from ..storage.parquet_read import parquet_file
 from ..scan import read_batches
 from ..schema import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot

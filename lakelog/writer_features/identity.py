@@ -328,7 +328,7 @@ def high_water_marks(columns: tuple[IdentityColumn, ...], adds: list, storage, m
 
 def _file_bound(storage, add, key: str, largest: bool) -> int | None:
     import pyarrow.compute as pc
-    from ..parquet_read import read_parquet
+    from ..storage.parquet_read import read_parquet
 
     with storage.arrow_fs.open_input_file(storage.join(add.relative_path)) as f:
         column = read_parquet(f, columns=[key]).column(0)
