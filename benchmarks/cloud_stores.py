@@ -78,7 +78,7 @@ def synthetic_log(ep: Endpoint, commits: int, checkpoint_at: int) -> str:
     """A table of ``commits`` commits, one add each (files never opened), checkpointed at ``checkpoint_at``."""
     import lakelog
     from lakelog.actions import AddFile, CommitInfo, Metadata, Protocol, serialize_actions
-    from lakelog.schema import schema_to_string
+    from lakelog.schema.types import schema_to_string
     from lakelog.storage import Storage
 
     uri = ep.uri("log")

@@ -34,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import lakelog
+import lakelog.schema.types
 from benchmarks.data import mixed_table
 from benchmarks.timing import machine as timing_machine
 from benchmarks.timing import median_times
@@ -125,7 +126,7 @@ class Suite:
         log = os.path.join(path, "_delta_log")
         os.makedirs(log)
         schema = pa.schema([("id", pa.int64()), ("part", pa.string())])
-        meta = Metadata(id=str(uuid.uuid4()), schema_string=lakelog.schema.schema_to_string(schema), partition_columns=["part"],
+        meta = Metadata(id=str(uuid.uuid4()), schema_string=lakelog.schema.types.schema_to_string(schema), partition_columns=["part"],
                         configuration={"delta.checkpointInterval": str(checkpoint_every or 1_000_000)}, created_time=0)
         stats = orjson.dumps({"numRecords": 10, "minValues": {"id": 0}, "maxValues": {"id": 9}, "nullCount": {"id": 0}}).decode()
         for v in range(commits):

@@ -29,10 +29,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type che
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports them
     from .api import write_table
     from .conversion import convert
-    from .geospatial import geography, geometry
-    from .schema import variant_field
+    from .schema.geospatial import geography, geometry
+    from .schema.types import variant_field
+    from .schema.variant_columns import with_variants
     from .table import Table, read_table
-    from .variant_columns import with_variants
     from .write import WritePlan, plan_write
 
 # public name -> the module that defines it
@@ -43,10 +43,10 @@ _LAZY = {
     "plan_write": "write",
     "WritePlan": "write",
     "convert": "conversion",
-    "geometry": "geospatial",
-    "geography": "geospatial",
-    "variant_field": "schema",
-    "with_variants": "variant_columns",
+    "geometry": "schema.geospatial",
+    "geography": "schema.geospatial",
+    "variant_field": "schema.types",
+    "with_variants": "schema.variant_columns",
 }
 
 __all__ = [

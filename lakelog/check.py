@@ -62,7 +62,7 @@ from .deletion_vectors import DeletionVectors, referenced_dv_file
 from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, StorageUnavailableError, VersionNotFoundError
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
-from .schema import hive_escape, partition_scalars
+from .schema.types import hive_escape, partition_scalars
 from .snapshot import Snapshot, _Replay, describe_ranges, logical_file_key, missing_ranges
 from .versions import as_version
 from .storage import Storage

@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import geospatial
+from .schema import geospatial
 from .actions import DomainMetadata
 from .errors import InvalidArgumentError, SchemaMismatchError
 

@@ -24,9 +24,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import collations
+from .schema import collations
 from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
-from .schema import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
+from .schema.types import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
@@ -202,7 +202,7 @@ def _convert(arr: pa.Array, dtype: Any, target: pa.DataType, mode: str) -> pa.Ar
         if not pa.types.is_struct(arr.type):
             raise _Mismatch(f"expected a struct, found {arr.type}")
         if target == VARIANT_STORAGE and "typed_value" in arr.type.names:
-            from .variant_columns import unshred
+            from .schema.variant_columns import unshred
 
             return unshred(arr)  # a shredded variant, reassembled into its binaries
         file_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]

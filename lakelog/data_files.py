@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .storage.parquet_read import parquet_file
-from .schema import canonical_type
+from .schema.types import canonical_type
 
 FOOTER_THREADS = 16
 

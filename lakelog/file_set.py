@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from . import arrow_values
+from .schema import arrow_values
 from .actions import AddFile
 from .checkpoint import CheckpointState
 from .commit_columns import AddColumns

@@ -29,10 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_values, collations, geospatial
-from .collations import Collation
+from .schema import arrow_values, collations, geospatial
+from .schema.collations import Collation
 from .errors import InvalidFilterError
-from .schema import ColumnNames
+from .schema.types import ColumnNames
 
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 NEGATED_OP = {"=": "!=", "==": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}

@@ -31,13 +31,13 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_values, collations
+from .schema import arrow_values, collations
 from .actions import AddFile, stats_count
 from .checkpoint import adds_from_arrow
 from .column_mapping import ColumnMapping
 from .errors import CorruptLogError
 from .predicates import _literal, _references, term_expression, term_mask
-from .schema import parse_date, partition_scalars, timestamp_micros
+from .schema.types import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
     from .file_set import FileSet

@@ -32,10 +32,11 @@ from .data_files import inspect_files
 from .storage.parquet_read import parquet_file, parquet_format
 from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from . import collations, row_tracking
+from .schema import collations
+from . import row_tracking
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from .schema import ColumnNames, has_variant, partition_scalars, partition_value_arrays
+from .schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start

@@ -19,8 +19,16 @@ from .column_dependencies import dependents
 from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
 from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
 from .properties import REGISTRY, TableProperties, validate_new
-from .schema import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
-from . import collations, iceberg_compat, row_tracking, type_widening
+from .schema.types import (
+    arrow_field_to_delta,
+    canonical_type,
+    check_column_names,
+    is_variant_field,
+    schema_from_string,
+    variant_field,
+)
+from .schema import collations
+from . import iceberg_compat, row_tracking, type_widening
 from .snapshot import Snapshot
 from .storage import Storage
 from .transaction import Transaction

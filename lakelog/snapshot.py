@@ -17,7 +17,7 @@ from .errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaErr
 from .features import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
 from .log import DeltaLog, LogListing
 from .properties import TableProperties
-from .schema import schema_from_string
+from .schema.types import schema_from_string
 from .type_widening import check_type_changes
 from .storage import Storage
 from .file_set import NOT_LIVE, FileSet

@@ -40,11 +40,12 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from . import collations, geospatial, sql_java_floats, sql_variants
+from .schema import collations, geospatial
+from . import sql_java_floats, sql_variants
 from .environment import positive_int
 from .errors import PredicateError
-from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
-from .variant_columns import without_marks
+from .schema.types import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
+from .schema.variant_columns import without_marks
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()

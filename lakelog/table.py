@@ -73,7 +73,7 @@ class Table:
 
     def to_pandas(self, columns: list[str] | None = None, filters: Any = None, *, with_row_tracking: bool = False):
         """``to_pyarrow(...).to_pandas()``; variant values become Python objects (dicts, lists, numbers, ...)."""
-        from .variant_columns import to_pandas
+        from .schema.variant_columns import to_pandas
 
         return to_pandas(self.to_pyarrow(columns, filters, with_row_tracking=with_row_tracking))
 
@@ -82,7 +82,7 @@ class Table:
         connection); variant columns as their JSON text (cast with ``::JSON`` to query into them)."""
         import duckdb
 
-        from .variant_columns import with_json_text
+        from .schema.variant_columns import with_json_text
 
         if connection is not None and not isinstance(connection, duckdb.DuckDBPyConnection):
             raise InvalidArgumentError(f"connection must be a duckdb connection (duckdb.connect()), got {type(connection).__name__}")
@@ -94,7 +94,7 @@ class Table:
         (``pl.col(c).str.json_decode()`` queries into them). Needs Polars installed."""
         import polars as pl
 
-        from .variant_columns import with_json_text
+        from .schema.variant_columns import with_json_text
 
         return pl.from_arrow(with_json_text(self.to_pyarrow(columns, filters)))
 
@@ -350,7 +350,7 @@ class Table:
         """Add nullable columns (``{"c": pa.int64(), "s.f": pa.string()}``; ``"s.f"`` is a field of
         struct ``s``) in one metadata-only commit; rows already written read NULL there. A ``pyarrow.Field``
         given instead of a type keeps its collations (``delta.collations`` field metadata: see
-        ``lakelog.collations``). Returns the version."""
+        ``lakelog.schema.collations``). Returns the version."""
         from .schema_changes import add_columns
 
         version = add_columns(self.storage, columns)

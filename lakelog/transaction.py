@@ -34,7 +34,8 @@ from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, 
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
-from . import collations, iceberg, iceberg_compat, row_tracking, symlink_manifest
+from .schema import collations
+from . import iceberg, iceberg_compat, row_tracking, symlink_manifest
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 

@@ -21,7 +21,7 @@ and ``*All``) convert each value to its column's type as Spark's ``TableOutputRe
 
 A refusal is a ``SchemaMismatchError`` naming Spark's error class (``INCOMPATIBLE_DATA_FOR_TABLE.*``),
 the column, both types and the expression to write. The Python API keeps its stricter rule
-(``lakelog.assignment_types``: lossless conversions only).
+(``lakelog.schema.assignment_types``: lossless conversions only).
 """
 
 from __future__ import annotations

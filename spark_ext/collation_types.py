@@ -1,5 +1,5 @@
 """Spark's collated string types (``STRING COLLATE UTF8_LCASE``) and lakelog's collation field metadata
-(``lakelog.collations``), both ways and at any depth (struct fields, array elements, map keys and
+(``lakelog.schema.collations``), both ways and at any depth (struct fields, array elements, map keys and
 values): a table a DataFrame creates records them in ``__COLLATIONS``, as Delta does, and Spark reads a
 table's collated strings as its collated string types, so it compares them under their collations."""
 
@@ -9,7 +9,7 @@ import orjson
 import pyarrow as pa
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
-from lakelog import collations
+from lakelog.schema import collations
 
 
 def _identifier(t: StringType) -> str | None:

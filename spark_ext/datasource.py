@@ -38,10 +38,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 import lakelog
-from lakelog import collations
+from lakelog.schema import collations
 from lakelog.actions import AddFile, parse_app_version
 from lakelog.errors import CommitConflictError, InvalidArgumentError, LakelogError
-from lakelog.geospatial import plain_type
+from lakelog.schema.geospatial import plain_type
 from lakelog.predicates import NEGATED_OP, term_expression
 
 from .files import MAX_PARTITION_BYTES, FilesPartition

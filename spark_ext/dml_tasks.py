@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lakelog.actions import AddFile
 from lakelog.change_feed.write import ChangeRecorder
-from lakelog.conform import cast_batch
+from lakelog.schema.conform import cast_batch
 from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
 from lakelog.errors import IdentityOverflowError, LakelogError, MultipleSourceMatchesError

@@ -44,10 +44,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakelog import collations
+from lakelog.schema import collations
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
-from lakelog.conform import added_to
-from lakelog.schema import canonical_schema, check_column_names
+from lakelog.schema.conform import added_to
+from lakelog.schema.types import canonical_schema, check_column_names
 from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 

@@ -44,7 +44,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 import lakelog
 from lakelog.column_mapping import FIELD_ID, physical_name
 from lakelog.errors import UnsupportedFeatureError
-from lakelog.schema import parse_partition_value
+from lakelog.schema.types import parse_partition_value
 from lakelog.snapshot import Snapshot
 from lakelog.type_widening import recorded_type_changes
 from lakelog.storage import Storage

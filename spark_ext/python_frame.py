@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from lakelog.schema import has_variant
+from lakelog.schema.types import has_variant
 from lakelog.snapshot import Snapshot
 from lakelog.storage import Storage
 

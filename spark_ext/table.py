@@ -15,7 +15,7 @@ from pyspark.sql import types as T
 
 import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
-from lakelog.schema import has_variant
+from lakelog.schema.types import has_variant
 
 from .datasource import register
 from .dml import delete as _delete

@@ -1,7 +1,7 @@
 """Variant columns between lakelog and PySpark's Arrow form.
 
 lakelog marks a variant on its field (the ``arrow.parquet.variant`` extension name, see
-``lakelog.schema.variant_field``); PySpark marks it on the struct's ``metadata`` child
+``lakelog.schema.types.variant_field``); PySpark marks it on the struct's ``metadata`` child
 (``{"variant": "true"}``, ``pyspark.sql.pandas.types.is_variant``). Both hold the same two binaries in the
 same order, so batches cross unchanged: only schemas are translated, at any depth.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema, is_variant
 
-from lakelog.schema import VARIANT_STORAGE, has_variant, is_variant_field, variant_field
+from lakelog.schema.types import VARIANT_STORAGE, has_variant, is_variant_field, variant_field
 
 SPARK_VARIANT = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False, metadata={b"variant": b"true"})])
 

@@ -16,7 +16,7 @@ import random
 
 import pyarrow as pa
 
-from lakelog.case_mapping import LOWER, UPPER
+from lakelog.schema.case_mapping import LOWER, UPPER
 
 D = decimal.Decimal
 I8, I16, I32, I64 = ((-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in (8, 16, 32, 64))

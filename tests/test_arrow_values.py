@@ -1,4 +1,4 @@
-"""``lakelog.arrow_values`` gives what pyarrow's own conversion gives (types, values, nulls, errors)."""
+"""``lakelog.schema.arrow_values`` gives what pyarrow's own conversion gives (types, values, nulls, errors)."""
 
 import datetime as dt
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakelog import arrow_values
+from lakelog.schema import arrow_values
 
 UTC_MINUS = dt.timezone(dt.timedelta(hours=-5, minutes=-30))
 INTS = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]

@@ -1,4 +1,4 @@
-"""Update and merge values meet their column by write_table's rule (lakelog.assignment_types).
+"""Update and merge values meet their column by write_table's rule (lakelog.schema.assignment_types).
 
 DuckDB's CAST to the column's type dropped the struct fields a column lacked (struct_pack(a := 5,
 b := 'x') into struct<a> stored {a: 5}), rounded a double into a bigint (2.5 -> 2, -1.5 -> -2) and

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lakelog
-from lakelog.case_mapping import LOWER
+from lakelog.schema.case_mapping import LOWER
 from lakelog.errors import (CollationMismatchError, ConstraintViolationError, InvalidFilterError, UnsupportedExpressionError,
                             UnsupportedFeatureError)
 

@@ -1,4 +1,4 @@
-"""Fitting data to a table's schema (lakelog.conform): merge, safe casts, nested nulls, void columns.
+"""Fitting data to a table's schema (lakelog.schema.conform): merge, safe casts, nested nulls, void columns.
 
 Each case is written with lakelog and read back by lakelog and by deltalake.
 """
@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable
 
 import lakelog
-from lakelog.conform import safe_widening
+from lakelog.schema.conform import safe_widening
 from lakelog.errors import SchemaMismatchError
 
 deltalake = pytest.importorskip("deltalake")

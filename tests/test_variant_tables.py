@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
+import lakelog.schema.types
 from lakelog.actions import AddCDCFile, AddFile, Protocol
 from lakelog.errors import (
     InvalidFilterError,
@@ -70,8 +71,8 @@ def test_spark_tables_read_exactly_their_variant_bytes(name):
 def test_the_log_only_stable_feature_table_opens_and_names_its_missing_files():
     t = lakelog.Table(table_path("spark-variant-stable-feature-checkpoint"))
     assert "variantType" in t.protocol.reader_features
-    assert lakelog.schema.is_variant_field(t.schema.field("v"))
-    assert lakelog.schema.is_variant_field(t.schema.field("array_of_variants").type.value_field)
+    assert lakelog.schema.types.is_variant_field(t.schema.field("v"))
+    assert lakelog.schema.types.is_variant_field(t.schema.field("array_of_variants").type.value_field)
     with pytest.raises(MissingDataFileError):
         t.to_pyarrow()
 
@@ -93,7 +94,7 @@ def test_create_declares_the_feature_and_writes_null_counts_only(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, _table([1, 2, 3], ['{"a": [1, 2.5, "x"]}', None, "null"]))
     t = lakelog.Table(path)
-    assert t.schema.field("v").type == lakelog.schema.VARIANT_STORAGE == VARIANT_ARROW_TYPE  # the codec's Arrow type
+    assert t.schema.field("v").type == lakelog.schema.types.VARIANT_STORAGE == VARIANT_ARROW_TYPE  # the codec's Arrow type
     assert (t.protocol.min_reader_version, t.protocol.min_writer_version) == (3, 7)
     assert t.protocol.reader_features == ["variantType"] and t.protocol.writer_features == ["variantType"]
     assert json.loads(t.metadata.schema_string)["fields"][1]["type"] == "variant"
@@ -227,7 +228,7 @@ def test_variant_columns_added_later_upgrade_the_protocol(tmp_path):
     lakelog.write_table(path, pa.table({"id": pa.array([1], pa.int64())}))
     lakelog.write_table(path, _table([2], ['{"a": 1}']), schema_mode="merge")
     t = lakelog.Table(path)
-    assert "variantType" in t.protocol.reader_features and lakelog.schema.is_variant_field(t.schema.field("v"))
+    assert "variantType" in t.protocol.reader_features and lakelog.schema.types.is_variant_field(t.schema.field("v"))
     t.add_columns({"w": lakelog.variant_field("w")})
     t = lakelog.Table(path)
     assert json.loads(t.metadata.schema_string)["fields"][2]["type"] == "variant"
@@ -290,7 +291,7 @@ def test_change_feed_of_a_variant_table_keeps_the_bytes(tmp_path, dv):
     t.merge(_table([1, 7], ['{"new": true}', "[]"]), "target.id = source.id").when_matched_update_all().when_not_matched_insert_all().execute()
     _add_shredded_change_files(path, 5)
     changes = lakelog.Table(path).changes()
-    assert lakelog.schema.is_variant_field(changes.schema.field("v")) and changes.schema.field("v") == t.schema.field("v")
+    assert lakelog.schema.types.is_variant_field(changes.schema.field("v")) and changes.schema.field("v") == t.schema.field("v")
     got = sorted((r["_commit_version"], r["_change_type"], r["id"], None if r["v"] is None else (r["v"]["metadata"], r["v"]["value"]))
                  for r in changes.to_pylist())
     a, hi, n = parse_json('{"a": 1}'), parse_json('"hi"'), parse_json("42")  # (hi and 42 as the shredded file stores them)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..actions import AddCDCFile
-from ..conform import cast_batch
+from ..schema.conform import cast_batch
 from ..write.files import DataWriter
 from .read import CHANGE_TYPE
 

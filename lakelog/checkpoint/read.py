@@ -31,7 +31,7 @@ from ..actions import (
 )
 from .deferred import DEFERRED_FIELDS, DeferredStats, SparseFile, add_columns_now, kept_bytes, valid_rows, with_fields
 from .v2 import CheckpointMetadata, Sidecar, read_sidecars
-from .. import arrow_values
+from ..schema import arrow_values
 from ..errors import CorruptLogError
 from ..log import CheckpointFiles, checkpoint_name
 from ..storage.parquet_read import parquet_file

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..actions import AddFile, Metadata, encode_path, now_ms
 from ..errors import ConvertError, NanosecondTimestampError, SchemaMismatchError, TableExistsError
-from ..schema import check_column_names, schema_to_string
+from ..schema.types import check_column_names, schema_to_string
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol

@@ -9,7 +9,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import geospatial
+from ..schema import geospatial
 from ..data_files import nanosecond_columns
 from ..errors import (
     ConvertError,
@@ -20,7 +20,7 @@ from ..errors import (
     UnsupportedFeatureError,
 )
 from ..storage.parquet_read import parquet_file
-from ..schema import _strip_nullability, _widening_ok, canonical_type
+from ..schema.types import _strip_nullability, _widening_ok, canonical_type
 from ..storage import Storage
 from ..write import stats_from_parquet_metadata
 from .sources import SourceFile

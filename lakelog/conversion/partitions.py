@@ -14,13 +14,7 @@ import pyarrow.compute as pc
 
 from ..storage.parquet_read import read_parquet
 from ..errors import ConvertError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from ..schema import (
-    HIVE_NULL,
-    _strip_nullability,
-    canonical_type,
-    delta_type_to_arrow,
-    serialize_partition_value,
-)
+from ..schema.types import HIVE_NULL, _strip_nullability, canonical_type, delta_type_to_arrow, serialize_partition_value
 from ..storage import Storage
 from .footers import Footer
 from .sources import SourceFile

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..actions import AddFile
-from ..conform import cast_batch
+from ..schema.conform import cast_batch
 from .internal_columns import ROW
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import ColumnNames
+from ..schema.types import ColumnNames
 
 _FLIP = {
     "COMPARE_EQUAL": "COMPARE_EQUAL", "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..schema import ColumnNames
+from ..schema.types import ColumnNames
 from .exact_predicate import column_ref, number_literal
 
 _INTEGER_TYPES = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from ..actions import AddFile
-from ..schema import parse_partition_value
+from ..schema.types import parse_partition_value
 from ..snapshot import Snapshot
 from ..sql import Engine
 from .internal_columns import FILE, ROW

@@ -18,7 +18,7 @@ from ..deletion_vectors import check_row_count, keep_mask
 from ..storage.parquet_read import parquet_file
 from ..scan import _data_file_error, partition_values
 from ..column_mapping import ColumnMapping
-from ..schema import has_variant, parse_partition_value
+from ..schema.types import has_variant, parse_partition_value
 from .file_groups import Group, with_file_index
 from .internal_columns import ROW
 from .stable_ids import with_stable_ids

@@ -29,15 +29,15 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import collations
-from ..assignment_types import check_assignment, value_types
-from ..conform import to_microseconds
+from ..schema import collations
+from ..schema.assignment_types import check_assignment, value_types
+from ..schema.conform import to_microseconds
 from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
-from ..schema import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
+from ..schema.types import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
 from ..predicate_pruning import prune_expression
 from ..sql import collated_sql, column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
-from ..variant_columns import variant_sources
+from ..schema.variant_columns import variant_sources
 from ..write import plan_protocol, evolved_metadata
 from .internal_columns import ROW_ID
 from .predicate import table_collation_of
@@ -211,7 +211,7 @@ class _Merge:
 
     def _assigned_types(self, out: pa.Schema) -> list[pa.Field]:
         """The fields of ``out`` once every clause's values are stored (write_table's rule, as
-        ``lakelog.assignment_types``): with schema_mode='merge', the struct fields the values add and
+        ``lakelog.schema.assignment_types``): with schema_mode='merge', the struct fields the values add and
         the types void columns take."""
         types = {f.name: f.type for f in out}
         evolve = self.schema_mode == "merge"

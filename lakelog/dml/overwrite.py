@@ -12,11 +12,11 @@ import pyarrow as pa
 from ..actions import AddFile
 from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
 from ..column_mapping import ColumnMapping
-from ..conform import cast_batch
+from ..schema.conform import cast_batch
 from ..partition_keys import PartitionKeys
 from ..storage.parquet_read import parquet_file
 from ..scan import read_batches
-from ..schema import parse_partition_value, to_arrow_stream
+from ..schema.types import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
 from ..sql import Engine
 from ..storage import Storage

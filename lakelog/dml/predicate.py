@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .. import collations
+from ..schema import collations
 from ..errors import PredicateError, UnsupportedExpressionError
 from ..predicate_pruning import prune_expression
 from ..predicates import _references
-from ..schema import ColumnNames
+from ..schema.types import ColumnNames
 from ..sql import Engine, collated_sql, filters_to_sql, table_columns
 from .exact_predicate import exact_expression
 from .internal_columns import POS

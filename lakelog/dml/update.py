@@ -13,10 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import collations
-from ..assignment_types import check_assignment, value_types
+from ..schema import collations
+from ..schema.assignment_types import check_assignment, value_types
 from ..errors import PredicateError
-from ..schema import ColumnNames
+from ..schema.types import ColumnNames
 from ..sql import collated_sql, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
@@ -44,7 +44,7 @@ def update(
 
 def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: str = "update") -> dict[str, str]:
     """Validate ``{column: SQL expression or literal value}`` against the table (each value's type must
-    fit its column as write_table's data must: ``lakelog.assignment_types``); returns it as SQL text
+    fit its column as write_table's data must: ``lakelog.schema.assignment_types``); returns it as SQL text
     with exact column names."""
     out, trees = {}, {}
     index = ColumnNames(op.schema.names)

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from .. import iceberg_compat, row_tracking
 from ..actions import Action, AddFile, now_ms
-from ..conform import cast_batch
+from ..schema.conform import cast_batch
 from ..partition_keys import PartitionKeys
 from ..snapshot import Snapshot
 from ..storage import Storage

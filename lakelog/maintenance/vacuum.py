@@ -28,7 +28,7 @@ import stat
 
 from ..actions import AddFile, RemoveFile, decode_path, now_ms
 from ..deletion_vectors import referenced_dv_file
-from ..schema import hive_escape
+from ..schema.types import hive_escape
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..errors import InvalidArgumentError, RetentionDurationError

@@ -12,7 +12,7 @@ never approximated. Timestamps are evaluated in UTC (Spark with ``spark.sql.sess
 Strings compare under their collations as Spark's do (``collation``: a table column's ``__COLLATIONS``,
 UTF8_LCASE lower-cased, two columns' different collations an error). Expressions users pass to the
 Python API (``update``, ``merge``, predicates) are DuckDB SQL and do not come here (they compare
-collated columns through ``lakelog.collations``)."""
+collated columns through ``lakelog.schema.collations``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ Columns = tuple[tuple[str, SparkType], ...]
 
 def columns_of(schema: pa.Schema | Iterable[pa.Field]) -> Columns:
     """The (name, Spark type) of each column of an Arrow schema, as ``translate`` takes them: strings
-    under the collations the fields' ``__COLLATIONS`` give (``lakelog.collations``)."""
+    under the collations the fields' ``__COLLATIONS`` give (``lakelog.schema.collations``)."""
     return tuple((f.name, of_field(f)) for f in schema)
 
 

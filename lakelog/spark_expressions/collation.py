@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..collations import lcase_sql
+from ..schema.collations import lcase_sql
 from ..errors import CollationMismatchError
 from . import types as T
 from .catalog import NODES, Sql, entry, raise_sql

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import orjson
 import pyarrow as pa
 
-from .. import collations
+from ..schema import collations
 
 MAX_PRECISION = 38
 BINARY_COLLATION = "UTF8_BINARY"
@@ -163,7 +163,7 @@ def string(collation: str = BINARY_COLLATION, strength: str = DEFAULT) -> SparkT
 
 def of_field(f: pa.Field) -> SparkType:
     """The Spark type of a table column read as Arrow field ``f``: its strings (at any depth) under the
-    collations its ``__COLLATIONS`` gives (``lakelog.collations``), with a column's implicit strength."""
+    collations its ``__COLLATIONS`` gives (``lakelog.schema.collations``), with a column's implicit strength."""
     raw = (f.metadata or {}).get(collations.ARROW_KEY)
     paths = orjson.loads(raw) if raw is not None else {}
     return _collated(f.type, f.name, paths if isinstance(paths, dict) else {})

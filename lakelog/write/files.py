@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 from ..actions import AddFile, Protocol, encode_path, now_ms
 from ..column_mapping import ColumnMapping, physical_schema, to_physical
 from ..errors import SchemaMismatchError
-from ..geospatial import check_writable as check_geo_writable
+from ..schema.geospatial import check_writable as check_geo_writable
 from ..features import is_supported
 from ..properties import TableProperties
-from ..schema import hive_escape, partition_value_arrays, serialize_partition_value
+from ..schema.types import hive_escape, partition_value_arrays, serialize_partition_value
 from ..storage import Storage
 from .stats import stats_from_parquet_metadata
 

@@ -15,12 +15,8 @@ from ..actions import Action, AddFile, Metadata, Txn, check_app_id, check_app_ve
 from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
 from ..log import DeltaLog
 from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
-from ..conform import cast_batch
-from ..schema import (
-    check_column_names,
-    schema_to_string,
-    to_arrow_stream,
-)
+from ..schema.conform import cast_batch
+from ..schema.types import check_column_names, schema_to_string, to_arrow_stream
 from ..properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage

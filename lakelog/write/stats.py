@@ -11,7 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..schema import format_timestamp, is_variant_field
+from ..schema.types import format_timestamp, is_variant_field
 
 
 STRING_STATS_PREFIX = 32

@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import collations
+from ..schema import collations
 from ..actions import Metadata, Protocol
 from .. import iceberg_compat
 from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
-from ..conform import merge_schema
+from ..schema.conform import merge_schema
 from ..errors import SchemaMismatchError
 from ..features import LEGACY_WRITER_FEATURES, features_for_properties
-from ..geospatial import is_geo, uses_geospatial
+from ..schema.geospatial import is_geo, uses_geospatial
 from ..properties import TableProperties
-from ..schema import arrow_field_to_delta, canonical_schema, check_column_names, delta_type_string, has_variant, schema_to_string, uses_timestamp_ntz
+from ..schema.types import (
+    arrow_field_to_delta,
+    canonical_schema,
+    check_column_names,
+    delta_type_string,
+    has_variant,
+    schema_to_string,
+    uses_timestamp_ntz,
+)
 from ..snapshot import Snapshot
 from ..writer_features.generated import keep_field_metadata
 

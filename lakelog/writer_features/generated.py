@@ -85,7 +85,7 @@ def check_column_defaults(defaults: Any, schema: pa.Schema, generated: dict[str,
 def check_default(text: str, field: pa.Field) -> None:
     """Refuse a default for ``field`` that is not one constant Spark SQL expression whose value the column
     stores by ``write_table``'s rule (no lossy cast: ``1.5`` is no bigint default)."""
-    from ..conform import cast_batch
+    from ..schema.conform import cast_batch
     from ..sql import Engine, quote_ident
 
     what = f"default of column {field.name!r}"

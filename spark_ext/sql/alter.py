@@ -190,7 +190,7 @@ def _check_type(text: str, column: str) -> None:
 
 def _new_columns(spark: SparkSession, toks: Tokens) -> dict[str, pa.DataType]:
     """``ADD COLUMNS``' columns: name -> Arrow type."""
-    from lakelog.schema import schema_from_string
+    from lakelog.schema.types import schema_from_string
 
     paren = toks.word("(", optional=True)
     specs: list[tuple[str, str]] = []

@@ -197,7 +197,7 @@ def _column(col, spec: Spec, what: str) -> None:
 def empty_data(spark: SparkSession, spec: Spec) -> pa.Table:
     """A table with no rows and the declared columns' types (identity columns held by void columns, which
     keep their place without giving values)."""
-    from lakelog.schema import schema_from_string
+    from lakelog.schema.types import schema_from_string
 
     spark_schema = spark.createDataFrame([], ", ".join(spec.columns)).schema
     schema = schema_from_string(spark_schema.json())
@@ -318,7 +318,7 @@ def _check_matches(spark: SparkSession, existing, spec: Spec, what: str) -> None
                         "as it is (CREATE TABLE name USING lakelog LOCATION '...'), or use CREATE OR REPLACE TABLE")
 
     if spec.columns:
-        from lakelog.schema import schema_from_string
+        from lakelog.schema.types import schema_from_string
 
         declared = schema_from_string(spark.createDataFrame([], ", ".join(spec.columns)).schema.json())
         have = [(f.name.lower(), str(f.type), f.nullable) for f in existing.schema]

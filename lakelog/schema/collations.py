@@ -49,9 +49,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .actions import AddFile
+from ..actions import AddFile
 from .case_mapping import LOWER, mapped
-from .errors import CollationMismatchError, UnsupportedExpressionError, UnsupportedFeatureError
+from ..errors import CollationMismatchError, UnsupportedExpressionError, UnsupportedFeatureError
 
 METADATA_KEY = "__COLLATIONS"
 ARROW_KEY = b"delta.collations"  # Arrow field metadata: the field's __COLLATIONS object (JSON)

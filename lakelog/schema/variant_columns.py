@@ -2,7 +2,7 @@
 and the forms other consumers get (Python values for pandas, JSON text for DuckDB and Polars).
 
 A variant column is, in Arrow, ``struct<value: binary, metadata: binary>`` marked as a variant field
-(``lakelog.schema.variant_field``). Data written to one may be that struct (fields in any order, as
+(``lakelog.schema.types.variant_field``). Data written to one may be that struct (fields in any order, as
 Spark writes them: ``value`` first), JSON text (parsed by the Parquet Variant codec, ``lakelog.variant``)
 or other Arrow values without structs (encoded from their Python values). The binaries given are stored byte for byte.
 Variants nested in structs, lists and maps are handled at every depth.
@@ -16,14 +16,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InvalidArgumentTypeError, SchemaMismatchError
-from .schema import VARIANT_STORAGE, has_variant, is_variant_field, variant_field
+from ..errors import InvalidArgumentTypeError, SchemaMismatchError
+from .types import VARIANT_STORAGE, has_variant, is_variant_field, variant_field
 
 Convert = Callable[[pa.Array], pa.Array]
 
 
 def _codec():
-    from . import variant  # noqa: I001  (the codec: imported only where variant values are encoded or decoded)
+    from .. import variant  # noqa: I001  (the codec: imported only where variant values are encoded or decoded)
 
     return variant
 
@@ -237,7 +237,7 @@ def with_variants(data: Any, columns: list[str]) -> pa.Table:
         names = list(data)
     elif type(data).__module__.startswith("pandas"):
         values = {k: [None if _is_na(x) else x for x in data[k].tolist()] for k in columns if k in data.columns}
-        from .schema import to_arrow_stream
+        from .types import to_arrow_stream
 
         others = [c for c in data.columns if c not in columns]
         if others:

@@ -8,7 +8,7 @@ int 10, long 20 integer digits). They apply at any depth inside structs, lists a
 ``null`` column (all values null, Delta ``void``) fits any column. Anything else is a
 ``SchemaMismatchError`` naming the column path (``a.b``, ``a.element``, ``m.key``, ``m.value``) and
 both types (the error's ``path``, ``data_type`` and ``table_type``). Update and merge values meet their columns by this same rule
-(``lakelog.assignment_types``).
+(``lakelog.schema.assignment_types``).
 
 Struct fields are matched by name, in any order; fields the data lacks are filled with nulls when
 the table allows them. ``schema_mode="merge"`` also adds fields the table lacks (as nullable, at any
@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import collations, geospatial
-from .errors import SchemaMismatchError
-from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field, variant_field
+from ..errors import SchemaMismatchError
+from .types import canonical_type, check_column_names, delta_type_string, is_variant_field, variant_field
 
 _INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # decimal integer digits every value of a signed int fits in
 
@@ -93,7 +93,7 @@ def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool, ty
         if not _is_list(data):
             raise _mismatch(path, data, table, _CAST_HINT)
         if is_variant_field(table.value_field):
-            return table  # (any data is made a variant when stored: see lakelog.variant_columns)
+            return table  # (any data is made a variant when stored: see lakelog.schema.variant_columns)
         element = merge_type(table.value_type, data.value_type, f"{path}.element", merge, types)
         return pa.list_(table.value_field.with_type(element))
     if pa.types.is_map(table):
@@ -206,7 +206,7 @@ def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge
         if existing.name != f.name and types:
             raise SchemaMismatchError(f"column {path!r} differs in case from the table's column {prefix + existing.name!r}; rename it")
         if is_variant_field(existing):
-            continue  # any data is made a variant when stored (see lakelog.variant_columns)
+            continue  # any data is made a variant when stored (see lakelog.schema.variant_columns)
         merged[existing.name] = existing.with_type(merge_type(existing.type, f.type, path, merge, types))
         if pa.types.is_null(existing.type) and merge:
             merged[existing.name] = collations.keep(merged[existing.name], f)  # (a void column takes the data's type, collations included)
@@ -293,7 +293,7 @@ def _offsets(lengths: pa.Array) -> pa.Array:
 def conform_array(arr: pa.Array, t: pa.DataType, path: str, variant: bool = False) -> pa.Array:
     """``arr`` as type ``t``: struct fields matched by name (missing ones null), safe casts at every
     depth, and nulls refused where ``t`` has non-nullable nested fields. Top-level nullability is the
-    caller's. ``variant``: ``t`` is a variant field's (``lakelog.variant_columns.to_variant``)."""
+    caller's. ``variant``: ``t`` is a variant field's (``lakelog.schema.variant_columns.to_variant``)."""
     if variant:
         from .variant_columns import to_variant
 

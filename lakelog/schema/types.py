@@ -12,7 +12,13 @@ import orjson
 import pyarrow as pa
 
 from . import arrow_values, collations, geospatial
-from .errors import CorruptLogError, InvalidArgumentTypeError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError
+from ..errors import (
+    CorruptLogError,
+    InvalidArgumentTypeError,
+    PartitionValueError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 
 _PRIMITIVE_TO_ARROW = {
     "string": pa.string(),
@@ -141,7 +147,7 @@ def _flag(d: dict, key: str) -> bool:
 def delta_field_to_arrow(f: Any) -> pa.Field:
     if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
         raise ValueError(f"{f!r} is not a Delta struct field (an object with a non-empty string 'name')")
-    # A field's collations ride along as Arrow field metadata (see lakelog.collations).
+    # A field's collations ride along as Arrow field metadata (see lakelog.schema.collations).
     field = _arrow_field(f["name"], _required(f, "type"), _flag(f, "nullable"))
     meta = collations.arrow_metadata(f)
     return field if meta is None else field.with_metadata({**(field.metadata or {}), **meta})

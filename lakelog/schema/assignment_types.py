@@ -3,7 +3,7 @@
 An engine's cast to the column's type loses data without a word: DuckDB's CAST rounds a DOUBLE into
 a BIGINT, rounds decimals to fewer places and drops the struct fields the column lacks; Spark's
 truncates and matches struct fields by position. So an assignment's result type must first be one
-``lakelog.conform.merge_type`` accepts for the column's, as ``write_table`` accepts data: lossless
+``lakelog.schema.conform.merge_type`` accepts for the column's, as ``write_table`` accepts data: lossless
 widenings only, struct fields matched by name at any depth. The cast then changes no value.
 
 * A struct field the column lacks (at any depth, inside lists and maps too) is refused, unless the
@@ -27,8 +27,8 @@ from typing import Callable
 import pyarrow as pa
 
 from .conform import added_fields, conform_array, merge_type
-from .errors import PredicateError, SchemaMismatchError
-from .schema import delta_type_string
+from ..errors import PredicateError, SchemaMismatchError
+from .types import delta_type_string
 
 
 def _family(t: pa.DataType) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import SchemaMismatchError, UnsupportedFeatureError
+from ..errors import SchemaMismatchError, UnsupportedFeatureError
 
 EXTENSION_NAME = "geoarrow.wkb"
 DEFAULT_CRS = "OGC:CRS84"
