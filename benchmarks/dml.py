@@ -143,9 +143,9 @@ def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -
             # about 1 s once per process, paid by the whole script).
             import pyarrow as pa
 
-            import lakelog.sql
+            import lakelog.expressions.sql
 
-            lakelog.sql.Engine().register(pa.table({"warm": [1]}))
+            lakelog.expressions.sql.Engine().register(pa.table({"warm": [1]}))
     elif engine == "deltalake":
         from deltalake import DeltaTable
 

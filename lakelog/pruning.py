@@ -36,7 +36,7 @@ from .actions import AddFile, stats_count
 from .checkpoint import adds_from_arrow
 from .column_mapping import ColumnMapping
 from .errors import CorruptLogError
-from .predicates import _literal, _references, term_expression, term_mask
+from .expressions.filters import _literal, _references, term_expression, term_mask
 from .schema.types import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ files kept get ``AddFile`` objects. Each becomes a pyarrow fragment whose ``part
 states what is known of it: partition values as equalities (pyarrow materializes them as columns) and,
 when filtering, stats as bounds. pyarrow then skips fragments that cannot match and never opens them
 (the only pruning for an expression that reads a data column). Filters are compiled
-by ``lakelog.predicates``: where Parquet footer statistics are unsafe (floats), the scanner gets a
+by ``lakelog.expressions.filters``: where Parquet footer statistics are unsafe (floats), the scanner gets a
 relaxed filter and the exact one is applied to the rows afterwards.
 
 Files pyarrow's scanner cannot read as they are go through ``read_data_file`` instead, one file per
@@ -34,7 +34,7 @@ from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .schema import collations
 from . import row_tracking
-from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
+from .expressions.filters import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
 from .schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays
 from .snapshot import Snapshot
@@ -62,7 +62,7 @@ def needs_file_reader(add: AddFile, mapping: ColumnMapping | None, variants: boo
 
 def to_expression(filters: Any, schema: pa.Schema) -> pc.Expression | None:
     """DNF tuples (as pyarrow uses them) or a pyarrow.compute expression -> the exact expression
-    (see ``lakelog.predicates`` for the semantics); a malformed filter raises ``InvalidFilterError``."""
+    (see ``lakelog.expressions.filters`` for the semantics); a malformed filter raises ``InvalidFilterError``."""
     compiled = compile_filter(filters, schema)
     return None if compiled is None else compiled.exact
 
@@ -230,7 +230,7 @@ def read_batches(
     filters: Any = None,
     mapping: ColumnMapping | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of the given add actions that ``filters`` keeps (exactly: see ``lakelog.predicates``), as batches
+    """The rows of the given add actions that ``filters`` keeps (exactly: see ``lakelog.expressions.filters``), as batches
     of ``columns`` (default: all). Rows deleted by deletion vectors are never returned; ``mapping``: the
     table's column mapping (None: none)."""
     compiled = compile_filter(filters, schema, partition_columns)

@@ -42,7 +42,7 @@ from lakelog.schema import collations
 from lakelog.actions import AddFile, parse_app_version
 from lakelog.errors import CommitConflictError, InvalidArgumentError, LakelogError
 from lakelog.schema.geospatial import plain_type
-from lakelog.predicates import NEGATED_OP, term_expression
+from lakelog.expressions.filters import NEGATED_OP, term_expression
 
 from .files import MAX_PARTITION_BYTES, FilesPartition
 from .files import read_files as _read_files

@@ -42,8 +42,8 @@ from lakelog.dml.file_rewrites import TableState
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
 from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError, UnsupportedFeatureError
-from lakelog.predicate_pruning import Resolver, prune_expression
-from lakelog.sql import parse_expression, table_columns
+from lakelog.expressions.sql_skipping import Resolver, prune_expression
+from lakelog.expressions.sql import parse_expression, table_columns
 from lakelog.storage import Storage
 from lakelog.writer_features.identity import high_water_marks
 

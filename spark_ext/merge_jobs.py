@@ -48,7 +48,7 @@ from lakelog.schema import collations
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema.conform import added_to
 from lakelog.schema.types import canonical_schema, check_column_names
-from lakelog.sql import and_terms, equality_column_pairs, parse_expression
+from lakelog.expressions.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
 from .assignments import arrow_type, rule, store, value_types

@@ -1,4 +1,4 @@
-"""Inputs and expressions for the differential test of lakelog.spark_expressions against Spark.
+"""Inputs and expressions for the differential test of lakelog.expressions.spark against Spark.
 
 ``table(rng, n)`` makes n random rows over the columns below, drawn to hit the edges each entry has:
 NULL, NaN, infinities, -0.0, 2^53 and 2^63 as doubles, the extreme integers, decimals at full

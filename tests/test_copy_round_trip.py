@@ -23,7 +23,7 @@ import lakelog
 from lakelog.deletion_vectors import DeletionVectors
 from lakelog.errors import LakelogError, UnsupportedFeatureError
 from lakelog.scan import read_data_file
-from lakelog.sql import quote_ident, sql_literal
+from lakelog.expressions.sql import quote_ident, sql_literal
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLES = sorted(d for d in os.listdir(DATA) if os.path.isdir(os.path.join(DATA, d, "_delta_log")))

@@ -225,7 +225,7 @@ def test_column_mapping_tables_take_any_column_name(tmp_path, mode):
     """Column mapping exists so that names may hold spaces and special characters; they were refused, and
     a merge with schema evolution after a rename to 'my col' failed with a misleading message."""
     from lakelog.errors import SchemaMismatchError
-    from lakelog.sql import quote_ident
+    from lakelog.expressions.sql import quote_ident
 
     path = str(tmp_path / "t")
     conf = {"delta.columnMapping.mode": mode}

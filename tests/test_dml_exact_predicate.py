@@ -12,7 +12,7 @@ import lakelog
 from lakelog.errors import PredicateError
 from lakelog.dml.exact_predicate import exact_expression
 from lakelog.dml.predicate import compile_predicate, select_positions
-from lakelog.sql import Engine, parse_expression
+from lakelog.expressions.sql import Engine, parse_expression
 
 DOUBLES = [None, math.nan, -math.nan, 0.0, -0.0, 0.01, 0.009999999999999998, 0.010000000000000002, 1.0, -1.0, 2.5, -2.5,
            1e300, -1e300, math.inf, -math.inf, 9007199254740992.0, 9007199254740993.0, 5e-324, 0.1, 0.30000000000000004, 3.0]

@@ -10,7 +10,7 @@ import pytest
 import lakelog
 from lakelog.dml.exact_values import exact_values
 from lakelog.errors import ConstraintViolationError
-from lakelog.sql import parse_expression
+from lakelog.expressions.sql import parse_expression
 
 update_module = importlib.import_module("lakelog.dml.update")  # (lakelog.dml.update is also a function)
 

@@ -18,7 +18,7 @@ from lakelog.dml.file_groups import Group, with_file_index
 from lakelog.dml.internal_columns import FILE, ROW
 from lakelog.dml.predicate import Predicate
 from lakelog.errors import InvalidArgumentError
-from lakelog.sql import Engine
+from lakelog.expressions.sql import Engine
 
 
 def _chunked_ids(rng: random.Random) -> list[pa.Table]:

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.errors import InvalidFilterError
-from lakelog.sql import Engine, filters_to_sql
+from lakelog.expressions.sql import Engine, filters_to_sql
 
 deltalake = pytest.importorskip("deltalake")
 

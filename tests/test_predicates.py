@@ -14,7 +14,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import InvalidFilterError, LakelogError, SchemaMismatchError
-from lakelog.predicates import NEGATED_OP, compile_filter, term_expression, term_mask
+from lakelog.expressions.filters import NEGATED_OP, compile_filter, term_expression, term_mask
 
 UTC = dt.timezone.utc
 SCHEMA = pa.schema(

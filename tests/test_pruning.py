@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog import scan
-from lakelog.predicates import compile_filter
+from lakelog.expressions.filters import compile_filter
 from tests.test_filter_fuzz import FUZZ, _ids, _sql_model, _written, dnf_filters, expressions, tables
 
 

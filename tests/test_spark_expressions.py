@@ -1,5 +1,5 @@
 """Table expressions (CHECK constraints, invariants, generated columns, defaults) mean what Spark means by
-them, on every lakelog write path: lakelog.spark_expressions end to end, without Spark (the values are
+them, on every lakelog write path: lakelog.expressions.spark end to end, without Spark (the values are
 Spark's own, as tests/test_spark_expressions_diff.py checks against Spark for every supported entry)."""
 
 import datetime as dt
@@ -157,7 +157,7 @@ def test_column_defaults_may_read_the_time_of_the_write(tmp_path):
 
 
 def test_the_spec_lists_exactly_the_supported_table():
-    from lakelog.spark_expressions.spec import render
+    from lakelog.expressions.spark.spec import render
 
     with open(SPEC, encoding="utf-8") as f:
-        assert f.read() == render(), "specs/spark-expressions.md is stale: run python -m lakelog.spark_expressions.spec > specs/spark-expressions.md"
+        assert f.read() == render(), "specs/spark-expressions.md is stale: run python -m lakelog.expressions.spark.spec > specs/spark-expressions.md"

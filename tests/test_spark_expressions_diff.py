@@ -1,4 +1,4 @@
-"""Differential test of lakelog.spark_expressions against Spark itself: every supported function,
+"""Differential test of lakelog.expressions.spark against Spark itself: every supported function,
 operator and cast (tests/spark_expression_cases.py), over random rows with the edge values each has,
 evaluated by Spark (4, ANSI mode, the test session) and by lakelog (the translation run by DuckDB).
 For every expression and row, both must give the same value of the same type, or both must fail
@@ -19,8 +19,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-import lakelog.spark_expressions as se
-from lakelog import sql_java_floats
+import lakelog.expressions.spark as se
+from lakelog.expressions import sql_java_floats
 from lakelog.errors import CollationMismatchError, PredicateError, UnsupportedExpressionError
 from tests import spark_expression_cases as cases
 

@@ -1,4 +1,4 @@
-"""lakelog.sql: predicate validation, DNF filters as SQL, and the soundness of file pruning.
+"""lakelog.expressions.sql: predicate validation, DNF filters as SQL, and the soundness of file pruning.
 
 Pruning property: for random tables (one row per file, so every file can be skipped) and random
 predicates over every column type, including literals that do not fit the column exactly, every file
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 import lakelog
 from lakelog.dml.rewrite import RowLevelOperation, compile_predicate
 from lakelog.errors import PredicateError
-from lakelog.predicate_pruning import prune_expression
-from lakelog.sql import Engine, filters_to_sql, parse_expression
+from lakelog.expressions.sql_skipping import prune_expression
+from lakelog.expressions.sql import Engine, filters_to_sql, parse_expression
 from lakelog.storage import Storage
 
 FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0"))

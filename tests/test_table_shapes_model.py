@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import lakelog
-from lakelog.sql import quote_ident
+from lakelog.expressions.sql import quote_ident
 
 FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0") or 0)
 STRUCT = pa.struct([("a", pa.int64()), ("b", pa.string())])

@@ -19,7 +19,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import LakelogError
-from lakelog.sql import quote_ident, sql_literal
+from lakelog.expressions.sql import quote_ident, sql_literal
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 TABLES = sorted(d for d in os.listdir(DATA) if os.path.isdir(os.path.join(DATA, d, "_delta_log")))

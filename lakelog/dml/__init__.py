@@ -5,7 +5,7 @@ groups), and commits one transaction whose read set is the files it read. Files 
 rows are rewritten (copy-on-write, ``rewrite.CopyOnWrite``), or, on tables with
 ``delta.enableDeletionVectors=true``, keep their data and get a deletion vector (merge-on-read,
 ``merge_on_read.MergeOnRead``). SQL predicates and expressions are evaluated by DuckDB
-(``lakelog.sql``), which only these modules import.
+(``lakelog.expressions.sql``), which only these modules import.
 """
 
 from .delete import delete

@@ -34,8 +34,16 @@ from ..schema.assignment_types import check_assignment, value_types
 from ..schema.conform import to_microseconds
 from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
 from ..schema.types import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
-from ..predicate_pruning import prune_expression
-from ..sql import collated_sql, column_refs, equality_column_pairs, parse_expression, quote_ident, table_columns, value_expressions
+from ..expressions.sql_skipping import prune_expression
+from ..expressions.sql import (
+    collated_sql,
+    column_refs,
+    equality_column_pairs,
+    parse_expression,
+    quote_ident,
+    table_columns,
+    value_expressions,
+)
 from ..storage import Storage
 from ..schema.variant_columns import variant_sources
 from ..write import plan_protocol, evolved_metadata

@@ -18,7 +18,7 @@ from ..storage.parquet_read import parquet_file
 from ..scan import read_batches
 from ..schema.types import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
-from ..sql import Engine
+from ..expressions.sql import Engine
 from ..storage import Storage
 from ..writer_features import WriterFeatures
 from ..write import WritePlan, discard_files, plan_protocol, evolved_metadata, plan_write

@@ -13,10 +13,10 @@ import pyarrow.dataset as ds
 
 from ..schema import collations
 from ..errors import PredicateError, UnsupportedExpressionError
-from ..predicate_pruning import prune_expression
-from ..predicates import _references
+from ..expressions.sql_skipping import prune_expression
+from ..expressions.filters import _references
 from ..schema.types import ColumnNames
-from ..sql import Engine, collated_sql, filters_to_sql, table_columns
+from ..expressions.sql import Engine, collated_sql, filters_to_sql, table_columns
 from .exact_predicate import exact_expression
 from .internal_columns import POS
 

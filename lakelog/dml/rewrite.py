@@ -11,7 +11,7 @@ deletion vector.
 Rules that keep rows paired with their values:
 
 * A row's identity is its (FILE, ROW), or a position column carried through the query: SQL results come
-  back in any order (see ``lakelog.sql``), so nothing pairs a result row with an input row by position.
+  back in any order (see ``lakelog.expressions.sql``), so nothing pairs a result row with an input row by position.
   ``Group.selected`` selects by carried positions, an update's new values come from ``Engine.evaluate``,
   a merge's joins carry FILE, ROW and the source row's number.
 
@@ -46,7 +46,7 @@ from ..environment import positive_int
 from ..deletion_vectors import DeletionVectors
 from ..scan import files_dataset
 from ..snapshot import Snapshot
-from ..sql import Engine
+from ..expressions.sql import Engine
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
 from ..column_mapping import ColumnMapping

@@ -17,7 +17,7 @@ from ..schema import collations
 from ..schema.assignment_types import check_assignment, value_types
 from ..errors import PredicateError
 from ..schema.types import ColumnNames
-from ..sql import collated_sql, parse_expression, quote_ident, table_columns, value_expressions
+from ..expressions.sql import collated_sql, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
 from .copy_on_write import CopyOnWrite, NewValues

@@ -116,7 +116,7 @@ def _refusal(e: SchemaMismatchError, column: str, target: pa.DataType, value: pa
 # ---------------------------------------------------------------- DuckDB (lakelog.dml)
 
 def is_literal(tree: dict) -> bool:
-    """Whether a parse tree (``lakelog.sql.parse_expression``) is a literal: a constant, or a cast of one
+    """Whether a parse tree (``lakelog.expressions.sql.parse_expression``) is a literal: a constant, or a cast of one
     (``DATE '2026-01-01'``, ``CAST('2.5' AS DOUBLE)``)."""
     if tree.get("class") == "CONSTANT":
         return True
@@ -135,7 +135,7 @@ def _duckdb_literal_fits(engine, text: str, target: pa.DataType) -> bool:
 
 def value_types(engine, texts: list[str], from_sql: str, whats: list[str]) -> list[pa.DataType]:
     """The Arrow types of the SQL expressions ``texts`` over ``from_sql``, bound (not run) in one query
-    (a ``lakelog.sql.Engine``); an expression that does not bind is a PredicateError naming its ``whats``."""
+    (a ``lakelog.expressions.sql.Engine``); an expression that does not bind is a PredicateError naming its ``whats``."""
     if not texts:
         return []
     try:
@@ -151,7 +151,7 @@ def check_assignment(engine, text: str, tree: dict, column: str, target: pa.Data
                      evolve: bool = False, how_to_evolve: str | None = None, values: pa.ChunkedArray | None = None,
                      cast_hint: Callable[[], str] | None = None) -> pa.DataType:
     """``stored_type`` of the SQL ``text`` (parse tree ``tree``, type ``value`` from ``value_types``)
-    assigned to ``column`` of type ``target``, literals checked with DuckDB (a ``lakelog.sql.Engine``);
+    assigned to ``column`` of type ``target``, literals checked with DuckDB (a ``lakelog.expressions.sql.Engine``);
     ``cast_hint`` defaults to suggesting ``CAST((text) AS <column type>)``."""
     if cast_hint is None:
         cast_hint = lambda: f"Cast it to say how to convert it: CAST(({text}) AS {engine.sql_type(target)})"  # noqa: E731

@@ -5,7 +5,7 @@ characters); DuckDB maps one character to one (utf8proc), and knows fewer charac
 hold Spark's result for every code point where the two differ (measured over all of Unicode against
 the Spark and DuckDB lakelog is tested with; the differential test checks them again). ``lower`` of
 GREEK CAPITAL SIGMA depends on its neighbours in Spark (the final-sigma rule) and is refused. Table
-expressions (``lakelog.spark_expressions``) and UTF8_LCASE's comparison keys (``lakelog.schema.collations``)
+expressions (``lakelog.expressions.spark``) and UTF8_LCASE's comparison keys (``lakelog.schema.collations``)
 both lower-case through ``mapped``.
 """
 

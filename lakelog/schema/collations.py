@@ -29,7 +29,7 @@ struct, other than by ``IS [NOT] NULL``: DuckDB would compare those strings in b
 predicate or update/merge value comparing columns of two different collations (a UTF8_LCASE column
 with a UTF8_BINARY one) is refused with ``CollationMismatchError``, as Spark refuses it; a new value
 compares collated columns under their collation too, and may copy one. Table expressions (CHECK
-constraints, generated columns, defaults) follow Spark's collation rules in ``lakelog.spark_expressions``,
+constraints, generated columns, defaults) follow Spark's collation rules in ``lakelog.expressions.spark``,
 with the same UTF8_LCASE key (``lcase_sql``). Statistics: Delta's ``minValues``/``maxValues`` are in binary order, so
 a writer must not give a reader a binary min/max it would use under another collation, and a reader
 must not skip files by binary bounds when it compares under another collation: lakelog writes no

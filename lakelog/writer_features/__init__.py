@@ -176,7 +176,7 @@ class WriterFeatures:
     def _engine(self):
         state = self._state
         if "engine" not in state:
-            from ..sql import Engine
+            from ..expressions.sql import Engine
 
             state["engine"] = Engine()
             state["lock"] = threading.Lock()

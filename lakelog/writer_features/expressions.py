@@ -1,5 +1,5 @@
 """Delta stores CHECK constraints, invariants, generation expressions and column defaults as Spark SQL
-text; ``lakelog.spark_expressions`` translates each into DuckDB SQL that computes exactly Spark's value
+text; ``lakelog.expressions.spark`` translates each into DuckDB SQL that computes exactly Spark's value
 (ANSI mode, timestamps in UTC), refusing by name what it cannot (``UnsupportedExpressionError``). This
 module applies that to a table's columns, and turns a row the expression fails on (an overflow, an
 invalid cast: an error in Spark too) into ``ExpressionEvaluationError`` naming the rule and the row."""
@@ -13,20 +13,20 @@ import pyarrow as pa
 
 from ..errors import ExpressionEvaluationError, PredicateError
 
-# ``spark_expressions`` (and sqlglot under it) is imported by the functions that translate: a table
+# ``expressions.spark`` (and sqlglot under it) is imported by the functions that translate: a table
 # without constraints, generated columns or defaults never needs it, and a script should not pay its import.
 
 
 def referenced_columns(text: str) -> frozenset[str]:
     """The top-level column names a Spark SQL expression reads, lower-cased."""
-    from ..spark_expressions import referenced_columns as of
+    from ..expressions.spark import referenced_columns as of
 
     return of(text)
 
 
 def condition_sql(text: str, schema: pa.Schema, what: str) -> str:
     """A CHECK constraint or invariant over ``schema``'s columns as DuckDB SQL (a boolean)."""
-    from ..spark_expressions import columns_of, translate_condition
+    from ..expressions.spark import columns_of, translate_condition
 
     return translate_condition(text, columns_of(schema), what).text
 
@@ -34,21 +34,21 @@ def condition_sql(text: str, schema: pa.Schema, what: str) -> str:
 def value_sql(text: str, schema: pa.Schema, what: str, target: pa.DataType, *, default: bool = False) -> str:
     """A generation expression or column default over ``schema``'s columns, as DuckDB SQL of ``target``'s
     type (cast as Spark casts, ANSI). ``default``: a column default, which may read the time of the write."""
-    from ..spark_expressions import columns_of, from_arrow, translate_value
+    from ..expressions.spark import columns_of, from_arrow, translate_value
 
     return translate_value(text, columns_of(schema), what, from_arrow(target), now=default).text
 
 
 def constant_sql(text: str, what: str) -> str:
     """A column default that reads no column, as DuckDB SQL of its Spark type (it may read the time of the write)."""
-    from ..spark_expressions import translate
+    from ..expressions.spark import translate
 
     return translate(text, (), what, True).text
 
 
 def value_type(text: str, schema: pa.Schema, what: str) -> pa.DataType:
     """The Arrow type of the column a generation expression over ``schema`` fills (its Spark type)."""
-    from ..spark_expressions import columns_of, translate
+    from ..expressions.spark import columns_of, translate
 
     t = translate(text, columns_of(schema), what).type
     if t.void:

@@ -27,7 +27,7 @@ def with_generated_columns(schema: pa.Schema, generated: Any) -> pa.Schema:
     An expression may read only columns that are not generated, as in Delta."""
     generated = check_generated_columns(generated)
     lower = {n.lower() for n in generated}
-    from ..sql import Engine
+    from ..expressions.sql import Engine
 
     engine = Engine()
     try:
@@ -86,7 +86,7 @@ def check_default(text: str, field: pa.Field) -> None:
     """Refuse a default for ``field`` that is not one constant Spark SQL expression whose value the column
     stores by ``write_table``'s rule (no lossy cast: ``1.5`` is no bigint default)."""
     from ..schema.conform import cast_batch
-    from ..sql import Engine, quote_ident
+    from ..expressions.sql import Engine, quote_ident
 
     what = f"default of column {field.name!r}"
     if referenced_columns(text):

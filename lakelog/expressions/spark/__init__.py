@@ -21,7 +21,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..errors import PredicateError
+from ...errors import PredicateError
 from . import arithmetic, casts, collation, conditional, dates, numeric, operators, strings  # noqa: F401  (they register their functions)
 from .catalog import ENTRIES, KINDS, Sql
 from .casts import CASTS

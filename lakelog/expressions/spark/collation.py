@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..schema.collations import lcase_sql
-from ..errors import CollationMismatchError
+from ...schema.collations import lcase_sql
+from ...errors import CollationMismatchError
 from . import types as T
 from .catalog import NODES, Sql, entry, raise_sql
 from .types import BINARY_COLLATION, DEFAULT, EXPLICIT, IMPLICIT, INDETERMINATE, SparkType

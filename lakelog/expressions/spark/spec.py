@@ -1,4 +1,4 @@
-"""``specs/spark-expressions.md``, rendered from the layer's table (``python -m lakelog.spark_expressions.spec``);
+"""``specs/spark-expressions.md``, rendered from the layer's table (``python -m lakelog.expressions.spark.spec``);
 a test keeps the file equal to it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ _INTRO = """\
 
 Delta stores CHECK constraints (`delta.constraints.*`), column invariants (`delta.invariants`),
 generation expressions (`delta.generationExpression`) and column defaults (`CURRENT_DEFAULT`) as Spark
-SQL text. lakelog evaluates them with DuckDB through `lakelog.spark_expressions`, which computes
+SQL text. lakelog evaluates them with DuckDB through `lakelog.expressions.spark`, which computes
 exactly the value Spark 4 computes (ANSI mode, `spark.sql.ansi.enabled=true`, Spark's default), or
 fails where Spark fails:
 

@@ -29,10 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import arrow_values, collations, geospatial
-from .schema.collations import Collation
-from .errors import InvalidFilterError
-from .schema.types import ColumnNames
+from ..schema import arrow_values, collations, geospatial
+from ..schema.collations import Collation
+from ..errors import InvalidFilterError
+from ..schema.types import ColumnNames
 
 OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
 NEGATED_OP = {"=": "!=", "==": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}

@@ -20,7 +20,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import SqlglotError
 
-from ..errors import PredicateError, UnsupportedExpressionError
+from ...errors import PredicateError, UnsupportedExpressionError
 from . import types as T
 from .catalog import FUNCTIONS, NODES, Sql, entry, quote, raise_sql
 from .collation import resolve

@@ -1,7 +1,7 @@
 """Spark's text of a double or float (``CAST(x AS STRING)``, ``concat`` of one: Java's
 ``Double.toString`` / ``Float.toString``) in lakelog's SQL, as the DuckDB functions
 ``spark_double_text(DOUBLE)`` and ``spark_float_text(FLOAT)``, registered on each connection of the
-engine (``lakelog.sql.Engine``). The text comes from lakelog's port of Java 17's algorithm
+engine (``lakelog.expressions.sql.Engine``). The text comes from lakelog's port of Java 17's algorithm
 (``lakelog.variant.java_float``, which also writes variants' JSON): ``1.0E7``, ``0.001``, ``1.0E-4``,
 ``-0.0``, ``NaN``, ``Infinity``; a float's text is that of the float, not of its widening to double."""
 
@@ -18,13 +18,13 @@ def _texts(values: pa.Array, to_string) -> pa.Array:
 
 
 def _double_text(values: pa.Array) -> pa.Array:
-    from .variant.java_float import double_to_string
+    from ..variant.java_float import double_to_string
 
     return _texts(values, double_to_string)
 
 
 def _float_text(values: pa.Array) -> pa.Array:
-    from .variant.java_float import float_to_string
+    from ..variant.java_float import float_to_string
 
     return _texts(values, float_to_string)
 

@@ -2,7 +2,7 @@
 
 Every pair lakelog accepts is listed in ``CASTS`` (the spec's table). A pair Spark allows but lakelog
 cannot compute exactly is refused by name, with the reason. A float or double cast to a string is
-Java's ``Double.toString`` / ``Float.toString`` as Java 17 prints it (``lakelog.sql_java_floats``);
+Java's ``Double.toString`` / ``Float.toString`` as Java 17 prints it (``lakelog.expressions.sql_java_floats``);
 cast to a decimal (Spark rounds the digits of that text) it is refused."""
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def _CAST_SQL(key: tuple[str, str], s: Sql, t: SparkType, fail, duck_cast: str) 
         # DuckDB raises where the value does not fit, as Spark does in ANSI mode
         return f"{duck_cast}({x} AS {t.duckdb})", dst in _INT_NAMES + ("decimal",)
     if src in ("float", "double"):
-        if dst == "string":  # (Java's Double/Float.toString: lakelog.sql_java_floats)
+        if dst == "string":  # (Java's Double/Float.toString: lakelog.expressions.sql_java_floats)
             return f"{'spark_float_text' if src == 'float' else 'spark_double_text'}({x})", False
         if dst in ("float", "double"):
             if dst == "float":

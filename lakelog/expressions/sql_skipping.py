@@ -14,8 +14,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import collations
-from .schema.types import ColumnNames
+from ..schema import collations
+from ..schema.types import ColumnNames
 from .sql import Engine
 
 _FLIP = {

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import orjson
 import pyarrow as pa
 
-from ..schema import collations
+from ...schema import collations
 
 MAX_PRECISION = 38
 BINARY_COLLATION = "UTF8_BINARY"

@@ -23,7 +23,7 @@ Two rules hold for every query:
   connection and its name counter), so it may be handed to worker threads, but queries on one engine
   never run in parallel; a thread that needs its own parallel queries makes its own ``Engine``.
 
-Skipping files by a predicate is ``lakelog.predicate_pruning``.
+Skipping files by a predicate is ``lakelog.expressions.sql_skipping``.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from .schema import collations, geospatial
+from ..schema import collations, geospatial
 from . import sql_java_floats, sql_variants
-from .environment import positive_int
-from .errors import PredicateError
-from .schema.types import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
-from .schema.variant_columns import without_marks
+from ..environment import positive_int
+from ..errors import PredicateError
+from ..schema.types import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
+from ..schema.variant_columns import without_marks
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()
@@ -541,7 +541,7 @@ def filters_to_sql(filters: Any) -> str:
                     raise PredicateError(f"filter {term!r}: {op!r} needs a list of values")
                 items = list(value)
                 if not items:
-                    # As every DNF term (lakelog.predicates): a null never satisfies it, not in () included.
+                    # As every DNF term (lakelog.expressions.filters): a null never satisfies it, not in () included.
                     terms.append("FALSE" if op == "in" else f"({name} IS NOT NULL)")
                     continue
                 terms.append(f"{name} {op.upper()} ({', '.join(sql_literal(v) for v in items)})")

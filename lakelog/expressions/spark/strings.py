@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from . import types as T
-from ..schema.case_mapping import LOWER, UPPER, mapped
+from ...schema.case_mapping import LOWER, UPPER, mapped
 from .catalog import NODES, Sql, entry, function, raise_sql
 from .collation import coerce, dotted_i_guard, ends_inside, lcase_sql, refuse_collated, searches_lcase, starts_inside
 from .translate import Translator

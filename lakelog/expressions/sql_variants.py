@@ -18,7 +18,7 @@ NAME = "parse_json"
 
 def _parse_json(texts: pa.Array) -> pa.Array:
     # (the codec is loaded only when the function runs)
-    from .variant import from_json_array
+    from ..variant import from_json_array
 
     return from_json_array(texts)
 
