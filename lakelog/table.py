@@ -324,14 +324,14 @@ class Table:
             app_id=app_id, app_version=app_version, user_metadata=user_metadata,
         )
 
-    # ------------------------------------------------------------ schema changes (lakelog.schema_changes)
+    # ------------------------------------------------------------ schema changes (lakelog.alter.schema_changes)
     # Metadata-only commits on the latest version; they leave this Table there.
 
     def set_properties(self, props: dict[str, Any]) -> int:
         """Set table properties (``{"delta.appendOnly": True, ...}``) in one commit, upgrading the protocol
         when one needs a table feature (``{"delta.columnMapping.mode": "name"}`` enables column mapping,
         which ``rename_column`` and ``drop_column`` need). Returns the version."""
-        from .schema_changes import set_properties
+        from .alter.schema_changes import set_properties
 
         version = set_properties(self.storage, props)
         self.refresh()
@@ -340,7 +340,7 @@ class Table:
     def unset_properties(self, keys: list[str], *, if_exists: bool = False) -> int:
         """Remove table properties in one commit (a missing one is an error unless ``if_exists``);
         returns the version."""
-        from .schema_changes import unset_properties
+        from .alter.schema_changes import unset_properties
 
         version = unset_properties(self.storage, keys, if_exists)
         self.refresh()
@@ -351,7 +351,7 @@ class Table:
         struct ``s``) in one metadata-only commit; rows already written read NULL there. A ``pyarrow.Field``
         given instead of a type keeps its collations (``delta.collations`` field metadata: see
         ``lakelog.schema.collations``). Returns the version."""
-        from .schema_changes import add_columns
+        from .alter.schema_changes import add_columns
 
         version = add_columns(self.storage, columns)
         self.refresh()
@@ -360,7 +360,7 @@ class Table:
     def set_column_default(self, column: str, expression: str | None) -> int:
         """Set (a constant Spark SQL expression, e.g. ``"'new'"``) or drop (None) a top-level column's
         default in one commit: later writes that lack the column store it. Returns the version."""
-        from .schema_changes import set_column_default
+        from .alter.schema_changes import set_column_default
 
         version = set_column_default(self.storage, column, expression)
         self.refresh()
@@ -368,7 +368,7 @@ class Table:
 
     def drop_not_null(self, column: str) -> int:
         """Let a NOT NULL column (``"a.b"`` for a struct's field) hold NULL, in one commit; returns the version."""
-        from .schema_changes import drop_not_null
+        from .alter.schema_changes import drop_not_null
 
         version = drop_not_null(self.storage, column)
         self.refresh()
@@ -378,7 +378,7 @@ class Table:
         """Add CHECK constraints (``{"positive_id": "id > 0"}``, Spark SQL) in one commit, after checking
         every row of the table (``ConstraintViolationError`` naming a violating row otherwise). From then
         on every write checks its new rows (NULL is a violation, as in Delta). Returns the version."""
-        from .writer_features.constraints import add_constraints
+        from .alter.constraints import add_constraints
 
         version = add_constraints(self.storage, constraints)
         self.refresh()
@@ -386,7 +386,7 @@ class Table:
 
     def drop_constraint(self, name: str, *, if_exists: bool = False) -> int:
         """Drop a CHECK constraint in one commit; returns the version."""
-        from .writer_features.constraints import drop_constraint
+        from .alter.constraints import drop_constraint
 
         version = drop_constraint(self.storage, name, if_exists)
         self.refresh()
@@ -396,7 +396,7 @@ class Table:
         """Widen a column's type (``"bigint"``, ``"double"``, ``"decimal(12,2)"``, ``"timestamp_ntz"``) in
         one metadata commit, as Delta's type widening does: files are not rewritten, readers cast older
         ones. Only Delta's widenings are accepted (``SchemaMismatchError`` otherwise). Returns the version."""
-        from .schema_changes import alter_column_type
+        from .alter.schema_changes import alter_column_type
 
         version = alter_column_type(self.storage, column, new_type)
         self.refresh()
@@ -405,7 +405,7 @@ class Table:
     def rename_column(self, old: str, new: str) -> int:
         """Rename a column (``"a.b"`` names a struct's field) in one metadata-only commit; data files are
         not rewritten. Needs column mapping (``ColumnMappingRequiredError`` otherwise). Returns the version."""
-        from .schema_changes import rename_column
+        from .alter.schema_changes import rename_column
 
         version = rename_column(self.storage, old, new)
         self.refresh()
@@ -414,7 +414,7 @@ class Table:
     def drop_column(self, name: str) -> int:
         """Drop a column (``"a.b"`` names a struct's field; not a partition column) in one metadata-only
         commit; data files are not rewritten. Needs column mapping. Returns the version."""
-        from .schema_changes import drop_column
+        from .alter.schema_changes import drop_column
 
         version = drop_column(self.storage, name)
         self.refresh()
@@ -422,7 +422,7 @@ class Table:
 
     def drop_columns(self, names: list[str]) -> int:
         """Drop several columns (as ``drop_column``) in one metadata-only commit. Returns the version."""
-        from .schema_changes import drop_columns
+        from .alter.schema_changes import drop_columns
 
         version = drop_columns(self.storage, names)
         self.refresh()

@@ -14,26 +14,19 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from .actions import Action
+from ..actions import Action
 from .column_dependencies import dependents
-from .column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
-from .errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
-from .properties import REGISTRY, TableProperties, validate_new
-from .schema.types import (
-    arrow_field_to_delta,
-    canonical_type,
-    check_column_names,
-    is_variant_field,
-    schema_from_string,
-    variant_field,
-)
-from .schema import collations
-from . import iceberg_compat, row_tracking, type_widening
-from .snapshot import Snapshot
-from .storage import Storage
-from .transaction import Transaction
-from .write import plan_protocol
-from .writer_features import CONSTRAINT_PREFIX
+from ..column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
+from ..errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
+from ..properties import REGISTRY, TableProperties, validate_new
+from ..schema.types import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
+from ..schema import collations
+from .. import iceberg_compat, row_tracking, type_widening
+from ..snapshot import Snapshot
+from ..storage import Storage
+from ..transaction import Transaction
+from ..write import plan_protocol
+from ..writer_features import CONSTRAINT_PREFIX
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -369,8 +362,8 @@ def set_column_default(storage: Storage, name: str, expression: str | None) -> i
     in one ``CHANGE COLUMN`` commit; return the new version. Writes that lack the column store the
     default from then on (the ``allowColumnDefaults`` feature is enabled); rows already written keep
     their values."""
-    from .writer_features import DEFAULT_KEY
-    from .writer_features.generated import check_default
+    from ..writer_features import DEFAULT_KEY
+    from ..writer_features.generated import check_default
 
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"set_column_default takes a column name, not {name!r}")
