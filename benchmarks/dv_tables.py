@@ -10,7 +10,7 @@ import orjson
 import pyarrow as pa
 
 import lakelog
-from lakelog.deletion_vectors import write_deletion_vectors
+from lakelog.table_features.deletion_vectors import write_deletion_vectors
 from lakelog.storage import Storage
 
 FILES = 8

@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote
 import orjson
 
 from .errors import CorruptLogError, InvalidArgumentError, InvalidPathError, UnsupportedFeatureError
-from .properties import configuration_from_log
+from .table_features.properties import configuration_from_log
 
 if TYPE_CHECKING:  # reading commits needs no pyarrow: the log-only commands start without it
     import pyarrow as pa
@@ -90,7 +90,7 @@ class DeletionVectorDescriptor:
     prefix), ``i`` (the bitmap inline, z85-encoded) or ``p`` (a file at an absolute path).
     ``offset``: where the DV starts in its file (``u``/``p``); ``size_in_bytes``: the serialized bitmap's
     size; ``cardinality``: the number of deleted rows. ``max_row_index`` is Spark's extra field, kept
-    as read. Reading it is ``lakelog.deletion_vectors``.
+    as read. Reading it is ``lakelog.table_features.deletion_vectors``.
     """
 
     storage_type: str

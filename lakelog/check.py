@@ -58,7 +58,7 @@ import orjson
 from .actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path, dv_id, parse_actions
 from .checkpoint import read_checkpoint
 from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
-from .deletion_vectors import DeletionVectors, referenced_dv_file
+from .table_features.deletion_vectors import DeletionVectors, referenced_dv_file
 from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, StorageUnavailableError, VersionNotFoundError
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files

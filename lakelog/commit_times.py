@@ -20,9 +20,9 @@ import datetime as dt
 
 from .actions import Action, CommitInfo, Metadata, Protocol, now_ms
 from .errors import CorruptLogError, VersionNotFoundError
-from .features import writer_features
+from .table_features.registry import writer_features
 from .log import DeltaLog, LogListing
-from .properties import TableProperties
+from .table_features.properties import TableProperties
 
 ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"

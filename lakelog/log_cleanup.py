@@ -17,7 +17,7 @@ import re
 from .checkpoint import checkpoint_sidecars, read_checkpoint_state
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
 from .actions import Protocol, now_ms
-from .features import check_read, check_write, is_supported
+from .table_features.registry import check_read, check_write, is_supported
 from .log import SIDECARS, CheckpointFiles, DeltaLog
 from .snapshot import Snapshot
 from .storage import Storage

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .column_mapping import ColumnMapping
+from .table_features.column_mapping import ColumnMapping
 from .schema.types import partition_scalars
 
 if TYPE_CHECKING:

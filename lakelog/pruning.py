@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from .schema import arrow_values, collations
 from .actions import AddFile, stats_count
 from .checkpoint import adds_from_arrow
-from .column_mapping import ColumnMapping
+from .table_features.column_mapping import ColumnMapping
 from .errors import CorruptLogError
 from .expressions.filters import _literal, _references, term_expression, term_mask
 from .schema.types import parse_date, partition_scalars, timestamp_micros

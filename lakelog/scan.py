@@ -27,13 +27,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .actions import AddFile, stats_count, stats_dict
-from .column_mapping import ColumnMapping
+from .table_features.column_mapping import ColumnMapping
 from .data_files import inspect_files
 from .storage.parquet_read import parquet_file, parquet_format
-from .deletion_vectors import DeletionVectors, check_row_count, keep_mask
+from .table_features.deletion_vectors import DeletionVectors, check_row_count, keep_mask
 from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
 from .schema import collations
-from . import row_tracking
+from .table_features import row_tracking
 from .expressions.filters import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
 from .schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays

@@ -11,14 +11,14 @@ import pyarrow as pa
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
 from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
-from .column_mapping import ColumnMapping
+from .table_features.column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
 from .errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
-from .features import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
+from .table_features.registry import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
 from .log import DeltaLog, LogListing
-from .properties import TableProperties
+from .table_features.properties import TableProperties
 from .schema.types import schema_from_string
-from .type_widening import check_type_changes
+from .table_features.type_widening import check_type_changes
 from .storage import Storage
 from .file_set import NOT_LIVE, FileSet
 from .versions import as_version, version_at_timestamp
@@ -108,7 +108,7 @@ class Snapshot:
 
     @property
     def properties(self) -> TableProperties:
-        """The table properties, typed (see ``lakelog.properties``)."""
+        """The table properties, typed (see ``lakelog.table_features.properties``)."""
         return TableProperties(self.metadata.configuration)
 
     # ------------------------------------------------------------ protocol checks
@@ -144,7 +144,7 @@ class Snapshot:
         (``configuration`` when given: the properties the commit being made leaves the table with), and no
         constraint, generated or identity column, invariant or change data feed that lakelog would have to
         enforce or produce (CHECK constraints, invariants, generated columns and defaults are enforced by
-        ``lakelog.writer_features``)."""
+        ``lakelog.table_features.row_rules``)."""
         props = self.check_writer_protocol(configuration)
         in_use = props.features_in_use()
         features = set(self.protocol.writer_features or [])
@@ -159,7 +159,7 @@ class Snapshot:
     @property
     def writer_features(self):
         """The ``WriterFeatures`` every new row must meet (None when the table has none)."""
-        from .writer_features import WriterFeatures
+        from .table_features.row_rules import WriterFeatures
 
         return WriterFeatures.of(self.metadata.schema_string, self.configuration)
 

@@ -179,7 +179,7 @@ class Table:
         as Delta's ``GENERATE symlink_format_manifest`` does, deleting stale ones; works whether or not
         ``delta.compatibility.symlinkFormatManifest.enabled`` is set. Leaves this Table at the latest version.
         Returns ``{"version", "manifests_written", "files_deleted"}``."""
-        from .symlink_manifest import generate_full
+        from .table_features.symlink_manifest import generate_full
 
         self.refresh()
         self._snapshot.check_writer_protocol()

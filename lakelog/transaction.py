@@ -33,9 +33,10 @@ from .data_files import physical_rows
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, StorageUnavailableError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
-from .properties import TableProperties
+from .table_features.properties import TableProperties
 from .schema import collations
-from . import iceberg, iceberg_compat, row_tracking, symlink_manifest
+from . import iceberg
+from .table_features import iceberg_compat, row_tracking, symlink_manifest
 from .snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 

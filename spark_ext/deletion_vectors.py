@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 from py4j.protocol import Py4JError
 
-from lakelog.deletion_vectors import DeletionVectors
+from lakelog.table_features.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.storage import Storage
 

@@ -45,7 +45,7 @@ from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMat
 from lakelog.expressions.sql_skipping import Resolver, prune_expression
 from lakelog.expressions.sql import parse_expression, table_columns
 from lakelog.storage import Storage
-from lakelog.writer_features.identity import high_water_marks
+from lakelog.table_features.identity_columns import high_water_marks
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)

@@ -21,7 +21,7 @@ from lakelog.schema.conform import cast_batch
 from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
 from lakelog.errors import IdentityOverflowError, LakelogError, MultipleSourceMatchesError
-from lakelog.row_tracking import writer_schema
+from lakelog.table_features.row_tracking import writer_schema
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
@@ -31,7 +31,7 @@ ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
 UPDATE_FLAG = "__lakelog_updated"  # (a merge's changed rows) whether a row is updated, not deleted
 KIND = "__lakelog_kind"  # what a written row is: COPIED, UPDATED or INSERTED
 # Row tracking: where a row was read (file and position) and its materialized id and commit version as
-# stored, carried to the writing task, which gives written rows their stable ids (lakelog.row_tracking).
+# stored, carried to the writing task, which gives written rows their stable ids (lakelog.table_features.row_tracking).
 RT_FILE, RT_ROW, RT_ID, RT_VERSION = "__lakelog_rt_file", "__lakelog_rt_row", "__lakelog_rt_id", "__lakelog_rt_version"
 TRACKING = (RT_FILE, RT_ROW, RT_ID, RT_VERSION)
 COPIED, UPDATED, INSERTED = 0, 1, 2
@@ -68,7 +68,7 @@ def task_context(prefix: str):
 
 def task_features(features):
     """``features`` for the running Spark task: the tasks of a job write in parallel, each drawing identity
-    values by its partition id (``lakelog.writer_features.identity.spark_index``)."""
+    values by its partition id (``lakelog.table_features.identity_columns.spark_index``)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()

@@ -42,11 +42,11 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import lakelog
-from lakelog.column_mapping import FIELD_ID, physical_name
+from lakelog.table_features.column_mapping import FIELD_ID, physical_name
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.schema.types import parse_partition_value
 from lakelog.snapshot import Snapshot
-from lakelog.type_widening import recorded_type_changes
+from lakelog.table_features.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
 from .collation_types import spark_collations

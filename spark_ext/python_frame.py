@@ -54,7 +54,7 @@ def python_frame(spark, path: str, storage_options: dict | None, storage: Storag
 
     def read(batches):
         from lakelog.actions import AddFile
-        from lakelog.deletion_vectors import DeletionVectors
+        from lakelog.table_features.deletion_vectors import DeletionVectors
         from lakelog.scan import read_data_file
 
         store = Storage(path, storage_options)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakelog import Table, plan_write, write_table
-from lakelog.column_mapping import field_id
+from lakelog.table_features.column_mapping import field_id
 from lakelog.errors import CommitConflictError, InvalidTablePropertyError
 from tests.expected_rows import canonical_rows, expected, table_path
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lakelog
-from lakelog.deletion_vectors import DeletionVectors
+from lakelog.table_features.deletion_vectors import DeletionVectors
 from lakelog.errors import LakelogError, UnsupportedFeatureError
 from lakelog.scan import read_data_file
 from lakelog.expressions.sql import quote_ident, sql_literal

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.check import check_table
-from lakelog.deletion_vectors import decode_bitmap, read_deletion_vector, z85_decode
+from lakelog.table_features.deletion_vectors import decode_bitmap, read_deletion_vector, z85_decode
 from lakelog.actions import DeletionVectorDescriptor
 from lakelog.errors import CorruptDeletionVectorError, InvalidPathError, MissingDeletionVectorError, UnsupportedFeatureError
 from lakelog.storage import Storage

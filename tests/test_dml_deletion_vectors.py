@@ -24,14 +24,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.actions import decode_path
-from lakelog.deletion_vectors import (
-    encode_bitmap,
-    read_deletion_vector,
-    uuid_relative_path,
-    write_deletion_vectors,
-    z85_decode,
-    z85_encode,
-)
+from lakelog.table_features.deletion_vectors import encode_bitmap, read_deletion_vector, uuid_relative_path, write_deletion_vectors, z85_decode, z85_encode
 from lakelog.errors import CommitConflictError
 from lakelog.storage import Storage
 from tests.dv_encoding import MAGIC, _runs, dv_file, roaring32

@@ -1,4 +1,4 @@
-"""The table-feature registry (lakelog.features): every feature the Delta protocol and Spark name is
+"""The table-feature registry (lakelog.table_features.registry): every feature the Delta protocol and Spark name is
 known, with what lakelog does for reading and writing; tables listing a feature lakelog does not
 implement for a role are refused for that role with an UnsupportedFeatureError naming it; features
 lakelog does implement (domainMetadata, vacuumProtocolCheck, v2Checkpoint, inCommitTimestamp, appendOnly)
@@ -20,7 +20,7 @@ import pytest
 import lakelog
 from lakelog.actions import CommitInfo, DomainMetadata, Protocol
 from lakelog.errors import UnsupportedFeatureError
-from lakelog.features import READABLE, REGISTRY, WRITABLE, check_read, check_write
+from lakelog.table_features.registry import READABLE, REGISTRY, WRITABLE, check_read, check_write
 from lakelog.log import DeltaLog
 from lakelog.storage import Storage
 

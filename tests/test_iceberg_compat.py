@@ -1,4 +1,4 @@
-"""Iceberg compatibility (``icebergCompatV1``/``V2``, lakelog.iceberg_compat): turning it on at create
+"""Iceberg compatibility (``icebergCompatV1``/``V2``, lakelog.table_features.iceberg_compat): turning it on at create
 and on existing tables, each constraint refused by name with nothing committed, and the data files
 written to such tables (field ids on every column, array elements and map keys/values included,
 partition columns in the files, INT64 timestamps, numRecords), read back by lakelog and by deltalake."""
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakelog import Table, write_table
-from lakelog.column_mapping import field_id
+from lakelog.table_features.column_mapping import field_id
 from lakelog.errors import IcebergCompatError
 
 V1 = {"delta.enableIcebergCompatV1": "true"}

@@ -179,7 +179,7 @@ def test_a_mark_before_start_is_not_continued_before_start(tmp_path):
 
 
 def test_spark_indexes_are_one_to_one_on_a_grid_of_tasks_and_rows():
-    from lakelog.writer_features.identity import spark_index
+    from lakelog.table_features.identity_columns import spark_index
 
     grid = {spark_index(p, k) for p in range(128) for k in range(128)}
     assert len(grid) == 128 * 128 and spark_index(0, 0) == 0
@@ -191,7 +191,7 @@ def test_spark_indexes_are_one_to_one_on_a_grid_of_tasks_and_rows():
 def test_spark_indexes_grow_with_the_row_stay_within_the_bound_and_never_meet(task, row, count, other_task, other_row):
     # Unique across tasks, increasing within one (the last row drawn is the furthest), and a job of n
     # tasks with r rows each stays below (2 log2(n r) + 1) n r (Delta's generator: n r).
-    from lakelog.writer_features.identity import spark_index, spark_indexes
+    from lakelog.table_features.identity_columns import spark_index, spark_indexes
 
     got = spark_indexes(task, row, count).tolist()
     assert got == [spark_index(task, r) for r in range(row, row + count)] and got == sorted(set(got))

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog
-from lakelog.clustering import clustering_columns
+from lakelog.table_features.clustering import clustering_columns
 from spark_ext.sql import SqlError, sql
 
 

@@ -1,4 +1,4 @@
-"""Table properties (lakelog.properties): typed, validated when set, parsed as Spark parses them when read."""
+"""Table properties (lakelog.table_features.properties): typed, validated when set, parsed as Spark parses them when read."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import lakelog
 from lakelog.actions import RemoveFile
 from lakelog.checkpoint import read_checkpoint_state
 from lakelog.errors import InvalidTablePropertyError, UnsupportedFeatureError
-from lakelog.properties import interval_ms, parse_calendar_interval
+from lakelog.table_features.properties import interval_ms, parse_calendar_interval
 
 deltalake = pytest.importorskip("deltalake")
 

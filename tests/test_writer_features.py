@@ -1,4 +1,4 @@
-"""Writer features enforced on every write path (lakelog.writer_features): CHECK constraints, invariants,
+"""Writer features enforced on every write path (lakelog.table_features.row_rules): CHECK constraints, invariants,
 generated columns and column defaults, on tables made by deltalake, by Spark (tests/data) and by hand as
 Spark writes them; deltalake reads back what lakelog wrote, and refuses what lakelog refuses."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..writer_features import Constraint, GeneratedColumn, WriterFeatures
+    from ..table_features.row_rules import Constraint, GeneratedColumn, WriterFeatures
 
 
 def expression_paths(text: str) -> list[tuple[str, ...]] | None:

@@ -13,7 +13,7 @@ from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol
-from ..writer_features import CONSTRAINT_PREFIX, Constraint, WriterFeatures, table_constraints
+from ..table_features.row_rules import CONSTRAINT_PREFIX, Constraint, WriterFeatures, table_constraints
 
 
 def _key(name: str) -> str:

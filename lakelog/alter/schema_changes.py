@@ -16,17 +16,17 @@ import pyarrow as pa
 
 from ..actions import Action
 from .column_dependencies import dependents
-from ..column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
+from ..table_features.column_mapping import MAX_COLUMN_ID, check_mode_change, mapped_schema_string
 from ..errors import ColumnMappingRequiredError, InvalidArgumentError, InvalidTablePropertyError, SchemaMismatchError, UnsupportedFeatureError
-from ..properties import REGISTRY, TableProperties, validate_new
+from ..table_features.properties import REGISTRY, TableProperties, validate_new
 from ..schema.types import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
 from ..schema import collations
-from .. import iceberg_compat, row_tracking, type_widening
+from ..table_features import iceberg_compat, row_tracking, type_widening
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol
-from ..writer_features import CONSTRAINT_PREFIX
+from ..table_features.row_rules import CONSTRAINT_PREFIX
 
 ENABLE_HINT = 'set_properties({"delta.columnMapping.mode": "name"})'
 
@@ -222,7 +222,7 @@ def _type_name(new_type: str) -> str:
 def alter_column_type(storage: Storage, name: str, new_type: str) -> int:
     """Widen column ``name`` to ``new_type`` (a Delta or Spark SQL type name: ``long``/``bigint``,
     ``double``, ``decimal(12,2)``, ``timestamp_ntz``) in one ``CHANGE COLUMN`` commit, as Delta's
-    ``ALTER TABLE ... ALTER COLUMN ... TYPE`` does: only Delta's type widenings (``lakelog.type_widening``),
+    ``ALTER TABLE ... ALTER COLUMN ... TYPE`` does: only Delta's type widenings (``lakelog.table_features.type_widening``),
     on data and partition columns, struct fields (``a.b``), array elements (``arr.element``) and map keys
     and values (``m.key``, ``m.value``, nested as ``a.element.value``); the table must have
     ``delta.enableTypeWidening`` set. The change is recorded in ``delta.typeChanges`` and data files are
@@ -362,8 +362,8 @@ def set_column_default(storage: Storage, name: str, expression: str | None) -> i
     in one ``CHANGE COLUMN`` commit; return the new version. Writes that lack the column store the
     default from then on (the ``allowColumnDefaults`` feature is enabled); rows already written keep
     their values."""
-    from ..writer_features import DEFAULT_KEY
-    from ..writer_features.generated import check_default
+    from ..table_features.row_rules import DEFAULT_KEY
+    from ..table_features.generated_columns import check_default
 
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"set_column_default takes a column name, not {name!r}")

@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
-from ..deletion_vectors import DeletionVectors
+from ..table_features.deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, ConflictingBoundsError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
 from ..log import DeltaLog
 from ..storage.parquet_read import parquet_format
-from ..properties import TableProperties
+from ..table_features.properties import TableProperties
 from ..scan import partition_arrays, read_data_file
 from ..snapshot import Snapshot, commit_times
 from ..storage import Storage

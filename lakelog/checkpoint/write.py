@@ -27,7 +27,7 @@ from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, Side
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
 from ..log import checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
-from ..properties import TableProperties
+from ..table_features.properties import TableProperties
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 

@@ -15,7 +15,7 @@ from ..schema.conform import cast_batch
 from .internal_columns import ROW
 
 if TYPE_CHECKING:
-    from ..writer_features import WriterFeatures
+    from ..table_features.row_rules import WriterFeatures
 
 
 def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:

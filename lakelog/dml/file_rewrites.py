@@ -19,7 +19,7 @@ from ..file_set import FileSet
 from ..log import DeltaLog
 from ..snapshot import Snapshot
 from ..storage import Storage
-from ..writer_features import WriterFeatures
+from ..table_features.row_rules import WriterFeatures
 from .copy_on_write import CopyOnWrite, NewValues
 from .rewrite import RowLevelOperation
 

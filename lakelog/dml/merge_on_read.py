@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..actions import AddFile, decode_path, stats_dict
 from ..data_files import physical_rows
-from ..deletion_vectors import write_deletion_vectors
+from ..table_features.deletion_vectors import write_deletion_vectors
 from ..errors import LakelogError
 
 

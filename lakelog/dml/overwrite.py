@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..actions import AddFile
 from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
-from ..column_mapping import ColumnMapping
+from ..table_features.column_mapping import ColumnMapping
 from ..schema.conform import cast_batch
 from ..partition_keys import PartitionKeys
 from ..storage.parquet_read import parquet_file
@@ -20,7 +20,7 @@ from ..schema.types import parse_partition_value, to_arrow_stream
 from ..snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
-from ..writer_features import WriterFeatures
+from ..table_features.row_rules import WriterFeatures
 from ..write import WritePlan, discard_files, plan_protocol, evolved_metadata, plan_write
 from .delete import delete_matching
 from .rewrite import Predicate, RowLevelOperation, compile_predicate, run, select_positions

@@ -43,19 +43,19 @@ import pyarrow.compute as pc
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
 from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
-from ..deletion_vectors import DeletionVectors
+from ..table_features.deletion_vectors import DeletionVectors
 from ..scan import files_dataset
 from ..snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata
-from ..column_mapping import ColumnMapping
-from .. import iceberg_compat
-from ..clustering import clustering_columns
-from ..writer_features import WriterFeatures
+from ..table_features.column_mapping import ColumnMapping
+from ..table_features import iceberg_compat
+from ..table_features.clustering import clustering_columns
+from ..table_features.row_rules import WriterFeatures
 from ..change_feed.read import feed_enabled
 from ..change_feed.write import ChangeRecorder
-from ..writer_features.identity import high_water_marks, with_high_water_marks
+from ..table_features.identity_columns import high_water_marks, with_high_water_marks
 from ..write import DataWriter, materializes_partitions
 from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows_at re-exported)
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
@@ -63,11 +63,11 @@ from .predicate import Predicate, compile_predicate, reads_only_partitions, sele
 from .file_reads import FileReads
 from .merge_on_read import MergeOnRead
 from .stable_ids import materialize
-from .. import row_tracking
-from ..row_tracking import writer_schema
+from ..table_features import row_tracking
+from ..table_features.row_tracking import writer_schema
 
 RowDeleter = CopyOnWrite | MergeOnRead
-from ..features import is_supported
+from ..table_features.registry import is_supported
 
 # Files read or rewritten at once: from an object store 4; locally at most one per core, since decoding
 # is CPU-bound (on 2 cores 4 threads took 20% longer and held 15% more memory).

@@ -1,14 +1,14 @@
 """Row tracking in row-level changes: rows keep their stable row ids when a rewrite copies or updates
 them, and their row commit versions when it copies them, through the table's materialized columns
-(``lakelog.row_tracking``). Rows read for a rewrite carry ``ROW_ID``/``ROW_VERSION``; rows written get
+(``lakelog.table_features.row_tracking``). Rows read for a rewrite carry ``ROW_ID``/``ROW_VERSION``; rows written get
 the materialized columns from them (null for new rows: their fresh ids are their stable ones)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import row_tracking
-from ..row_tracking import writer_schema
+from ..table_features import row_tracking
+from ..table_features.row_tracking import writer_schema
 from ..actions import AddFile
 from .internal_columns import ROW, ROW_ID, ROW_VERSION
 

@@ -38,7 +38,7 @@ def check_enablement(configuration: dict[str, str]) -> None:
             f"{COMPAT_KEYS[1]} = true (or {COMPAT_KEYS[0]}) in the same change",
             key=FORMATS_KEY, value=configuration.get(FORMATS_KEY),
         )
-    # column mapping (field ids) is icebergCompat's own requirement, enforced with it (lakelog.iceberg_compat)
+    # column mapping (field ids) is icebergCompat's own requirement, enforced with it (lakelog.table_features.iceberg_compat)
 
 
 def sync(storage: Any, *, before: Any = None, committed: dict[int, list] | None = None) -> int | None:

@@ -7,7 +7,7 @@ import time
 from ..actions import CommitInfo, Metadata
 from ..errors import CorruptLogError, LakelogError, VersionNotFoundError
 from ..log import DeltaLog, commit_name
-from ..properties import TableProperties
+from ..table_features.properties import TableProperties
 from ..snapshot import Snapshot
 from ..storage import Storage, _mtime_ms
 from .convert import Converter, table_uuid, version_change

@@ -9,7 +9,7 @@ from typing import Any, Callable, Hashable
 import orjson
 import pyarrow.compute as pc
 
-from .. import iceberg_compat, row_tracking
+from ..table_features import iceberg_compat, row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..schema.conform import cast_batch
 from ..partition_keys import PartitionKeys
@@ -108,7 +108,7 @@ def _write_ordered(storage: Storage, new_writer, batches, schema, columns: list[
 
     import pyarrow as pa
 
-    from ..clustering import z_order
+    from ..table_features.clustering import z_order
 
     table = pa.Table.from_batches([cast_batch(b, schema) for b in batches], schema=schema)
     if table.num_rows == 0:
@@ -161,7 +161,8 @@ def optimize(
     partition are instead rewritten in Z-order over those columns into files near ``target_size``, so
     each file covers narrow ranges of them (Delta's ``OPTIMIZE ... ZORDER BY`` and liquid clustering).
     """
-    from .. import clustering, scan
+    from ..table_features import clustering
+    from .. import scan
 
     snapshot = Snapshot.load(storage)
     snapshot.check_writable()

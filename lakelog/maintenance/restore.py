@@ -9,12 +9,12 @@ from collections import defaultdict
 from typing import Any
 
 from ..actions import Action, AddFile, Metadata, dv_id, now_ms
-from ..deletion_vectors import referenced_dv_file
+from ..table_features.deletion_vectors import referenced_dv_file
 from ..snapshot import Snapshot, commit_times
 from ..versions import as_version
 from ..storage import Storage
 from ..errors import InvalidArgumentError, VersionNotFoundError
-from ..writer_features.identity import with_merged_high_water_marks
+from ..table_features.identity_columns import with_merged_high_water_marks
 from .commits import MaintenanceTransaction
 
 

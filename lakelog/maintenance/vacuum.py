@@ -27,7 +27,7 @@ import os
 import stat
 
 from ..actions import AddFile, RemoveFile, decode_path, now_ms
-from ..deletion_vectors import referenced_dv_file
+from ..table_features.deletion_vectors import referenced_dv_file
 from ..schema.types import hive_escape
 from ..snapshot import Snapshot
 from ..storage import Storage

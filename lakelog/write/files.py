@@ -14,11 +14,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..actions import AddFile, Protocol, encode_path, now_ms
-from ..column_mapping import ColumnMapping, physical_schema, to_physical
+from ..table_features.column_mapping import ColumnMapping, physical_schema, to_physical
 from ..errors import SchemaMismatchError
 from ..schema.geospatial import check_writable as check_geo_writable
-from ..features import is_supported
-from ..properties import TableProperties
+from ..table_features.registry import is_supported
+from ..table_features.properties import TableProperties
 from ..schema.types import hive_escape, partition_value_arrays, serialize_partition_value
 from ..storage import Storage
 from .stats import stats_from_parquet_metadata

@@ -12,20 +12,20 @@ import orjson
 import pyarrow as pa
 
 from ..actions import Action, AddFile, Metadata, Txn, check_app_id, check_app_version, now_ms
-from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
+from ..table_features.column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
 from ..log import DeltaLog
 from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
 from ..schema.conform import cast_batch
 from ..schema.types import check_column_names, schema_to_string, to_arrow_stream
-from ..properties import TableProperties, validate_new
+from ..table_features.properties import TableProperties, validate_new
 from ..snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
-from .. import clustering, iceberg_compat, row_tracking
-from ..writer_features import WriterFeatures
-from ..writer_features.generated import check_column_defaults, declare_columns, keep_field_metadata, with_generated_columns
-from ..writer_features.identity import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
-from ..writer_features.identity import identity_columns as declared_identity
+from ..table_features import clustering, iceberg_compat, row_tracking
+from ..table_features.row_rules import WriterFeatures
+from ..table_features.generated_columns import check_column_defaults, declare_columns, keep_field_metadata, with_generated_columns
+from ..table_features.identity_columns import check_identity_declarations, check_not_both, check_not_partitioned, high_water_marks, with_high_water_marks
+from ..table_features.identity_columns import identity_columns as declared_identity
 from .files import DataWriter, materializes_partitions
 from .table_metadata import mapped_schema, plan_protocol, plan_schema
 

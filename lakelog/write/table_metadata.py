@@ -8,13 +8,13 @@ import pyarrow as pa
 
 from ..schema import collations
 from ..actions import Metadata, Protocol
-from .. import iceberg_compat
-from ..column_mapping import MAX_COLUMN_ID, mapped_schema_string
+from ..table_features import iceberg_compat
+from ..table_features.column_mapping import MAX_COLUMN_ID, mapped_schema_string
 from ..schema.conform import merge_schema
 from ..errors import SchemaMismatchError
-from ..features import LEGACY_WRITER_FEATURES, features_for_properties
+from ..table_features.registry import LEGACY_WRITER_FEATURES, features_for_properties
 from ..schema.geospatial import is_geo, uses_geospatial
-from ..properties import TableProperties
+from ..table_features.properties import TableProperties
 from ..schema.types import (
     arrow_field_to_delta,
     canonical_schema,
@@ -25,7 +25,7 @@ from ..schema.types import (
     uses_timestamp_ntz,
 )
 from ..snapshot import Snapshot
-from ..writer_features.generated import keep_field_metadata
+from ..table_features.generated_columns import keep_field_metadata
 
 
 def plan_schema(

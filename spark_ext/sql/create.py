@@ -280,13 +280,13 @@ def _write(spark: SparkSession, scope: Scope, spec: Spec, query, replace: bool) 
 
 
 def _user_properties(configuration: dict[str, str]) -> dict[str, str]:
-    from lakelog.properties import REGISTRY
+    from lakelog.table_features.properties import REGISTRY
 
     return {k: v for k, v in configuration.items() if REGISTRY.get(k.lower()) is None or REGISTRY[k.lower()].settable}
 
 
 def _canonical(properties: dict[str, str] | None) -> dict[str, str]:
-    from lakelog.properties import validate_new
+    from lakelog.table_features.properties import validate_new
 
     return validate_new(properties or {})
 
@@ -294,7 +294,7 @@ def _canonical(properties: dict[str, str] | None) -> dict[str, str]:
 def _check_replace(existing, spec: Spec, what: str) -> None:
     """lakelog's overwrite keeps the table's properties and clustering, where Delta's REPLACE drops them:
     refuse a replace that would keep one the statement does not give again."""
-    from lakelog.clustering import clustering_columns
+    from lakelog.table_features.clustering import clustering_columns
 
     kept = sorted(set(_user_properties(existing.metadata.configuration)) - set(_canonical(spec.properties)))
     if kept:
@@ -309,8 +309,8 @@ def _check_replace(existing, spec: Spec, what: str) -> None:
 def _check_matches(spark: SparkSession, existing, spec: Spec, what: str) -> None:
     """As Delta: a CREATE TABLE naming an existing table may give its columns, partitioning, clustering and
     properties, and they must be the table's own."""
-    from lakelog.clustering import clustering_columns
-    from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
+    from lakelog.table_features.clustering import clustering_columns
+    from lakelog.table_features.row_rules import DEFAULT_KEY, GENERATION_KEY
 
     def differ(aspect: str, table_has, statement_says) -> SqlError:
         return SqlError(f"{what}: a lakelog table already exists at {spec.path!r} and its {aspect} differ from the statement's: "

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import lakelog
-from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
+from lakelog.table_features.row_rules import DEFAULT_KEY, GENERATION_KEY
 
 from ..assignments import ansi_cast, rule, store
 from ..table import LakelogTable
@@ -116,7 +116,7 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
     df = _fit(spark, df, values, cols, what, by_position=not by_name)
     writer = df.write.format(PROVIDER)
     if where is not None:
-        from lakelog.writer_features.expressions import to_engine_sql
+        from lakelog.table_features.table_expressions import to_engine_sql
 
         writer = writer.mode("overwrite").option("replaceWhere", to_engine_sql(spark_sql(where), "REPLACE WHERE predicate"))
     elif overwrite:
@@ -188,7 +188,7 @@ def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], li
 
 def _static_predicate(static: dict[str, str]) -> str:
     """The replaceWhere predicate (DuckDB SQL) of static partition values."""
-    from lakelog.writer_features.expressions import to_engine_sql
+    from lakelog.table_features.table_expressions import to_engine_sql
 
     terms = [f"{_q(c)} IS NULL" if v.upper() == "NULL" else f"{_q(c)} = {v}" for c, v in static.items()]
     return to_engine_sql(" AND ".join(terms), "PARTITION values")

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import InvalidTablePropertyError, UnsupportedFeatureError
+from ..errors import InvalidTablePropertyError, UnsupportedFeatureError
 
 # ---------------------------------------------------------------- intervals
 
@@ -245,12 +245,12 @@ REGISTRY: dict[str, Property] = {
         Property("delta.enableChangeDataCapture", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableRowTracking", "false", _parse_bool, _BOOL, "bool", used=True),
         Property("delta.rowTrackingSuspended", "false", _parse_bool, _BOOL, "bool", used=True),
-        # turn on the icebergCompatV1/V2 constraints (lakelog.iceberg_compat); at most one of them
+        # turn on the icebergCompatV1/V2 constraints (lakelog.table_features.iceberg_compat); at most one of them
         Property("delta.enableIcebergCompatV1", None, _parse_bool, _BOOL, "bool", used=True),
         Property("delta.enableIcebergCompatV2", None, _parse_bool, _BOOL, "bool", used=True),
         Property(
             "delta.compatibility.symlinkFormatManifest.enabled", "false", _parse_bool, _BOOL, "bool", used=True,
-        ),  # lakelog.symlink_manifest writes the manifests after each commit
+        ),  # lakelog.table_features.symlink_manifest writes the manifests after each commit
         # turns on the materializePartitionColumns feature (as Delta: the protocol keeps it once listed)
         Property("delta.enableMaterializePartitionColumnsFeature", None, _parse_bool, _BOOL, "bool", used=True),
         # best effort without the feature: partition columns written into data files too when true

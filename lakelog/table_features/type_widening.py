@@ -1,7 +1,7 @@
 """Type widening (Delta's ``typeWidening`` feature, ``typeWidening-preview`` in Spark 3.x tables).
 
 A column's type may have been widened after files were written with the narrower type; readers cast
-those values to the table's type (``lakelog.column_mapping`` casts every column it reads, and pyarrow's
+those values to the table's type (``lakelog.table_features.column_mapping`` casts every column it reads, and pyarrow's
 dataset scanner casts to the dataset's schema), and partition values and stats logged before the change
 are parsed as the wider type (a date ``2024-01-01`` of a column now ``timestamp_ntz`` is its midnight).
 The changes are recorded in the field metadata ``delta.typeChanges`` (``[{fromType, toType,
@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from .errors import CorruptLogError, SchemaMismatchError, UnsupportedFeatureError
+from ..errors import CorruptLogError, SchemaMismatchError, UnsupportedFeatureError
 
 TYPE_CHANGES = "delta.typeChanges"
 ENABLE = "delta.enableTypeWidening"

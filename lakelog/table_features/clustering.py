@@ -18,9 +18,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import geospatial
-from .actions import DomainMetadata
-from .errors import InvalidArgumentError, SchemaMismatchError
+from ..schema import geospatial
+from ..actions import DomainMetadata
+from ..errors import InvalidArgumentError, SchemaMismatchError
 
 DOMAIN = "delta.clustering"
 PREVIEW_DOMAIN = "delta.liquid"

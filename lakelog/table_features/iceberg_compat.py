@@ -28,9 +28,9 @@ from typing import Any, Iterable
 
 import orjson
 
-from .actions import Action, AddFile, Metadata, Protocol
+from ..actions import Action, AddFile, Metadata, Protocol
 from .column_mapping import FIELD_ID, MAX_COLUMN_ID, NESTED_IDS, PHYSICAL_NAME, ColumnMapping
-from .errors import IcebergCompatError
+from ..errors import IcebergCompatError
 from .properties import TableProperties
 from . import type_widening
 
@@ -313,7 +313,7 @@ def _check_existing(snapshot: Any, version: int, metadata: Metadata) -> None:
             f"(write_table(..., mode='overwrite')) or use {V2_KEY}, which only requires it of new files"
         )
     if metadata.partition_columns and snapshot.num_files:
-        from .storage.parquet_read import parquet_file
+        from ..storage.parquet_read import parquet_file
 
         mapping = ColumnMapping(TableProperties(metadata.configuration).column_mapping_mode, metadata.schema_string)
         physical = [mapping.physical_name(c) for c in metadata.partition_columns]

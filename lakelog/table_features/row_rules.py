@@ -10,7 +10,7 @@
 * Column defaults (``CURRENT_DEFAULT`` field metadata, the ``allowColumnDefaults`` feature): the
   default is stored when an append does not give the column.
 * Identity columns (``delta.identity.*`` field metadata): rows without a value get the next ones
-  (``identity.py``; the commit raises the high water mark); an update never sets one, and a column
+  (``identity_columns``; the commit raises the high water mark); an update never sets one, and a column
   generated always takes no given value (``for_input``, ``for_assignments``).
 
 Every path that writes new rows (appends and overwrites, the rows an update or merge changes or inserts,
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, GeneratedColumnError, PredicateError, SchemaMismatchError
-from .expressions import condition_sql, evaluation_error, failing_row, referenced_columns, value_sql
-from .identity import START as IDENTITY_START, IdentityColumn, identity_columns, refuse_explicit, refuse_updates
+from .table_expressions import condition_sql, evaluation_error, failing_row, referenced_columns, value_sql
+from .identity_columns import START as IDENTITY_START, IdentityColumn, identity_columns, refuse_explicit, refuse_updates
 
 CONSTRAINT_PREFIX = "delta.constraints."
 GENERATION_KEY = "delta.generationExpression"

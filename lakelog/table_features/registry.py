@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .actions import Protocol
-from .errors import UnsupportedFeatureError
+from ..actions import Protocol
+from ..errors import UnsupportedFeatureError
 from .properties import TableProperties
 
 if TYPE_CHECKING:  # the protocol checks need no pyarrow: reading the log's protocol starts without it
@@ -184,7 +184,7 @@ def check_read(protocol: Protocol) -> None:
 def check_variant_protocol(schema: pa.Schema, protocol: Protocol) -> None:
     """Refuse a table whose schema has variant columns that its protocol does not declare (``variantType``
     or ``variantType-preview`` in both lists, as the protocol requires): no reader may assume the type."""
-    from .schema.types import has_variant
+    from ..schema.types import has_variant
 
     if not has_variant(schema):
         return

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
-from .errors import SymlinkManifestError, UnsupportedFeatureError
+from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
+from ..errors import SymlinkManifestError, UnsupportedFeatureError
 from .properties import TableProperties
-from .schema.types import HIVE_NULL, hive_escape
-from .storage import Storage
-from .storage.location import table_url
+from ..schema.types import HIVE_NULL, hive_escape
+from ..storage import Storage
+from ..storage.location import table_url
 
 MANIFEST_DIR = "_symlink_format_manifest"
 MANIFEST_FILE = "manifest"

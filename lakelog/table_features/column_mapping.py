@@ -10,7 +10,7 @@ a column changes only its logical name, so files written before a rename are sti
 ``FileColumns`` turns the columns read from one Parquet file into the table's logical columns:
 fields are matched by physical name, field id or (no column mapping) name, recursively through
 structs, list elements and map keys and values; a field a file lacks reads as nulls; each value is
-cast to the table's type, which is how files written before a type widening (``lakelog.type_widening``)
+cast to the table's type, which is how files written before a type widening (``lakelog.table_features.type_widening``)
 are read.
 """
 
@@ -24,9 +24,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import collations
-from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
-from .schema.types import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
+from ..schema import collations
+from ..errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
+from ..schema.types import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
@@ -202,7 +202,7 @@ def _convert(arr: pa.Array, dtype: Any, target: pa.DataType, mode: str) -> pa.Ar
         if not pa.types.is_struct(arr.type):
             raise _Mismatch(f"expected a struct, found {arr.type}")
         if target == VARIANT_STORAGE and "typed_value" in arr.type.names:
-            from .schema.variant_columns import unshred
+            from ..schema.variant_columns import unshred
 
             return unshred(arr)  # a shredded variant, reassembled into its binaries
         file_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]

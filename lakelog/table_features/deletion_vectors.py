@@ -31,8 +31,8 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from .actions import AddFile, DeletionVectorDescriptor, decode_path
-from .errors import CorruptDeletionVectorError, InvalidPathError, MissingDeletionVectorError
+from ..actions import AddFile, DeletionVectorDescriptor, decode_path
+from ..errors import CorruptDeletionVectorError, InvalidPathError, MissingDeletionVectorError
 
 PORTABLE_MAGIC = 1681511377
 NATIVE_MAGIC = 1681511376

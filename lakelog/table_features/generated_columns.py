@@ -9,8 +9,8 @@ import orjson
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
-from . import DEFAULT_KEY, GENERATION_KEY
-from .expressions import constant_sql, referenced_columns, value_sql, value_type
+from .row_rules import DEFAULT_KEY, GENERATION_KEY
+from .table_expressions import constant_sql, referenced_columns, value_sql, value_type
 
 
 def check_generated_columns(generated: Any) -> dict[str, str]:
@@ -120,7 +120,7 @@ def add_column_defaults(schema_string: str, defaults: dict[str, str]) -> str:
 def declare_columns(schema_string: str, generated: dict[str, str] | None, identity: dict[str, dict] | None,
                     defaults: dict[str, str] | None = None) -> str:
     """``schema_string`` with the generated, identity and defaulted columns a write creating the table declares."""
-    from .identity import add_identity_metadata
+    from .identity_columns import add_identity_metadata
 
     schema_string = add_column_defaults(add_generation_expressions(schema_string, generated or {}), defaults or {})
     return add_identity_metadata(schema_string, identity) if identity else schema_string

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from .actions import Action, AddFile, DomainMetadata, Metadata, Protocol
-from .errors import CorruptLogError
+from ..actions import Action, AddFile, DomainMetadata, Metadata, Protocol
+from ..errors import CorruptLogError
 from .properties import TableProperties
 
 FEATURE = "rowTracking"
