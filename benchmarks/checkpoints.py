@@ -25,7 +25,7 @@ def build(path: str, files: int, v2: bool) -> None:
 
     import lakelog
     from lakelog.actions import AddFile, CommitInfo
-    from lakelog.log import DeltaLog
+    from lakelog.log.delta_log import DeltaLog
     from lakelog.storage import Storage
 
     config = {"delta.checkpointInterval": "1000000"}
@@ -53,9 +53,9 @@ def build(path: str, files: int, v2: bool) -> None:
 
 
 def measure(path: str) -> dict:
-    from lakelog.checkpoint import write_checkpoint
-    from lakelog.log import DeltaLog
-    from lakelog.snapshot import Snapshot
+    from lakelog.log.checkpoint import write_checkpoint
+    from lakelog.log.delta_log import DeltaLog
+    from lakelog.log.snapshot import Snapshot
     from lakelog.storage import Storage
 
     storage = Storage(path)

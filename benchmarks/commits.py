@@ -40,7 +40,7 @@ def _worker(cfg: dict) -> None:
 
     import lakelog
     from lakelog.actions import AddFile, now_ms
-    from lakelog.snapshot import Snapshot
+    from lakelog.log.snapshot import Snapshot
     from lakelog.storage import Storage
     from lakelog.transaction import Transaction
 

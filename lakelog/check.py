@@ -56,15 +56,15 @@ from typing import Any
 import orjson
 
 from .actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path, dv_id, parse_actions
-from .checkpoint import read_checkpoint
-from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
+from .log.checkpoint import read_checkpoint
+from .log.commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
 from .table_features.deletion_vectors import DeletionVectors, referenced_dv_file
 from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, StorageUnavailableError, VersionNotFoundError
-from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
+from .log.delta_log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema.types import hive_escape, partition_scalars
-from .snapshot import Snapshot, _Replay, describe_ranges, logical_file_key, missing_ranges
-from .versions import as_version
+from .log.snapshot import Snapshot, _Replay, describe_ranges, logical_file_key, missing_ranges
+from .log.versions import as_version
 from .storage import Storage
 
 _TEMP_RE = re.compile(r"^\..+\.tmp$")  # lakelog's temp files: .<final name>.<uuid>.tmp

@@ -22,7 +22,7 @@ from .schema.types import partition_scalars
 
 if TYPE_CHECKING:
     from .actions import AddFile
-    from .snapshot import Snapshot
+    from .log.snapshot import Snapshot
 
 
 class _Special:

@@ -33,15 +33,15 @@ import pyarrow.compute as pc
 
 from .schema import arrow_values, collations
 from .actions import AddFile, stats_count
-from .checkpoint import adds_from_arrow
+from .log.checkpoint import adds_from_arrow
 from .table_features.column_mapping import ColumnMapping
 from .errors import CorruptLogError
 from .expressions.filters import _literal, _references, term_expression, term_mask
 from .schema.types import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
-    from .file_set import FileSet
-    from .snapshot import Snapshot
+    from .log.file_set import FileSet
+    from .log.snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
 STATS_CHUNK_ROWS = 256 * 1024  # stats strings parsed at once: bounds the transient JSON buffer

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .actions import Metadata, Protocol
 from .errors import InvalidArgumentError, UnsupportedFeatureError
-from .log import DeltaLog
-from .snapshot import Snapshot, commit_times
+from .log.delta_log import DeltaLog
+from .log.snapshot import Snapshot, commit_times
 from .storage import Storage
 
 if TYPE_CHECKING:  # imported where used: scans, writes and maintenance bring pyarrow.dataset, DuckDB, sqlglot
@@ -157,7 +157,7 @@ class Table:
         none, or none that is a JSON object); then the rest of the commit's ``commitInfo`` as written (``readVersion``,
         ``isBlindAppend``, ``operationMetrics``, ``userMetadata``, ``engineInfo``, ``txnId``, ...).
         """
-        from .history import check_limit, entries
+        from .log.history import check_limit, entries
 
         check_limit(limit)
         listing = self._snapshot.log.whole(self._snapshot.listing)
@@ -169,7 +169,7 @@ class Table:
 
         A checkpoint is a write: it is refused, like a commit, on a table lakelog cannot write (a
         checkpoint would drop what lakelog does not understand)."""
-        from .checkpoint import write_checkpoint
+        from .log.checkpoint import write_checkpoint
 
         self._snapshot.check_writable()
         return write_checkpoint(self._snapshot)

@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import __version__
-from .checkpoint import write_checkpoint
+from .log.checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
-from .commit_times import ict_enabled, stamp
+from .log.commit_times import ict_enabled, stamp
 from .data_files import physical_rows
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, StorageUnavailableError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
-from .log import DeltaLog, commit_name
-from .log_cleanup import cleanup_expired_logs
+from .log.delta_log import DeltaLog, commit_name
+from .log.cleanup import cleanup_expired_logs
 from .table_features.properties import TableProperties
 from .schema import collations
 from . import iceberg
 from .table_features import iceberg_compat, row_tracking, symlink_manifest
-from .snapshot import Snapshot
+from .log.snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
 
 DEFAULT_MAX_ATTEMPTS = 10_000  # lost races (each one means another writer committed) before giving up

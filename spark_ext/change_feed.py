@@ -132,7 +132,7 @@ class LakelogChangeStreamReader(DataSourceStreamReader):
         return _as_spark(batches, self.output_schema)
 
     def _snapshot(self, version: int) -> Iterator[pa.RecordBatch]:
-        from lakelog.snapshot import commit_times
+        from lakelog.log.snapshot import commit_times
 
         t = lakelog.Table(self.path, version=version, storage_options=self.storage_options)
         stamp = commit_times(t.snapshot).time(version) * 1000

@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakelog.schema.types import has_variant
-from lakelog.snapshot import Snapshot
+from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 
 from .files import conform

@@ -33,9 +33,9 @@ from pyspark.sql.types import StructType
 import lakelog
 from lakelog.actions import AddFile, RemoveFile
 from lakelog.errors import ConflictingBoundsError, LakelogError, VersionNotFoundError
-from lakelog.log import DeltaLog
-from lakelog.snapshot import commit_times
-from lakelog.versions import to_epoch_ms
+from lakelog.log.delta_log import DeltaLog
+from lakelog.log.snapshot import commit_times
+from lakelog.log.versions import to_epoch_ms
 from lakelog.storage import Storage
 
 from . import options as opt

@@ -15,9 +15,9 @@ import warnings
 import pytest
 
 import lakelog
-from lakelog.checkpoint import read_checkpoint_state
+from lakelog.log.checkpoint import read_checkpoint_state
 from lakelog.errors import CorruptLogError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -208,7 +208,7 @@ def test_v2_checkpoint_with_wrong_checkpoint_metadata_version_is_skipped(tmp_pat
 
 
 def test_last_checkpoint_with_v2_fields_and_checksum_is_only_a_hint(tmp_path):
-    from lakelog.last_checkpoint import json_checksum, read_hint
+    from lakelog.log.last_checkpoint import json_checksum, read_hint
 
     for name in ["v2-checkpoint-json", "v2-checkpoints-parquet-with-last-checkpoint", "multi-part-checkpoint", "v2-classic-checkpoint-json"]:
         raw = json.load(open(_log(os.path.join(DATA, name), "_last_checkpoint")))

@@ -17,10 +17,10 @@ import pytest
 from deltalake import DeltaTable
 
 import lakelog
-from lakelog.checkpoint import write_checkpoint
+from lakelog.log.checkpoint import write_checkpoint
 from lakelog.errors import InvalidTablePropertyError, UnsupportedFeatureError
 from lakelog.maintenance import cleanup_expired_logs
-from lakelog.snapshot import Snapshot
+from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 
 DAY = 24 * 3600

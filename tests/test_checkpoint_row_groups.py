@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
-from lakelog.checkpoint import read as checkpoint_read
-from lakelog.checkpoint import read_checkpoint_state
+from lakelog.log.checkpoint import read as checkpoint_read
+from lakelog.log.checkpoint import read_checkpoint_state
 from lakelog.errors import CorruptLogError
 from lakelog.storage import Storage
 
@@ -201,9 +201,9 @@ def test_reading_a_checkpoint_and_listing_its_files_does_not_import_pandas(tmp_p
     version = _table(path)
     code = f"""
 import sys
-from lakelog.checkpoint import read as checkpoint_read
-from lakelog.checkpoint import read_checkpoint_state
-from lakelog.file_set import FileSet
+from lakelog.log.checkpoint import read as checkpoint_read
+from lakelog.log.checkpoint import read_checkpoint_state
+from lakelog.log.file_set import FileSet
 from lakelog.storage import Storage
 state = read_checkpoint_state(Storage({path!r}), {version})
 fs = FileSet(state)
@@ -217,7 +217,7 @@ assert 'pandas' not in sys.modules, 'pandas imported'
 
 def test_duplicate_paths_are_found_when_checked_by_bucket(tmp_path, monkeypatch):
     # Large checkpoints check their paths for duplicates a bucket at a time: equal paths share a bucket.
-    import lakelog.checkpoint.read as read
+    import lakelog.log.checkpoint.read as read
 
     monkeypatch.setattr(read, "DISTINCT_BUCKET_ROWS", 2)
     path = str(tmp_path / "t")

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
-from lakelog.checkpoint import v2 as checkpoint_v2
-from lakelog.last_checkpoint import json_checksum
-from lakelog.log import DeltaLog
+from lakelog.log.checkpoint import v2 as checkpoint_v2
+from lakelog.log.last_checkpoint import json_checksum
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 from tests.table_files import remove_commits
 

@@ -1,4 +1,4 @@
-"""JSON commits parsed for replay with their adds as columns (``lakelog.commit_columns``), and classic
+"""JSON commits parsed for replay with their adds as columns (``lakelog.log.commit_columns``), and classic
 checkpoints written row group by row group from them.
 
 * ``parse_commit`` accepts exactly what ``parse_actions`` accepts, with the same error (type and
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.actions import AddFile, parse_actions
-from lakelog.checkpoint import write as checkpoint_write
-from lakelog.commit_columns import decode_path_list, parse_commit
+from lakelog.log.checkpoint import write as checkpoint_write
+from lakelog.log.commit_columns import decode_path_list, parse_commit
 from lakelog.errors import CorruptLogError, LakelogError
 
 # ---------------------------------------------------------------- parse_commit == parse_actions
@@ -211,7 +211,7 @@ def test_checkpoint_of_json_commits_with_removes_and_re_adds(table_path):
 def test_replayed_changes_are_compacted_when_most_rows_are_dead(table_path, monkeypatch):
     """A log that keeps rewriting its files: replay keeps the live adds' rows only (once most are dead),
     and the file set, its listing order and the checkpoint written from it are unchanged by that."""
-    from lakelog import file_set as file_set_module
+    from lakelog.log import file_set as file_set_module
 
     config = {"delta.checkpointInterval": "1000"}
     lakelog.write_table(table_path, pa.table({"id": [0, 1]}), configuration=config)

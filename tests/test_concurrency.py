@@ -25,8 +25,8 @@ import pytest
 import lakelog
 from lakelog.actions import AddFile, CommitInfo, RemoveFile, Txn
 from lakelog.errors import CommitConflictError, TableExistsError
-from lakelog.log import DeltaLog
-from lakelog.snapshot import Snapshot
+from lakelog.log.delta_log import DeltaLog
+from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 from lakelog.transaction import DuplicateTransaction, Transaction, backoff_delay
 

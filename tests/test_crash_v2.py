@@ -17,9 +17,10 @@ import warnings
 import pyarrow as pa
 
 import lakelog
-import lakelog.log_cleanup
+import lakelog.log.checkpoint
+import lakelog.log.cleanup
 from lakelog.check import check_table
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 from tests.crash_writer import CONFIGURATION, batch_table, expected_rows
@@ -101,7 +102,7 @@ def test_sigkill_during_v2_checkpoints_and_ict_commits(backend, monkeypatch):
     named = set()
     for cps in listing.checkpoints.values():
         for cp in cps:
-            named |= set(lakelog.checkpoint.read_checkpoint_state(storage, cp).sidecars)
+            named |= set(lakelog.log.checkpoint.read_checkpoint_state(storage, cp).sidecars)
     assert sidecars_before - named, "no kill left an unreferenced sidecar"
     # Two more writes: one of them makes a checkpoint (every second version), which cleanup needs.
     for b in (next_batch, next_batch + 1):
@@ -112,8 +113,8 @@ def test_sigkill_during_v2_checkpoints_and_ict_commits(backend, monkeypatch):
     committed = _committed_batches(path)
     # Sidecars less than a day old are kept: clean up as if two days had passed (an object store sets its
     # own modification times, so the files cannot be aged instead).
-    now = lakelog.log_cleanup.now_ms()
-    monkeypatch.setattr(lakelog.log_cleanup, "now_ms", lambda: now + 2 * 86_400_000)
+    now = lakelog.log.cleanup.now_ms()
+    monkeypatch.setattr(lakelog.log.cleanup, "now_ms", lambda: now + 2 * 86_400_000)
     deleted = lakelog.Table(path).cleanup_log(retention_hours=0)
     monkeypatch.undo()
     assert any(d.startswith("_sidecars/") for d in deleted), deleted
@@ -129,5 +130,5 @@ def test_sigkill_during_v2_checkpoints_and_ict_commits(backend, monkeypatch):
     named_now = set()
     for cps in DeltaLog(storage).list().checkpoints.values():
         for cp in cps:
-            named_now |= set(lakelog.checkpoint.read_checkpoint_state(storage, cp).sidecars)
+            named_now |= set(lakelog.log.checkpoint.read_checkpoint_state(storage, cp).sidecars)
     assert left <= named_now, "unreferenced sidecars survived cleanup"

@@ -28,7 +28,7 @@ from lakelog.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 

@@ -21,7 +21,7 @@ import lakelog
 from lakelog.actions import CommitInfo, DomainMetadata, Protocol
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.table_features.registry import READABLE, REGISTRY, WRITABLE, check_read, check_write
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 ROOT = os.path.dirname(os.path.dirname(__file__))

@@ -20,7 +20,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import MissingDataFileError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 from lakelog.storage.azure import EMULATOR_KEY, arrow_options
 

@@ -15,7 +15,7 @@ import pytest
 
 import lakelog
 from lakelog.errors import StorageError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 
 
 def _commit(v: int) -> str:

@@ -33,7 +33,7 @@ from lakelog.actions import AddFile
 from lakelog.dml import commit_overwrite_partitions
 from lakelog.errors import CommitConflictError
 from lakelog.partition_keys import PartitionKeys
-from lakelog.snapshot import Snapshot
+from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -14,7 +14,7 @@ import pytest
 import lakelog
 from lakelog.actions import AddFile, CommitInfo
 from lakelog.errors import UnsupportedFeatureError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 import spark_ext

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import lakelog
 from lakelog.actions import AddFile, CommitInfo
 from lakelog.errors import LakelogError, VersionNotFoundError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 from pyspark.sql.datasource import CaseInsensitiveDict

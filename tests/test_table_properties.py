@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import lakelog
 from lakelog.actions import RemoveFile
-from lakelog.checkpoint import read_checkpoint_state
+from lakelog.log.checkpoint import read_checkpoint_state
 from lakelog.errors import InvalidTablePropertyError, UnsupportedFeatureError
 from lakelog.table_features.properties import interval_ms, parse_calendar_interval
 

@@ -13,7 +13,7 @@ import pytest
 import lakelog
 from lakelog.actions import AddFile, Protocol
 from lakelog.errors import PredicateError
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 from lakelog.variant import parse_json, to_json
 from spark_ext import LakelogTable

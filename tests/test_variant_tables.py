@@ -24,7 +24,7 @@ from lakelog.errors import (
     PredicateError,
     UnsupportedFeatureError,
 )
-from lakelog.log import DeltaLog
+from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 from lakelog.variant import VARIANT_ARROW_TYPE, parse_json, to_json
 

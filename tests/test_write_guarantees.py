@@ -21,7 +21,7 @@ from deltalake import DeltaTable, write_deltalake
 import lakelog
 from lakelog.check import check_table
 from lakelog.errors import SchemaMismatchError, StorageError, UnsupportedFeatureError
-from lakelog.snapshot import Snapshot
+from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 from lakelog.transaction import Transaction
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..actions import Action
 from ..errors import ConstraintViolationError, InvalidArgumentError, InvalidArgumentTypeError
 from ..scan import candidate_adds, read_batches
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol

@@ -22,7 +22,7 @@ from ..table_features.properties import REGISTRY, TableProperties, validate_new
 from ..schema.types import arrow_field_to_delta, canonical_type, check_column_names, is_variant_field, schema_from_string, variant_field
 from ..schema import collations
 from ..table_features import iceberg_compat, row_tracking, type_widening
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol

@@ -20,11 +20,11 @@ import pyarrow as pa
 from ..actions import AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..table_features.deletion_vectors import DeletionVectors
 from ..errors import ChangeFeedUnavailableError, ConflictingBoundsError, CorruptLogError, DataFileError, InvalidArgumentError, VersionNotFoundError
-from ..log import DeltaLog
+from ..log.delta_log import DeltaLog
 from ..storage.parquet_read import parquet_format
 from ..table_features.properties import TableProperties
 from ..scan import partition_arrays, read_data_file
-from ..snapshot import Snapshot, commit_times
+from ..log.snapshot import Snapshot, commit_times
 from ..storage import Storage
 
 CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
@@ -64,9 +64,9 @@ def version_range(storage: Storage, starting_version, ending_version, starting_t
     """Versions from the arguments of ``Table.changes`` (a timestamp: the first version committed at or
     after the start, the last at or before the end; no start: version 0). A bound given both ways is a
     ``ConflictingBoundsError`` (see ``check_bounds``; ``names``: how the caller spells the arguments)."""
-    from ..commit_times import CommitTimes
-    from ..snapshot import _latest_for_times
-    from ..versions import to_epoch_ms
+    from ..log.commit_times import CommitTimes
+    from ..log.snapshot import _latest_for_times
+    from ..log.versions import to_epoch_ms
 
     check_bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, names)
     if starting_timestamp is None and ending_timestamp is None:

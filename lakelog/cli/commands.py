@@ -117,7 +117,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from ..history import read_history
+    from ..log.history import read_history
     from ..storage import Storage
 
     # From the log alone (no replay, no pyarrow without a checkpoint): the history of a table lakelog cannot read is shown too.

@@ -95,7 +95,7 @@ def _nonneg(kind: type, what: str) -> Callable[[str], Any]:
 def _timestamp(text: str) -> str:
     """An argparse type: a time lakelog can travel to (kept as text; naive means UTC)."""
     from ..errors import InvalidTimestampError
-    from ..versions import to_epoch_ms
+    from ..log.versions import to_epoch_ms
 
     try:
         to_epoch_ms(text)

@@ -13,7 +13,7 @@ import pyarrow.dataset as ds
 
 from ..actions import AddFile
 from ..schema.types import parse_partition_value
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from .internal_columns import FILE, ROW
 from .predicate import Predicate

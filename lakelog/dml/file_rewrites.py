@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..actions import AddFile, DomainMetadata, Metadata, Protocol
-from ..file_set import FileSet
-from ..log import DeltaLog
-from ..snapshot import Snapshot
+from ..log.file_set import FileSet
+from ..log.delta_log import DeltaLog
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..table_features.row_rules import WriterFeatures
 from .copy_on_write import CopyOnWrite, NewValues

@@ -17,7 +17,7 @@ from ..partition_keys import PartitionKeys
 from ..storage.parquet_read import parquet_file
 from ..scan import read_batches
 from ..schema.types import parse_partition_value, to_arrow_stream
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
 from ..table_features.row_rules import WriterFeatures

@@ -45,7 +45,7 @@ from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError
 from ..environment import positive_int
 from ..table_features.deletion_vectors import DeletionVectors
 from ..scan import files_dataset
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, check_user_metadata

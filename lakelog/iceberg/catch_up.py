@@ -6,9 +6,9 @@ import time
 
 from ..actions import CommitInfo, Metadata
 from ..errors import CorruptLogError, LakelogError, VersionNotFoundError
-from ..log import DeltaLog, commit_name
+from ..log.delta_log import DeltaLog, commit_name
 from ..table_features.properties import TableProperties
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage, _mtime_ms
 from .convert import Converter, table_uuid, version_change
 from .files import table_location

@@ -8,7 +8,7 @@ Modules: ``vacuum`` (its rules are in that module's docstring), ``optimize``, ``
 """
 
 from ..errors import CommitConflictError, CorruptLogError, InvalidArgumentError, LakelogError, RetentionDurationError, SchemaMismatchError, VersionNotFoundError
-from ..log_cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms
+from ..log.cleanup import HOUR_MS, cleanup_expired_logs, cleanup_log, expired_log_files, log_retention_ms
 from ..table_features.properties import DEFAULT_LOG_RETENTION_MS
 from .commits import Progress
 from .optimize import DEFAULT_TARGET_FILE_SIZE, optimize, plan_bins, target_file_size

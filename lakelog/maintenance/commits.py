@@ -8,7 +8,7 @@ from typing import Any, Callable
 import orjson
 
 from ..actions import Action, CommitInfo
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction
 from ..errors import CommitConflictError

@@ -13,7 +13,7 @@ from ..table_features import iceberg_compat, row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..schema.conform import cast_batch
 from ..partition_keys import PartitionKeys
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..write import DataWriter, discard_files, materializes_partitions
 from ..errors import InvalidArgumentError, LakelogError, SchemaMismatchError, SymlinkManifestError

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..actions import Action, AddFile, Metadata, dv_id, now_ms
 from ..table_features.deletion_vectors import referenced_dv_file
-from ..snapshot import Snapshot, commit_times
-from ..versions import as_version
+from ..log.snapshot import Snapshot, commit_times
+from ..log.versions import as_version
 from ..storage import Storage
 from ..errors import InvalidArgumentError, VersionNotFoundError
 from ..table_features.identity_columns import with_merged_high_water_marks

@@ -29,10 +29,10 @@ import stat
 from ..actions import AddFile, RemoveFile, decode_path, now_ms
 from ..table_features.deletion_vectors import referenced_dv_file
 from ..schema.types import hive_escape
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..errors import InvalidArgumentError, RetentionDurationError
-from ..log_cleanup import HOUR_MS
+from ..log.cleanup import HOUR_MS
 from .commits import Progress, commit_info_only
 
 

@@ -13,12 +13,12 @@ import pyarrow as pa
 
 from ..actions import Action, AddFile, Metadata, Txn, check_app_id, check_app_version, now_ms
 from ..table_features.column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
-from ..log import DeltaLog
+from ..log.delta_log import DeltaLog
 from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
 from ..schema.conform import cast_batch
 from ..schema.types import check_column_names, schema_to_string, to_arrow_stream
 from ..table_features.properties import TableProperties, validate_new
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
 from ..table_features import clustering, iceberg_compat, row_tracking

@@ -24,7 +24,7 @@ from ..schema.types import (
     schema_to_string,
     uses_timestamp_ntz,
 )
-from ..snapshot import Snapshot
+from ..log.snapshot import Snapshot
 from ..table_features.generated_columns import keep_field_metadata
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 
 from .checkpoint import checkpoint_sidecars, read_checkpoint_state
-from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
-from .actions import Protocol, now_ms
-from .table_features.registry import check_read, check_write, is_supported
-from .log import SIDECARS, CheckpointFiles, DeltaLog
+from ..errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
+from ..actions import Protocol, now_ms
+from ..table_features.registry import check_read, check_write, is_supported
+from .delta_log import SIDECARS, CheckpointFiles, DeltaLog
 from .snapshot import Snapshot
-from .storage import Storage
+from ..storage import Storage
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CorruptLogError
-from ..storage.parquet_read import parquet_file
+from ...errors import CorruptLogError
+from ...storage.parquet_read import parquet_file
 
 DEFERRED_FIELDS = ("stats", "stats_parsed")  # add fields read when first asked for
 # The types a deferred field may have: only its values are checked when it is read later.

@@ -8,8 +8,8 @@ import operator
 from typing import Any
 
 from .commit_times import CommitTimes, latest_protocol_and_metadata
-from .errors import InvalidTimestampError, InvalidVersionError
-from .log import DeltaLog, LogListing
+from ..errors import InvalidTimestampError, InvalidVersionError
+from .delta_log import DeltaLog, LogListing
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MS = dt.timedelta(milliseconds=1)
@@ -52,7 +52,7 @@ def as_version(version: Any) -> int:
 
 def version_at_timestamp(listing: LogListing, timestamp: Any, log: DeltaLog | None = None) -> int:
     """The latest version committed at or before ``timestamp``: by in-commit timestamps where the latest
-    metadata enables them (``log`` given), by commit file times elsewhere (see ``lakelog.commit_times``)."""
+    metadata enables them (``log`` given), by commit file times elsewhere (see ``lakelog.log.commit_times``)."""
     ts = to_epoch_ms(timestamp)
     protocol, metadata = latest_protocol_and_metadata(log, listing) if log is not None else (None, None)
     return CommitTimes(log, listing, protocol, metadata).latest_at_or_before(ts)

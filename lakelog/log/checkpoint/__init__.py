@@ -9,8 +9,8 @@ multi-part set ``n.checkpoint.o.p.parquet`` (V1 spec), and a UUID-named ``n.chec
 
 Writing (``write_checkpoint``): a classic single-file V1 checkpoint by default; with
 ``delta.checkpointPolicy=v2`` (on a table with the ``v2Checkpoint`` feature) a UUID-named V2 Parquet
-checkpoint whose file actions go to sidecars, written batch by batch (see ``lakelog.checkpoint.v2``).
-Then ``_last_checkpoint`` (``lakelog.last_checkpoint``).
+checkpoint whose file actions go to sidecars, written batch by batch (see ``lakelog.log.checkpoint.v2``).
+Then ``_last_checkpoint`` (``lakelog.log.last_checkpoint``).
 
 Modules: ``schema`` (the checkpoint columns and actions as rows), ``read``, ``write``, ``v2`` (the
 ``checkpointMetadata`` and ``sidecar`` actions, sidecar files).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..actions import AddFile, DeletionVectorDescriptor
+from ...actions import AddFile, DeletionVectorDescriptor
 
 
 _STR_MAP = pa.map_(pa.string(), pa.string())

@@ -22,8 +22,8 @@ from itertools import accumulate, chain, compress, repeat
 import orjson
 import pyarrow as pa
 
-from .actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, parse_actions, paths_to_decode
-from .errors import CorruptLogError
+from ..actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, parse_actions, paths_to_decode
+from ..errors import CorruptLogError
 
 _NONE = type(None)
 _STRINGS = {str, _NONE}

@@ -14,7 +14,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..actions import (
+from ...actions import (
     CommitInfo,
     Action,
     AddFile,
@@ -31,11 +31,11 @@ from ..actions import (
 )
 from .deferred import DEFERRED_FIELDS, DeferredStats, SparseFile, add_columns_now, kept_bytes, valid_rows, with_fields
 from .v2 import CheckpointMetadata, Sidecar, read_sidecars
-from ..schema import arrow_values
-from ..errors import CorruptLogError
-from ..log import CheckpointFiles, checkpoint_name
-from ..storage.parquet_read import parquet_file
-from ..storage import FileInfo
+from ...schema import arrow_values
+from ...errors import CorruptLogError
+from ..delta_log import CheckpointFiles, checkpoint_name
+from ...storage.parquet_read import parquet_file
+from ...storage import FileInfo
 from .schema import CHECKPOINT_SCHEMA, NON_FILE_COLUMNS, V2_COLUMNS, _add_rows, _rows
 
 
@@ -56,7 +56,7 @@ class CheckpointState:
     are mostly adds, and most operations need only their paths); every other action is a Python object.
     Decoded paths stay an Arrow column too: a Python list of them is built when a caller asks. The add
     rows' ``stats`` (and ``stats_parsed``) are read from the checkpoint when first needed
-    (``lakelog.checkpoint.deferred``)."""
+    (``lakelog.log.checkpoint.deferred``)."""
 
     version: int
     actions: list[Action]  # protocol, metaData, txn, domainMetadata and remove actions
@@ -261,7 +261,7 @@ class _ParquetFile:
             storage.raise_if_unanswered(e, info.path)
             raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
         self.columns = [c for c in columns if c in self.names]
-        self.deferred: tuple[str, ...] = ()  # add fields left for later (``lakelog.checkpoint.deferred``)
+        self.deferred: tuple[str, ...] = ()  # add fields left for later (``lakelog.log.checkpoint.deferred``)
         self.run: list[int] = []  # the row groups of the table last yielded
 
     @property

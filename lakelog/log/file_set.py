@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .schema import arrow_values
-from .actions import AddFile
+from ..schema import arrow_values
+from ..actions import AddFile
 from .checkpoint import CheckpointState
 from .commit_columns import AddColumns
 

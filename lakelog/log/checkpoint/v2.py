@@ -7,7 +7,7 @@ or in Parquet sidecar files under ``_delta_log/_sidecars/``, named by ``sidecar`
 checkpoint is the file plus all its sidecars: a missing or damaged sidecar makes it unusable.
 
 This module reads sidecars (``read_sidecars``) and writes them row group by row group
-(``SidecarWriter``); ``lakelog.checkpoint.write`` assembles whole checkpoints.
+(``SidecarWriter``); ``lakelog.log.checkpoint.write`` assembles whole checkpoints.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..actions import now_ms, string_map
-from ..errors import CorruptLogError
-from ..log import SIDECARS
-from ..storage.parquet_read import parquet_file
+from ...actions import now_ms, string_map
+from ...errors import CorruptLogError
+from ..delta_log import SIDECARS
+from ...storage.parquet_read import parquet_file
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
 CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])

@@ -1,6 +1,6 @@
 """Writing checkpoints: a classic single-file V1 checkpoint by default; with ``delta.checkpointPolicy=v2``
 (on a table with the ``v2Checkpoint`` feature) a UUID-named V2 Parquet checkpoint whose file actions go to
-sidecars, written batch by batch (``lakelog.checkpoint.v2``). Then ``_last_checkpoint`` (``lakelog.last_checkpoint``)."""
+sidecars, written batch by batch (``lakelog.log.checkpoint.v2``). Then ``_last_checkpoint`` (``lakelog.log.last_checkpoint``)."""
 
 from __future__ import annotations
 
@@ -14,25 +14,18 @@ from typing import Protocol as TypingProtocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..actions import (
-    DomainMetadata,
-    Metadata,
-    Protocol,
-    RemoveFile,
-    Txn,
-    now_ms,
-)
+from ...actions import DomainMetadata, Metadata, Protocol, RemoveFile, Txn, now_ms
 from . import v2 as checkpoint_v2
 from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, SidecarWriter
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
-from ..log import checkpoint_name, uuid_checkpoint_name
+from ..delta_log import checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
-from ..table_features.properties import TableProperties
+from ...table_features.properties import TableProperties
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 
 class TableState(TypingProtocol):
-    """What a checkpoint is written from (a ``lakelog.snapshot.Snapshot``, which sits above this module)."""
+    """What a checkpoint is written from (a ``lakelog.log.snapshot.Snapshot``, which sits above this module)."""
 
     storage: object
     log: object
@@ -140,7 +133,7 @@ _ADD_FIELDS = ("path", "partition_values", "size", "modification_time", "stats",
 
 def _changed_add_batches(file_set, batch_rows: int | None) -> Iterator[pa.StructArray]:
     """The live adds of the JSON commits after the checkpoint as checkpoint add rows, ``batch_rows`` at a
-    time (None: all at once), built from the replayed add columns (``lakelog.commit_columns``)."""
+    time (None: all at once), built from the replayed add columns (``lakelog.log.commit_columns``)."""
     step = batch_rows or 2**62
     cols: dict[str, list] = {f: [] for f in _ADD_FIELDS + OPTIONAL_FIELDS}
     for block, rows in file_set.changed_add_columns():

@@ -8,18 +8,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
+from ..actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
 from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .checkpoint import CheckpointState, read_checkpoint_state
-from .table_features.column_mapping import ColumnMapping
+from ..table_features.column_mapping import ColumnMapping
 from .commit_times import CommitTimes, latest_protocol_and_metadata
-from .errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
-from .table_features.registry import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
-from .log import DeltaLog, LogListing
-from .table_features.properties import TableProperties
-from .schema.types import schema_from_string
-from .table_features.type_widening import check_type_changes
-from .storage import Storage
+from ..errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
+from ..table_features.registry import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
+from .delta_log import DeltaLog, LogListing
+from ..table_features.properties import TableProperties
+from ..schema.types import schema_from_string
+from ..table_features.type_widening import check_type_changes
+from ..storage import Storage
 from .file_set import NOT_LIVE, FileSet
 from .versions import as_version, version_at_timestamp
 
@@ -159,7 +159,7 @@ class Snapshot:
     @property
     def writer_features(self):
         """The ``WriterFeatures`` every new row must meet (None when the table has none)."""
-        from .table_features.row_rules import WriterFeatures
+        from ..table_features.row_rules import WriterFeatures
 
         return WriterFeatures.of(self.metadata.schema_string, self.configuration)
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import orjson
 
-from .log import LAST_CHECKPOINT
+from .delta_log import LAST_CHECKPOINT
 
 # RFC 3986 unreserved characters are kept; every other UTF-8 byte is %XX (uppercase), as the protocol says.
 _SAFE = "-._~"

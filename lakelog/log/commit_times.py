@@ -18,11 +18,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from .actions import Action, CommitInfo, Metadata, Protocol, now_ms
-from .errors import CorruptLogError, VersionNotFoundError
-from .table_features.registry import writer_features
-from .log import DeltaLog, LogListing
-from .table_features.properties import TableProperties
+from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms
+from ..errors import CorruptLogError, VersionNotFoundError
+from ..table_features.registry import writer_features
+from .delta_log import DeltaLog, LogListing
+from ..table_features.properties import TableProperties
 
 ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"

@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import numbers
 
-from .actions import CommitInfo
+from ..actions import CommitInfo
 from .commit_times import CommitTimes, latest_protocol_and_metadata
-from .errors import InvalidArgumentError
-from .log import DeltaLog, LogListing
-from .storage import Storage
+from ..errors import InvalidArgumentError
+from .delta_log import DeltaLog, LogListing
+from ..storage import Storage
 
 
 def check_limit(limit: object) -> None:

@@ -10,7 +10,7 @@ File kinds in ``_delta_log`` (versions zero-padded to 20 digits):
   actions name files in ``_delta_log/_sidecars/``);
 * ``x.y.compacted.json``: a log compaction of commits ``x..y`` (optional; lakelog replays the commits
   themselves and never needs one);
-* ``_last_checkpoint``: a hint naming a recent checkpoint (see ``lakelog.last_checkpoint``).
+* ``_last_checkpoint``: a hint naming a recent checkpoint (see ``lakelog.log.last_checkpoint``).
 
 Anything else (``.crc`` files, Hadoop ``.*.crc`` side files, temp files of crashed writers) is ignored.
 Listing never recurses: ``_sidecars/`` and ``_staged_commits/`` are not part of the log listing.
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from .actions import Action, parse_actions, serialize_actions
-from .errors import CorruptLogError, TableNotFoundError
-from .storage import FileInfo, Storage
+from ..actions import Action, parse_actions, serialize_actions
+from ..errors import CorruptLogError, TableNotFoundError
+from ..storage import FileInfo, Storage
 
 if TYPE_CHECKING:  # commit_columns builds Arrow columns: history and listing need none of it
     from .commit_columns import ParsedCommit
@@ -242,7 +242,7 @@ class DeltaLog:
         return {v: parse_actions(data, commit_name(v)) for v, data in self._read_many(versions).items()}
 
     def read_commits_for_replay(self, versions: list[int]) -> Iterator[tuple[int, ParsedCommit]]:
-        """(version, commit) in version order, each commit's adds as columns (``lakelog.commit_columns``):
+        """(version, commit) in version order, each commit's adds as columns (``lakelog.log.commit_columns``):
         what replay needs. Bulk fetches of ``REPLAY_FETCH_COMMITS`` files, each file's bytes dropped once
         parsed: the bytes of a long log are never all in memory at once."""
         from .commit_columns import parse_commit
