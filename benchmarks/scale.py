@@ -405,7 +405,7 @@ def _env() -> dict:
 
 def warm_up() -> None:
     """One untimed child that imports everything a measured child may import, so bytecode caches exist."""
-    code = "import lakelog, lakelog.cli, lakelog.scan, lakelog.expressions.sql, deltalake, pyarrow.dataset, benchmarks.scale"
+    code = "import lakelog, lakelog.cli, lakelog.read.scan, lakelog.expressions.sql, deltalake, pyarrow.dataset, benchmarks.scale"
     subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, check=True, capture_output=True)
 
 

@@ -112,7 +112,7 @@ def run(runs: int = 15) -> dict[str, dict[str, float]]:
         plain, checkpointed = make_tables(tmp)
         cases = contenders(plain, checkpointed)
         # Untimed: writes the bytecode caches and warms the page cache.
-        subprocess.run([sys.executable, "-c", "import lakelog, lakelog.cli, lakelog.table, lakelog.scan, deltalake, pyarrow.dataset"],
+        subprocess.run([sys.executable, "-c", "import lakelog, lakelog.cli, lakelog.table, lakelog.read.scan, deltalake, pyarrow.dataset"],
                        env=_env(), cwd=ROOT, check=True, capture_output=True)
         for _, argv in cases:
             run_once(argv)

@@ -82,7 +82,7 @@ def __getattr__(name: str) -> object:
         globals()[name] = value  # later lookups skip this function
         return value
     if not name.startswith("__"):
-        # A submodule read as an attribute (``lakelog.scan.pruned_files`` after ``import lakelog``), as it
+        # A submodule read as an attribute (``lakelog.check.check_table`` after ``import lakelog``), as it
         # could be when this package imported them all.
         try:
             return importlib.import_module(f".{name}", __name__)

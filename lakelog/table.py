@@ -59,7 +59,7 @@ class Table:
     # ------------------------------------------------------------ reads
     def files(self, filters: Any = None) -> list[str]:
         """Relative paths (decoded) of the data files that may hold rows matching ``filters``."""
-        from . import scan
+        from .read import scan
 
         return scan.pruned_files(self._snapshot, filters)
 
@@ -67,7 +67,7 @@ class Table:
         """The rows ``filters`` keeps, as a pyarrow Table of ``columns`` (default: all). ``with_row_tracking``
         (tables with ``delta.enableRowTracking``): also each row's stable ``_row_id`` and ``_row_commit_version``
         (Spark's ``_metadata.row_id`` and ``_metadata.row_commit_version``)."""
-        from . import scan
+        from .read import scan
 
         return scan.to_table(self._snapshot, columns, filters, with_row_tracking=with_row_tracking)
 
@@ -102,7 +102,7 @@ class Table:
         """The rows ``filters`` keeps as a stream of record batches of ``columns`` (default: all), in bounded
         memory; rows deleted by deletion vectors are never returned. DuckDB and Polars read it as
         ``pa.RecordBatchReader.from_batches(schema, table.read_batches())``. ``with_row_tracking``: as in ``to_pyarrow``."""
-        from . import scan
+        from .read import scan
 
         snap = self._snapshot
         columns = scan.selected_columns(columns, snap.schema)
@@ -114,7 +114,7 @@ class Table:
         """A pyarrow dataset (partition values as columns), usable from DuckDB and Polars. Tables with
         deletion vectors or column mapping are refused (``UnsupportedFeatureError``): a dataset would
         return deleted rows or physical column names; use ``read_batches`` or ``to_pyarrow`` there."""
-        from . import scan
+        from .read import scan
 
         return scan.dataset(self._snapshot, filters)
 
@@ -139,7 +139,7 @@ class Table:
         return reader.batches(columns)
 
     def _changes(self, starting_version, ending_version, starting_timestamp, ending_timestamp, columns):
-        from . import scan
+        from .read import scan
         from .change_feed.read import ChangeReader, version_range
 
         start, end = version_range(self.storage, starting_version, ending_version, starting_timestamp, ending_timestamp)

@@ -29,7 +29,7 @@ from . import __version__
 from .log.checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
 from .log.commit_times import ict_enabled, stamp
-from .data_files import physical_rows
+from .read.data_files import physical_rows
 from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, StorageUnavailableError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log.delta_log import DeltaLog, commit_name
 from .log.cleanup import cleanup_expired_logs

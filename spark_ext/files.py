@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from lakelog.actions import AddFile
-from lakelog.scan import read_batches
+from lakelog.read.scan import read_batches
 from lakelog.storage import Storage
 
 MAX_PARTITION_BYTES = 128 * 1024 * 1024  # as spark.sql.files.maxPartitionBytes

@@ -4,7 +4,7 @@ Delete, update and merge read their candidate files with Spark's own Parquet sou
 Hadoop filesystem for the table's location (``spark_ext.native``). Where it has none (``az://``,
 ``gs://`` or ``abfss://`` without the Hadoop connector), or the table has variant columns (Spark's
 source would not reassemble shredded variants), they read them here instead: one task per group
-of files, each file read with ``lakelog.scan.read_data_file`` (column mapping, partition values and
+of files, each file read with ``lakelog.read.scan.read_data_file`` (column mapping, partition values and
 deletion vectors applied), with the same FILE / ROW / stored columns and the same file names
 (``spark_path``) as the native scan, so the rest of the operation cannot tell the two apart.
 """
@@ -55,7 +55,7 @@ def python_frame(spark, path: str, storage_options: dict | None, storage: Storag
     def read(batches):
         from lakelog.actions import AddFile
         from lakelog.table_features.deletion_vectors import DeletionVectors
-        from lakelog.scan import read_data_file
+        from lakelog.read.scan import read_data_file
 
         store = Storage(path, storage_options)
         dvs = DeletionVectors(store)

@@ -15,6 +15,7 @@ import warnings
 import pytest
 
 import lakelog
+import lakelog.read.scan
 from lakelog.log.checkpoint import read_checkpoint_state
 from lakelog.errors import CorruptLogError
 from lakelog.log.delta_log import DeltaLog
@@ -253,7 +254,7 @@ def test_stats_stored_only_in_struct_form_are_read_pruned_on_and_kept_in_our_che
     t = lakelog.Table(path)
     old = {p: json.loads(a.stats) for p, a in t.snapshot.files.items()}
     assert all(s["numRecords"] == 1 and s["minValues"]["id"] == s["maxValues"]["id"] for s in old.values())
-    assert len(lakelog.scan.pruned_files(t.snapshot, [("id", "=", 3)])) == 1
+    assert len(lakelog.read.scan.pruned_files(t.snapshot, [("id", "=", 3)])) == 1
     lakelog.write_table(path, pa.table({"id": pa.array([100], pa.int64()), "value": ["x"]}))
     t = lakelog.Table(path)
     t.checkpoint()

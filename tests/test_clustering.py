@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lakelog
+import lakelog.read.scan
 from lakelog.errors import InvalidArgumentError, SchemaMismatchError
 
 
@@ -45,7 +46,7 @@ def test_clustered_table_is_written_as_delta_defines_it_and_optimize_clusters_it
     assert all({"x", "y"} <= set(json.loads(a.stats)["minValues"]) for a in lakelog.Table(path).snapshot.files.values())
     before = _rows(path)
     selective = [("x", "<", 5_000), ("y", "<", 5_000)]
-    assert len(lakelog.scan.pruned_files(lakelog.Table(path).snapshot, selective)) == len(lakelog.Table(path).snapshot.files)
+    assert len(lakelog.read.scan.pruned_files(lakelog.Table(path).snapshot, selective)) == len(lakelog.Table(path).snapshot.files)
 
     m = t.optimize(target_size=32 * 1024)
     assert m["committed"]
@@ -54,7 +55,7 @@ def test_clustered_table_is_written_as_delta_defines_it_and_optimize_clusters_it
     adds = [a["add"] for a in _log(path, m["version"]) if "add" in a]
     assert adds and all(a["clusteringProvider"] == "liquid" and not a["dataChange"] for a in adds)
     t = lakelog.Table(path)
-    kept = lakelog.scan.pruned_files(t.snapshot, selective)
+    kept = lakelog.read.scan.pruned_files(t.snapshot, selective)
     skipped = 1 - len(kept) / len(t.snapshot.files)
     assert skipped >= 0.9, (len(kept), len(t.snapshot.files))
     assert _rows(path) == before
@@ -95,7 +96,7 @@ def test_zorder_by_rewrites_each_partition_in_z_order(tmp_path):
     assert json.loads(info["operationParameters"]["zOrderBy"]) == ["x"]
     t = lakelog.Table(path)
     assert {a.partition_values["p"] for a in t.snapshot.files.values()} == {"a", "b"}
-    kept = lakelog.scan.pruned_files(t.snapshot, [("x", "<", 5_000)])
+    kept = lakelog.read.scan.pruned_files(t.snapshot, [("x", "<", 5_000)])
     assert len(kept) <= 0.2 * len(t.snapshot.files), (len(kept), len(t.snapshot.files))
     assert _rows(path) == before
 

@@ -22,7 +22,7 @@ import pytest
 import lakelog
 from lakelog.table_features.deletion_vectors import DeletionVectors
 from lakelog.errors import LakelogError, UnsupportedFeatureError
-from lakelog.scan import read_data_file
+from lakelog.read.scan import read_data_file
 from lakelog.expressions.sql import quote_ident, sql_literal
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -93,7 +93,7 @@ def test_public_names_import_on_first_use():
     mods, out = modules_after(
         "import lakelog\nfrom lakelog import Table, write_table, WritePlan, variant_field\n"
         "print(lakelog.Table is Table, lakelog.write_table is write_table, 'Table' in dir(lakelog), set(lakelog.__all__) <= set(dir(lakelog)))\n"
-        "print(callable(lakelog.scan.pruned_files), lakelog.errors.LakelogError is lakelog.LakelogError)\n"
+        "print(callable(lakelog.check.check_table), lakelog.errors.LakelogError is lakelog.LakelogError)\n"
         "try:\n    lakelog.no_such_name\nexcept AttributeError as e:\n    print(e)"
     )
     assert out.splitlines() == ["True True True True", "True True", "module 'lakelog' has no attribute 'no_such_name'"]

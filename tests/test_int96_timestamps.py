@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakelog
+import lakelog.read.scan
 from lakelog.check import check_table
 
 from .expected_rows import canonical_rows, expected, table_path
@@ -80,7 +81,7 @@ def test_filters_on_the_int96_column_prune_files_by_the_logs_stats(flt, want):
     table = lakelog.Table(table_path(NAME))
     assert _big(canonical_rows(table.to_pyarrow(filters=flt))) == want
     assert len(table.files(filters=flt)) == len(want)  # one row per file: the stats keep exactly these
-    expr = lakelog.scan.to_expression(flt, table.schema)
+    expr = lakelog.read.scan.to_expression(flt, table.schema)
     assert _big(canonical_rows(table.to_pyarrow_dataset().to_table(filter=expr))) == want
     assert len(list(table.to_pyarrow_dataset(filters=flt).get_fragments(filter=expr))) == len(want)
 

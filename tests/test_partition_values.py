@@ -32,7 +32,7 @@ import lakelog
 from lakelog.actions import AddFile
 from lakelog.dml import commit_overwrite_partitions
 from lakelog.errors import CommitConflictError
-from lakelog.partition_keys import PartitionKeys
+from lakelog.read.partition_keys import PartitionKeys
 from lakelog.log.snapshot import Snapshot
 from lakelog.storage import Storage
 

@@ -1,4 +1,4 @@
-"""File pruning decided over all files at once (``lakelog.pruning``) against the per-file decision
+"""File pruning decided over all files at once (``lakelog.read.pruning``) against the per-file decision
 (each file's partition values and stats as a pyarrow guarantee, pyarrow simplifying the filter by it).
 
 Properties, on random tables (the filter fuzzer's: every primitive type, nulls, NaN, extremes, random
@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lakelog
-from lakelog import scan
+from lakelog.read import scan
 from lakelog.expressions.filters import compile_filter
 from tests.test_filter_fuzz import FUZZ, _ids, _sql_model, _written, dnf_filters, expressions, tables
 

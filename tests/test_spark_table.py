@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import lakelog
+import lakelog.read.scan
 from lakelog.errors import CommitConflictError, MultipleSourceMatchesError, PredicateError, TableNotFoundError
 
 from spark_ext import LakelogTable
@@ -814,7 +815,7 @@ def test_spark_creates_a_clustered_table_and_its_files_carry_clustering_stats(sp
     assert all("x" in json.loads(a.stats)["minValues"] for a in t.snapshot.files.values())
     assert t.optimize(target_size=8 * 1024)["committed"]
     t = lakelog.Table(path)
-    assert len(lakelog.scan.pruned_files(t.snapshot, [("x", "<", 50)])) <= max(1, 0.2 * len(t.snapshot.files))
+    assert len(lakelog.read.scan.pruned_files(t.snapshot, [("x", "<", 50)])) <= max(1, 0.2 * len(t.snapshot.files))
     assert t.to_pyarrow().num_rows == 2500
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..actions import Action
 from ..errors import ConstraintViolationError, InvalidArgumentError, InvalidArgumentTypeError
-from ..scan import candidate_adds, read_batches
+from ..read.scan import candidate_adds, read_batches
 from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..transaction import Transaction

@@ -23,7 +23,7 @@ from ..errors import ChangeFeedUnavailableError, ConflictingBoundsError, Corrupt
 from ..log.delta_log import DeltaLog
 from ..storage.parquet_read import parquet_format
 from ..table_features.properties import TableProperties
-from ..scan import partition_arrays, read_data_file
+from ..read.scan import partition_arrays, read_data_file
 from ..log.snapshot import Snapshot, commit_times
 from ..storage import Storage
 

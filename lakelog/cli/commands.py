@@ -18,7 +18,7 @@ def _names(values: list[str] | None) -> list[str] | None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..scan import to_table
+    from ..read.scan import to_table
 
     t = open_table(args, time_travel=True)
     data = to_table(t.snapshot, _names(args.columns), limit=args.limit or None)

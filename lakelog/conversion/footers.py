@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..schema import geospatial
-from ..data_files import nanosecond_columns
+from ..read.data_files import nanosecond_columns
 from ..errors import (
     ConvertError,
     LakelogError,

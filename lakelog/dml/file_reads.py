@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..actions import AddFile, decode_path
-from ..data_files import physical_rows
+from ..read.data_files import physical_rows
 from ..table_features.deletion_vectors import check_row_count, keep_mask
 from ..storage.parquet_read import parquet_file
-from ..scan import _data_file_error, partition_values
+from ..read.scan import _data_file_error, partition_values
 from ..table_features.column_mapping import ColumnMapping
 from ..schema.types import has_variant, parse_partition_value
 from .file_groups import Group, with_file_index

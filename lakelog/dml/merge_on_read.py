@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 
 from ..actions import AddFile, decode_path, stats_dict
-from ..data_files import physical_rows
+from ..read.data_files import physical_rows
 from ..table_features.deletion_vectors import write_deletion_vectors
 from ..errors import LakelogError
 

@@ -13,9 +13,9 @@ from ..actions import AddFile
 from ..errors import InvalidArgumentError, PredicateViolationError, SchemaMismatchError
 from ..table_features.column_mapping import ColumnMapping
 from ..schema.conform import cast_batch
-from ..partition_keys import PartitionKeys
+from ..read.partition_keys import PartitionKeys
 from ..storage.parquet_read import parquet_file
-from ..scan import read_batches
+from ..read.scan import read_batches
 from ..schema.types import parse_partition_value, to_arrow_stream
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine

@@ -44,7 +44,7 @@ from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, de
 from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
 from ..table_features.deletion_vectors import DeletionVectors
-from ..scan import files_dataset
+from ..read.scan import files_dataset
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage

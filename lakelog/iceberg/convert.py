@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..actions import AddFile, CommitInfo, Metadata, RemoveFile, decode_path
-from ..data_files import physical_rows
+from ..read.data_files import physical_rows
 from ..errors import UnsupportedFeatureError
 from ..storage import Storage
 from .files import path_part, table_location, to_storage_path, write_file

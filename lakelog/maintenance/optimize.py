@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from ..table_features import iceberg_compat, row_tracking
 from ..actions import Action, AddFile, now_ms
 from ..schema.conform import cast_batch
-from ..partition_keys import PartitionKeys
+from ..read.partition_keys import PartitionKeys
 from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..write import DataWriter, discard_files, materializes_partitions
@@ -162,7 +162,7 @@ def optimize(
     each file covers narrow ranges of them (Delta's ``OPTIMIZE ... ZORDER BY`` and liquid clustering).
     """
     from ..table_features import clustering
-    from .. import scan
+    from ..read import scan
 
     snapshot = Snapshot.load(storage)
     snapshot.check_writable()

@@ -67,7 +67,7 @@ class CheckpointState:
     dv_ids: list[str | None] | None = None  # deletionVector.uniqueId of each row; None: no row has one
     _deferred: tuple[DeferredStats, list[pa.Field]] | None = None  # fields of the add rows not read yet, and the file's add fields
     _index: dict[str, int] | None = None
-    _parsed_stats: dict[str, pa.Table] = field(default_factory=dict)  # by the stats fields parsed (lakelog.pruning)
+    _parsed_stats: dict[str, pa.Table] = field(default_factory=dict)  # by the stats fields parsed (lakelog.read.pruning)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .table_features.column_mapping import ColumnMapping
-from .schema.types import partition_scalars
+from ..table_features.column_mapping import ColumnMapping
+from ..schema.types import partition_scalars
 
 if TYPE_CHECKING:
-    from .actions import AddFile
-    from .log.snapshot import Snapshot
+    from ..actions import AddFile
+    from ..log.snapshot import Snapshot
 
 
 class _Special:

@@ -22,8 +22,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .storage.parquet_read import parquet_file
-from .schema.types import canonical_type
+from ..storage.parquet_read import parquet_file
+from ..schema.types import canonical_type
 
 FOOTER_THREADS = 16
 

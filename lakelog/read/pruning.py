@@ -1,7 +1,7 @@
 """File pruning by partition values and stats, computed over all of a snapshot's live files at once.
 
 A filter in DNF is decided file by file as pyarrow would decide it from each file's guarantee (see
-``lakelog.scan``), but with compute kernels over columns: a term on a partition column is evaluated
+``lakelog.read.scan``), but with compute kernels over columns: a term on a partition column is evaluated
 exactly over the typed partition values of every file (each file holds one value); a term on a data
 column is compared with the bounds the stats give, parsed from the raw stats strings for the filter's
 columns only (``pyarrow.json`` with an explicit schema, orjson per file where that refuses a string).
@@ -31,17 +31,17 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import arrow_values, collations
-from .actions import AddFile, stats_count
-from .log.checkpoint import adds_from_arrow
-from .table_features.column_mapping import ColumnMapping
-from .errors import CorruptLogError
-from .expressions.filters import _literal, _references, term_expression, term_mask
-from .schema.types import parse_date, partition_scalars, timestamp_micros
+from ..schema import arrow_values, collations
+from ..actions import AddFile, stats_count
+from ..log.checkpoint import adds_from_arrow
+from ..table_features.column_mapping import ColumnMapping
+from ..errors import CorruptLogError
+from ..expressions.filters import _literal, _references, term_expression, term_mask
+from ..schema.types import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
-    from .log.file_set import FileSet
-    from .log.snapshot import Snapshot
+    from ..log.file_set import FileSet
+    from ..log.snapshot import Snapshot
 
 STRING_STATS_PREFIX = 32
 STATS_CHUNK_ROWS = 256 * 1024  # stats strings parsed at once: bounds the transient JSON buffer

@@ -1,6 +1,6 @@
 """Reading a snapshot: file pruning by partition values and stats, then pyarrow datasets.
 
-A filter first prunes the snapshot's files over all of them at once (``lakelog.pruning``); only the
+A filter first prunes the snapshot's files over all of them at once (``lakelog.read.pruning``); only the
 files kept get ``AddFile`` objects. Each becomes a pyarrow fragment whose ``partition_expression``
 states what is known of it: partition values as equalities (pyarrow materializes them as columns) and,
 when filtering, stats as bounds. pyarrow then skips fragments that cannot match and never opens them
@@ -26,18 +26,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .actions import AddFile, stats_count, stats_dict
-from .table_features.column_mapping import ColumnMapping
+from ..actions import AddFile, stats_count, stats_dict
+from ..table_features.column_mapping import ColumnMapping
 from .data_files import inspect_files
-from .storage.parquet_read import parquet_file, parquet_format
-from .table_features.deletion_vectors import DeletionVectors, check_row_count, keep_mask
-from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileError, InvalidArgumentError, InvalidArgumentTypeError, MissingDataFileError, PartitionValueError, SchemaMismatchError, UnsupportedFeatureError  # noqa: F401  (lakelog.scan.MissingDataFileError stays importable)
-from .schema import collations
-from .table_features import row_tracking
-from .expressions.filters import CompiledFilter, compile_filter, resolve_filter_columns
+from ..storage.parquet_read import parquet_file, parquet_format
+from ..table_features.deletion_vectors import DeletionVectors, check_row_count, keep_mask
+from ..errors import (
+    CorruptDataFileError,
+    CorruptLogError,
+    IncompatibleDataFileError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingDataFileError,
+    PartitionValueError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)  # noqa: F401  (lakelog.read.scan.MissingDataFileError stays importable)
+from ..schema import collations
+from ..table_features import row_tracking
+from ..expressions.filters import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from .schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays
-from .log.snapshot import Snapshot
+from ..schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays
+from ..log.snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
     import pyarrow.dataset as ds
