@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 from urllib.parse import quote, unquote
@@ -12,7 +13,6 @@ from urllib.parse import quote, unquote
 import orjson
 
 from .errors import CorruptLogError, InvalidArgumentError, InvalidPathError, UnsupportedFeatureError
-from .table_features.properties import configuration_from_log
 
 if TYPE_CHECKING:  # reading commits needs no pyarrow: the log-only commands start without it
     import pyarrow as pa
@@ -213,6 +213,23 @@ def _strings(d: dict, key: str) -> list[str] | None:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise TypeError(f"{key} must be a list of strings, got {v!r}")
     return list(v)
+
+
+def configuration_from_log(raw: Mapping[str, Any] | None) -> dict[str, str]:
+    """``metaData.configuration`` as read from a log: null values dropped, JSON booleans and numbers as
+    their text (as Spark's JSON reader coerces them into its string map)."""
+    out: dict[str, str] = {}
+    for k, v in (raw or {}).items():
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (int, float)):
+            v = str(v)
+        elif not isinstance(v, str):
+            raise ValueError(f"configuration value of {k!r} is a JSON {type(v).__name__}, not a string")
+        out[str(k)] = v
+    return out
 
 
 @dataclass(slots=True)

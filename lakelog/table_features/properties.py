@@ -368,23 +368,6 @@ def validate_new(configuration: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def configuration_from_log(raw: Mapping[str, Any] | None) -> dict[str, str]:
-    """``metaData.configuration`` as read from a log: null values dropped, JSON booleans and numbers as
-    their text (as Spark's JSON reader coerces them into its string map)."""
-    out: dict[str, str] = {}
-    for k, v in (raw or {}).items():
-        if v is None:
-            continue
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        elif isinstance(v, (int, float)):
-            v = str(v)
-        elif not isinstance(v, str):
-            raise ValueError(f"configuration value of {k!r} is a JSON {type(v).__name__}, not a string")
-        out[str(k)] = v
-    return out
-
-
 class TableProperties:
     """Typed access to a table's properties (a ``metaData.configuration``)."""
 
