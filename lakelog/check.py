@@ -62,7 +62,7 @@ from .table_features.deletion_vectors import DeletionVectors, referenced_dv_file
 from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, StorageUnavailableError, VersionNotFoundError
 from .log.delta_log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .read.data_files import inspect_files
-from .schema.types import hive_escape, partition_scalars
+from .schema.partition_values import hive_escape, partition_scalars
 from .log.snapshot import Snapshot, _Replay, describe_ranges, logical_file_key, missing_ranges
 from .log.versions import as_version
 from .storage import Storage

@@ -44,7 +44,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 import lakelog
 from lakelog.table_features.column_mapping import FIELD_ID, physical_name
 from lakelog.errors import UnsupportedFeatureError
-from lakelog.schema.types import parse_partition_value
+from lakelog.schema.partition_values import parse_partition_value
 from lakelog.log.snapshot import Snapshot
 from lakelog.table_features.type_widening import recorded_type_changes
 from lakelog.storage import Storage

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakelog.errors import PartitionValueError
-from lakelog.schema.types import parse_partition_value, serialize_partition_value, timestamp_micros
+from lakelog.schema.partition_values import parse_partition_value, serialize_partition_value, timestamp_micros
 
 UTC = dt.timezone.utc
 TS, NTZ = pa.timestamp("us", tz="UTC"), pa.timestamp("us")

@@ -226,7 +226,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 
 
 def _partition_filters(t, specs: list[str] | None) -> list[tuple] | None:
-    from ..schema.types import parse_partition_value
+    from ..schema.partition_values import parse_partition_value
 
     if not specs:
         return None

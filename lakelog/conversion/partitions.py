@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 
 from ..storage.parquet_read import read_parquet
 from ..errors import ConvertError, InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from ..schema.types import HIVE_NULL, _strip_nullability, canonical_type, delta_type_to_arrow, serialize_partition_value
+from ..schema.partition_values import HIVE_NULL, serialize_partition_value
+from ..schema.types import _strip_nullability, canonical_type, delta_type_to_arrow
 from ..storage import Storage
 from .footers import Footer
 from .sources import SourceFile

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from ..actions import AddFile
-from ..schema.types import parse_partition_value
+from ..schema.partition_values import parse_partition_value
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from .internal_columns import FILE, ROW

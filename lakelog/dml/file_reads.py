@@ -18,7 +18,8 @@ from ..table_features.deletion_vectors import check_row_count, keep_mask
 from ..storage.parquet_read import parquet_file
 from ..read.scan import _data_file_error, partition_values
 from ..table_features.column_mapping import ColumnMapping
-from ..schema.types import has_variant, parse_partition_value
+from ..schema.types import has_variant
+from ..schema.partition_values import parse_partition_value
 from .file_groups import Group, with_file_index
 from .internal_columns import ROW
 from .stable_ids import with_stable_ids

@@ -33,7 +33,8 @@ from ..schema import collations
 from ..schema.assignment_types import check_assignment, value_types
 from ..schema.conform import to_microseconds
 from ..errors import InvalidArgumentError, MultipleSourceMatchesError, PredicateError
-from ..schema.types import ColumnNames, canonical_schema, check_column_names, to_arrow_stream
+from ..schema.types import ColumnNames, canonical_schema, check_column_names
+from ..schema.input_data import to_arrow_stream
 from ..expressions.sql_skipping import prune_expression
 from ..expressions.sql import (
     collated_sql,

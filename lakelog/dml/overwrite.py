@@ -16,7 +16,8 @@ from ..schema.conform import cast_batch
 from ..read.partition_keys import PartitionKeys
 from ..storage.parquet_read import parquet_file
 from ..read.scan import read_batches
-from ..schema.types import parse_partition_value, to_arrow_stream
+from ..schema.partition_values import parse_partition_value
+from ..schema.input_data import to_arrow_stream
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from ..schema.types import parse_date, timestamp_micros
+from ..schema.partition_values import parse_date, timestamp_micros
 from .schema import IcebergColumn
 
 _EPOCH_DAY = dt.date(1970, 1, 1)

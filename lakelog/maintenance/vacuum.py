@@ -28,7 +28,7 @@ import stat
 
 from ..actions import AddFile, RemoveFile, decode_path, now_ms
 from ..table_features.deletion_vectors import referenced_dv_file
-from ..schema.types import hive_escape
+from ..schema.partition_values import hive_escape
 from ..log.snapshot import Snapshot
 from ..storage import Storage
 from ..errors import InvalidArgumentError, RetentionDurationError

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..table_features.column_mapping import ColumnMapping
-from ..schema.types import partition_scalars
+from ..schema.partition_values import partition_scalars
 
 if TYPE_CHECKING:
     from ..actions import AddFile

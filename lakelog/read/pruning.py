@@ -37,7 +37,7 @@ from ..log.checkpoint import adds_from_arrow
 from ..table_features.column_mapping import ColumnMapping
 from ..errors import CorruptLogError
 from ..expressions.filters import _literal, _references, term_expression, term_mask
-from ..schema.types import parse_date, partition_scalars, timestamp_micros
+from ..schema.partition_values import parse_date, partition_scalars, timestamp_micros
 
 if TYPE_CHECKING:
     from ..log.file_set import FileSet

@@ -46,7 +46,8 @@ from ..schema import collations
 from ..table_features import row_tracking
 from ..expressions.filters import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from ..schema.types import ColumnNames, has_variant, partition_scalars, partition_value_arrays
+from ..schema.types import ColumnNames, has_variant
+from ..schema.partition_values import partition_scalars, partition_value_arrays
 from ..log.snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start

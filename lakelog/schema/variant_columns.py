@@ -237,7 +237,7 @@ def with_variants(data: Any, columns: list[str]) -> pa.Table:
         names = list(data)
     elif type(data).__module__.startswith("pandas"):
         values = {k: [None if _is_na(x) else x for x in data[k].tolist()] for k in columns if k in data.columns}
-        from .types import to_arrow_stream
+        from .input_data import to_arrow_stream
 
         others = [c for c in data.columns if c not in columns]
         if others:

@@ -25,7 +25,7 @@ from typing import Iterable
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_path
 from ..errors import SymlinkManifestError, UnsupportedFeatureError
 from .properties import TableProperties
-from ..schema.types import HIVE_NULL, hive_escape
+from ..schema.partition_values import HIVE_NULL, hive_escape
 from ..storage import Storage
 from ..storage.location import table_url
 

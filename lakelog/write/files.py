@@ -19,7 +19,7 @@ from ..errors import SchemaMismatchError
 from ..schema.geospatial import check_writable as check_geo_writable
 from ..table_features.registry import is_supported
 from ..table_features.properties import TableProperties
-from ..schema.types import hive_escape, partition_value_arrays, serialize_partition_value
+from ..schema.partition_values import hive_escape, partition_value_arrays, serialize_partition_value
 from ..storage import Storage
 from .stats import stats_from_parquet_metadata
 

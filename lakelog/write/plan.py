@@ -16,7 +16,8 @@ from ..table_features.column_mapping import MAX_COLUMN_ID, ColumnMapping, check_
 from ..log.delta_log import DeltaLog
 from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
 from ..schema.conform import cast_batch
-from ..schema.types import check_column_names, schema_to_string, to_arrow_stream
+from ..schema.types import check_column_names, schema_to_string
+from ..schema.input_data import to_arrow_stream
 from ..table_features.properties import TableProperties, validate_new
 from ..log.snapshot import Snapshot
 from ..storage import Storage

@@ -11,7 +11,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..schema.types import format_timestamp, is_variant_field
+from ..schema.partition_values import format_timestamp
+from ..schema.types import is_variant_field
 
 
 STRING_STATS_PREFIX = 32
