@@ -65,11 +65,6 @@ def _listed(protocol: Protocol) -> set[str]:
     return set(protocol.writer_features or []) if protocol.min_writer_version >= 7 else set()
 
 
-def writer_features(configuration: dict[str, str] | None) -> set[str]:
-    """The writer features the properties turn on (``columnMapping`` comes with the mode)."""
-    return {FEATURES[v] for v in enabled(configuration)}
-
-
 def configure(new: dict[str, str], old: dict[str, str] | None) -> dict[str, str]:
     """Properties a commit sets, completed as Delta completes them: a table created with Iceberg
     compatibility on and no column mapping mode gets mode ``name`` (``old`` None: the table is new)."""

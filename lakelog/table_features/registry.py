@@ -248,9 +248,10 @@ def features_for_properties(configuration: dict[str, str] | None) -> tuple[set[s
     if props.get("delta.enableDeletionVectors"):
         reader.add("deletionVectors")
         writer.add("deletionVectors")
-    from . import iceberg_compat
-
-    writer.update(iceberg_compat.writer_features(configuration))
+    if props.get("delta.enableIcebergCompatV1"):
+        writer.add("icebergCompatV1")
+    if props.get("delta.enableIcebergCompatV2"):
+        writer.add("icebergCompatV2")
     if props.get("delta.enableMaterializePartitionColumnsFeature"):
         writer.add("materializePartitionColumns")
     return reader, writer
