@@ -1,4 +1,4 @@
-"""Reading a snapshot: file pruning by partition values and stats, then pyarrow datasets.
+"""Reading a snapshot's rows: the files ``pruning`` keeps, scanned as pyarrow datasets.
 
 A filter first prunes the snapshot's files over all of them at once (``lakelog.read.pruning``); only the
 files kept get ``AddFile`` objects. Each becomes a pyarrow fragment whose ``partition_expression``

@@ -12,7 +12,8 @@ One module per store (``local``, ``memory``, ``s3``, ``azure``, ``gcs``) behind 
 storage option names for S3, Azure and GCS; ``policy`` reads the request options (``timeout``,
 ``connect_timeout``, ``max_retries``) that bound every request to them, and recognises an endpoint that
 did not answer, which ``Storage`` and the stores' Arrow filesystems raise as ``StorageTimeoutError`` /
-``StorageUnavailableError`` (``lakelog.errors``).
+``StorageUnavailableError`` (``lakelog.errors``). Every Parquet file lakelog reads (data, change data,
+checkpoints, sidecars) is opened through ``parquet_read``.
 
 ``storage_options`` keys that start with ``lakelog.`` are lakelog's own and are not passed to fsspec:
 
