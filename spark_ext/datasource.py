@@ -73,6 +73,9 @@ def register(spark) -> None:
     install_partition_by()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
+    from .catalog.session import register_bridge
+
+    register_bridge(spark)
 
 
 class LakelogDataSource(DataSource):
@@ -93,11 +96,7 @@ class LakelogDataSource(DataSource):
     def schema(self) -> StructType:
         if reads_change_feed(self.options):
             return feed_schema(self.options)
-        # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back;
-        # variants are VariantType.
-        schema = self._table().schema
-        plain = from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
-        return _with_collations(plain, schema)
+        return spark_schema(self._table().schema)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):
@@ -117,6 +116,13 @@ class LakelogDataSource(DataSource):
         if reads_change_feed(self.options):
             return LakelogChangeStreamReader(self.options, schema)
         return LakelogStreamReader(self.options, schema)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """A lakelog schema as Spark sees the table: geometry and geography columns are their WKB
+    (BinaryType), which writes take back; variants are VariantType; collated strings keep their collation."""
+    plain = from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
+    return _with_collations(plain, schema)
 
 
 def _with_collations(schema: StructType, arrow: pa.Schema) -> StructType:

@@ -25,7 +25,7 @@ from .native import hadoop_readable
 from .native import read as _read
 from .workers import use_driver_python
 
-_HISTORY_SCHEMA = T.StructType(
+HISTORY_SCHEMA = T.StructType(
     [
         T.StructField("version", T.LongType()),
         T.StructField("timestamp", T.TimestampType()),
@@ -39,6 +39,26 @@ _HISTORY_SCHEMA = T.StructType(
         T.StructField("operationMetrics", T.MapType(T.StringType(), T.StringType())),
         T.StructField("userMetadata", T.StringType()),
         T.StructField("engineInfo", T.StringType()),
+    ]
+)
+
+DETAIL_SCHEMA = T.StructType(
+    [
+        T.StructField("format", T.StringType()),
+        T.StructField("id", T.StringType()),
+        T.StructField("name", T.StringType()),
+        T.StructField("description", T.StringType()),
+        T.StructField("location", T.StringType()),
+        T.StructField("createdAt", T.TimestampType()),
+        T.StructField("lastModified", T.TimestampType()),
+        T.StructField("partitionColumns", T.ArrayType(T.StringType())),
+        T.StructField("numFiles", T.LongType()),
+        T.StructField("sizeInBytes", T.LongType()),
+        T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
+        T.StructField("minReaderVersion", T.IntegerType()),
+        T.StructField("minWriterVersion", T.IntegerType()),
+        T.StructField("tableFeatures", T.ArrayType(T.StringType())),
+        T.StructField("version", T.LongType()),
     ]
 )
 
@@ -113,14 +133,17 @@ class LakelogTable:
         """The latest version as a DataFrame scanned by Spark's Parquet source (``spark_ext.read``), or by
         ``format("lakelog")`` where Spark has no Hadoop filesystem for the path or the table has variant
         columns (which files may store shredded); aliased if ``alias`` was called."""
-        table = self._table()
-        if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
-            df = _read(self._spark, self._path, storage_options=self._storage_options)
-        else:
-            register(self._spark)
-            options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
-            df = self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
+        df = self.snapshot_df()
         return df.alias(self._alias) if self._alias else df
+
+    def snapshot_df(self, version: int | None = None) -> DataFrame:
+        """The table at ``version`` (None: the latest) as ``toDF`` reads it, unaliased."""
+        table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
+        if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
+            return _read(self._spark, self._path, version=table.version, storage_options=self._storage_options)
+        register(self._spark)
+        options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
+        return self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
 
     def alias(self, name: str) -> "LakelogTable":
         """This table under an alias, for ``toDF()`` and for ``merge`` conditions (``t.id = s.id``)."""
@@ -151,7 +174,7 @@ class LakelogTable:
                     h.get("engineInfo"),
                 )
             )
-        return self._spark.createDataFrame(rows, _HISTORY_SCHEMA)
+        return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
 
     def detail(self) -> DataFrame:
         """One row describing the table, with the columns of Delta's ``DESCRIBE DETAIL``."""
@@ -159,25 +182,6 @@ class LakelogTable:
         snap, m, p = t.snapshot, t.metadata, t.protocol
         history = t.history(1)
         features = sorted(set(p.reader_features or []) | set(p.writer_features or []))
-        schema = T.StructType(
-            [
-                T.StructField("format", T.StringType()),
-                T.StructField("id", T.StringType()),
-                T.StructField("name", T.StringType()),
-                T.StructField("description", T.StringType()),
-                T.StructField("location", T.StringType()),
-                T.StructField("createdAt", T.TimestampType()),
-                T.StructField("lastModified", T.TimestampType()),
-                T.StructField("partitionColumns", T.ArrayType(T.StringType())),
-                T.StructField("numFiles", T.LongType()),
-                T.StructField("sizeInBytes", T.LongType()),
-                T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
-                T.StructField("minReaderVersion", T.IntegerType()),
-                T.StructField("minWriterVersion", T.IntegerType()),
-                T.StructField("tableFeatures", T.ArrayType(T.StringType())),
-                T.StructField("version", T.LongType()),
-            ]
-        )
 
         def utc(ms_or_dt):
             if ms_or_dt is None:
@@ -203,7 +207,7 @@ class LakelogTable:
             features,
             t.version,
         )
-        return self._spark.createDataFrame([row], schema)
+        return self._spark.createDataFrame([row], DETAIL_SCHEMA)
 
     # ------------------------------------------------------------ maintenance
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:

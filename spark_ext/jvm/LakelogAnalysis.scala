@@ -1,0 +1,172 @@
+package org.apache.spark.sql.lakelog
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.{AssignmentUtils, ResolvedIdentifier, ResolvedTable}
+import org.apache.spark.sql.connector.catalog.TableChange
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.classic.Dataset
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Resolution rule that gives lakelog tables Delta's semantics on Spark: a read becomes the plan
+ * `spark_ext.read` builds over the version's files (Spark's own Parquet scan); CREATE/REPLACE TABLE [AS
+ * SELECT], INSERT (append, overwrite, REPLACE WHERE, dynamic partition overwrite), UPDATE, DELETE and
+ * MERGE become commands that lakelog runs (the commit is lakelog's; the jobs are Spark's).
+ */
+class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
+
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsDown {
+    case c @ CreateTable(ResolvedIdentifier(catalog: LakelogCatalog, ident), columns, partitioning, spec: TableSpec, ifNotExists)
+        if isLakelog(spec) && c.childrenResolved =>
+      LakelogCreateTableCommand(catalog, ident, LakelogDDL.columnsOf(columns), partitioning, properties(spec),
+        spec.constraints.map(c => c.name -> c.toDDL), if (ifNotExists) "createIfNotExists" else "create", None)
+
+    case c @ ReplaceTable(ResolvedIdentifier(catalog: LakelogCatalog, ident), columns, partitioning, spec: TableSpec, orCreate)
+        if isLakelog(spec) && c.childrenResolved =>
+      LakelogCreateTableCommand(catalog, ident, LakelogDDL.columnsOf(columns), partitioning, properties(spec),
+        spec.constraints.map(c => c.name -> c.toDDL), if (orCreate) "createOrReplace" else "replace", None)
+
+    case c @ CreateTableAsSelect(ResolvedIdentifier(catalog: LakelogCatalog, ident), partitioning, query, spec: TableSpec, _, ifNotExists, _)
+        if isLakelog(spec) && query.resolved =>
+      LakelogCreateTableCommand(catalog, ident, Nil, partitioning, properties(spec), Nil,
+        if (ifNotExists) "createIfNotExists" else "create", Some(reads(query)))
+
+    case c @ ReplaceTableAsSelect(ResolvedIdentifier(catalog: LakelogCatalog, ident), partitioning, query, spec: TableSpec, _, orCreate, _)
+        if isLakelog(spec) && query.resolved =>
+      LakelogCreateTableCommand(catalog, ident, Nil, partitioning, properties(spec), Nil,
+        if (orCreate) "createOrReplace" else "replace", Some(reads(query)))
+
+    case a @ AppendData(LakelogRelation(table), query, options, _, _, _, _) if a.resolved && a.outputResolved =>
+      LakelogWriteCommand(table, writeQuery(table, query), "append", None, dynamic = false, options)
+
+    case o @ OverwriteByExpression(LakelogRelation(table), condition, query, options, _, _, _, _)
+        if o.resolved && o.outputResolved =>
+      val where = condition match {
+        case Literal(true, _) => None
+        case e => Some(LakelogAnalysis.sqlOf(e))
+      }
+      LakelogWriteCommand(table, writeQuery(table, query), "overwrite", where, dynamic = false, options)
+
+    case o @ OverwritePartitionsDynamic(LakelogRelation(table), query, options, _, _, _) if o.resolved && o.outputResolved =>
+      LakelogWriteCommand(table, writeQuery(table, query), "overwrite", None, dynamic = true, options)
+
+    case u @ UpdateTable(LakelogTarget(table, target), assignments, condition) if u.resolved =>
+      val aligned = AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false)
+      val changed = aligned.filter {
+        case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
+        case _ => true
+      }
+      LakelogUpdateCommand(table, target.output, changed, condition)
+
+    case d @ DeleteFromTable(LakelogTarget(table, target), condition) if d.resolved =>
+      LakelogDeleteCommand(table, target.output, condition)
+
+    case m @ MergeIntoTable(LakelogTarget(table, target), source, condition, matched, notMatched, notMatchedBySource, evolve)
+        if m.resolved =>
+      LakelogMergeCommand(table, target.output, reads(source), condition, matched, notMatched, notMatchedBySource, evolve)
+
+    // lakelog checks the rows already written itself (Spark's check would scan the table as a V1 relation).
+    case AddCheckConstraint(LakelogTableRef(table), check) =>
+      LakelogAlterCommand(table.path, Seq(TableChange.addConstraint(check.toV2Constraint, null)))
+
+    case DropConstraint(LakelogTableRef(table), name, ifExists, _) =>
+      LakelogAlterCommand(table.path, Seq(TableChange.dropConstraint(name, ifExists, false)))
+
+    case r @ DataSourceV2Relation(table: LakelogSparkTable, _, _, _, _, _) =>
+      LakelogAnalysis.readPlan(session, table, r.output)
+  }
+
+  /** `query` with its lakelog reads resolved (a command keeps its query out of the rule's reach). */
+  private def reads(query: LogicalPlan): LogicalPlan = apply(query)
+
+  /**
+   * A write's query, aligned by Spark to the table's columns, without the generated and identity columns the
+   * statement did not give: Spark fills those with a NULL literal, and lakelog computes them (it refuses a
+   * value for a GENERATED ALWAYS identity column, and checks a given generated value).
+   */
+  private def writeQuery(table: LakelogSparkTable, query: LogicalPlan): LogicalPlan = {
+    val computed = table.info.schema.fields.filter { f =>
+      f.metadata.contains("delta.generationExpression") || f.metadata.contains("delta.identity.start")
+    }.map(_.name.toLowerCase).toSet
+    val aligned = reads(query)
+    aligned match {
+      case Project(list, child) if computed.nonEmpty =>
+        val kept = list.filterNot {
+          case Alias(Literal(null, _), name) => computed.contains(name.toLowerCase)
+          case _ => false
+        }
+        if (kept.length == list.length) aligned else Project(kept, child)
+      case other => other
+    }
+  }
+
+  private def isLakelog(spec: TableSpec): Boolean = spec.provider.exists(_.equalsIgnoreCase(LakelogCatalog.Provider))
+
+  private def properties(spec: TableSpec): Map[String, String] =
+    spec.properties ++ spec.location.map("location" -> _) ++ spec.comment.map("comment" -> _) ++
+      spec.options.map { case (k, v) => s"option.$k" -> v } ++
+      spec.provider.map("provider" -> _) ++ (if (spec.external) Map("external" -> "true") else Map.empty)
+}
+
+object LakelogAnalysis {
+  /** The plan of `table` as lakelog reads it, renamed to the relation's output attributes. */
+  def readPlan(session: SparkSession, table: LakelogSparkTable, output: Seq[AttributeReference]): LogicalPlan = {
+    val (version, timestamp) = table.timeTravel match {
+      case AtLatest => (java.lang.Long.valueOf(table.info.version), null)
+      case AtVersion(_) => (java.lang.Long.valueOf(table.info.version), null)
+      case AtTimestamp(ts) => (java.lang.Long.valueOf(table.info.version), java.lang.Long.valueOf(ts))
+    }
+    val frame = LakelogPython.call("read", session, "path" -> table.path, "version" -> version)
+      .asInstanceOf[org.apache.spark.sql.Dataset[_]]
+    val inner = frame.queryExecution.analyzed
+    if (inner.output.length != output.length) {
+      throw LakelogException("LAKELOG_INTERNAL",
+        s"the read of ${table.name} gave ${inner.output.length} columns where its schema has ${output.length}")
+    }
+    val columns = output.zip(inner.output).map { case (want, have) =>
+      val value = if (have.dataType == want.dataType) have else Cast(have, want.dataType, Option(session.sessionState.conf.sessionLocalTimeZone))
+      Alias(value, want.name)(exprId = want.exprId)
+    }
+    Project(columns, inner)
+  }
+
+  /**
+   * An overwrite's condition over the table's columns as Spark SQL naming them unqualified; static partition
+   * values (`p <=> CAST('a' AS STRING)`, as Spark gives them) become `p = 'a'` and `p IS NULL`.
+   */
+  def sqlOf(e: Expression): String = e.transformUp {
+    case c: Cast if c.foldable => Literal.create(c.eval(), c.dataType)
+  }.transformUp {
+    case EqualNullSafe(a: AttributeReference, Literal(null, _)) => IsNull(a)
+    case EqualNullSafe(a: AttributeReference, l: Literal) => EqualTo(a, l)
+    case a: AttributeReference => org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute(Seq(a.name))
+  }.sql
+}
+
+/** A relation over a lakelog table, as writes name their target. */
+object LakelogRelation {
+  def unapply(plan: LogicalPlan): Option[LakelogSparkTable] = plan match {
+    case DataSourceV2Relation(t: LakelogSparkTable, _, _, _, _, _) => Some(t)
+    case _ => None
+  }
+}
+
+/** The lakelog table a DDL command names. */
+object LakelogTableRef {
+  def unapply(plan: LogicalPlan): Option[LakelogSparkTable] = plan.collectFirst {
+    case ResolvedTable(_, _, t: LakelogSparkTable, _) => t
+    case DataSourceV2Relation(t: LakelogSparkTable, _, _, _, _, _) => t
+  }
+}
+
+/** The target of a row-level command: a lakelog relation, maybe under an alias. */
+object LakelogTarget {
+  def unapply(plan: LogicalPlan): Option[(LakelogSparkTable, LogicalPlan)] = plan match {
+    case SubqueryAlias(_, child) => unapply(child).map { case (t, _) => (t, plan) }
+    case r @ DataSourceV2Relation(t: LakelogSparkTable, _, _, _, _, _) => Some((t, r))
+    case _ => None
+  }
+}

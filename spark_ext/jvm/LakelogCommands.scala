@@ -1,0 +1,236 @@
+package org.apache.spark.sql.lakelog
+
+import java.util
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.classic.{Dataset, ExpressionUtils}
+import org.apache.spark.sql.connector.catalog.Identifier
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.types.{DataType, LongType, StructType}
+
+private[lakelog] object Commands {
+  val mapper = new ObjectMapper()
+
+  def classic(session: SparkSession): org.apache.spark.sql.classic.SparkSession =
+    session.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
+
+  def frame(session: SparkSession, plan: LogicalPlan): Dataset[Row] = Dataset.ofRows(classic(session), plan)
+
+  /** `e` as a Column over other plans: attributes named by `names` (exprId -> name parts) become references
+   *  by name, so the Column resolves against the DataFrames lakelog builds. */
+  def column(e: Expression, names: Map[ExprId, Seq[String]], what: String): org.apache.spark.sql.Column = {
+    e.foreach {
+      case s: SubqueryExpression if s.getOuterAttrs.nonEmpty =>
+        throw LakelogException("LAKELOG_UNSUPPORTED",
+          s"a correlated subquery in the $what is not supported on lakelog tables: ${s.sql}")
+      case _ =>
+    }
+    ExpressionUtils.column(e.transformUp {
+      case a: AttributeReference if names.contains(a.exprId) => UnresolvedAttribute(names(a.exprId))
+    })
+  }
+
+  def longs(text: String): Seq[Long] = mapper.readTree(text).elements().asScala.map(_.asLong()).toSeq
+
+  /** After a commit: nothing to do yet (a plan over a lakelog table reads the version it was analyzed at). */
+  def refresh(session: SparkSession, path: String): Unit = ()
+
+  def attributes(names: String*): Seq[Attribute] = names.map(n => AttributeReference(n, LongType, nullable = false)())
+}
+
+/** CREATE [OR REPLACE] TABLE / REPLACE TABLE [AS SELECT] ... USING lakelog. */
+case class LakelogCreateTableCommand(
+    catalog: LakelogCatalog,
+    ident: Identifier,
+    columns: Seq[LakelogDDL.ColumnSpec],
+    partitioning: Seq[Transform],
+    properties: Map[String, String],
+    checks: Seq[(String, String)],
+    mode: String,
+    query: Option[LogicalPlan]) extends LeafRunnableCommand {
+
+  override def innerChildren: Seq[org.apache.spark.sql.catalyst.plans.QueryPlan[_]] = query.toSeq
+
+  override def run(session: SparkSession): Seq[Row] = {
+    LakelogDDL.create(session, catalog, ident, columns, partitioning, properties, checks, mode, query)
+    catalog.invalidateTable(ident)
+    Seq.empty
+  }
+}
+
+/** INSERT INTO / INSERT OVERWRITE [REPLACE WHERE] / saveAsTable / writeTo(...).append() and kin. */
+case class LakelogWriteCommand(
+    table: LakelogSparkTable,
+    query: LogicalPlan,
+    mode: String,
+    replaceWhere: Option[String],
+    dynamic: Boolean,
+    options: Map[String, String]) extends LeafRunnableCommand {
+
+  override def innerChildren: Seq[org.apache.spark.sql.catalyst.plans.QueryPlan[_]] = Seq(query)
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val spec = Commands.mapper.createObjectNode()
+    spec.put("mode", mode)
+    replaceWhere.foreach(spec.put("replaceWhere", _))
+    spec.put("dynamic", dynamic)
+    val opts = spec.putObject("options")
+    options.foreach { case (k, v) => opts.put(k, v) }
+    LakelogPython.string("write", session, "path" -> table.path, "data" -> Commands.frame(session, query),
+      "spec" -> Commands.mapper.writeValueAsString(spec))
+    Commands.refresh(session, table.path)
+    Seq.empty
+  }
+}
+
+/** An ALTER TABLE that lakelog runs directly (not through the catalog's alterTable). */
+case class LakelogAlterCommand(path: String, changes: Seq[org.apache.spark.sql.connector.catalog.TableChange])
+  extends LeafRunnableCommand {
+  override def run(session: SparkSession): Seq[Row] = {
+    LakelogDDL.alter(session, path, changes)
+    Seq.empty
+  }
+}
+
+/** UPDATE: run as `LakelogTable.update` (Spark jobs, one lakelog commit). */
+case class LakelogUpdateCommand(
+    table: LakelogSparkTable,
+    target: Seq[Attribute],
+    assignments: Seq[Assignment],
+    condition: Option[Expression]) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Commands.attributes("num_affected_rows")
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val names = target.map(a => a.exprId -> Seq(a.name)).toMap
+    val set = new util.LinkedHashMap[String, Object]()
+    assignments.foreach {
+      case Assignment(key: Attribute, value) => set.put(key.name, Commands.column(value, names, "UPDATE's SET clause"))
+      case Assignment(key, _) => throw LakelogException("LAKELOG_INTERNAL", s"an UPDATE assignment to ${key.sql}")
+    }
+    val reply = LakelogPython.string("update", session, "path" -> table.path,
+      "condition" -> condition.map(Commands.column(_, names, "UPDATE's WHERE clause")).orNull, "set" -> set)
+    Commands.refresh(session, table.path)
+    Seq(Row.fromSeq(Commands.longs(reply)))
+  }
+}
+
+/** DELETE FROM: run as `LakelogTable.delete`. */
+case class LakelogDeleteCommand(
+    table: LakelogSparkTable,
+    target: Seq[Attribute],
+    condition: Expression) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Commands.attributes("num_affected_rows")
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val names = target.map(a => a.exprId -> Seq(a.name)).toMap
+    val cond = condition match {
+      case Literal(true, _) => null
+      case e => Commands.column(e, names, "DELETE's WHERE clause")
+    }
+    val reply = LakelogPython.string("delete", session, "path" -> table.path, "condition" -> cond)
+    Commands.refresh(session, table.path)
+    Seq(Row.fromSeq(Commands.longs(reply)))
+  }
+}
+
+/** MERGE INTO: run as `LakelogTable.merge` with the same clauses. */
+case class LakelogMergeCommand(
+    table: LakelogSparkTable,
+    target: Seq[Attribute],
+    source: LogicalPlan,
+    condition: Expression,
+    matched: Seq[MergeAction],
+    notMatched: Seq[MergeAction],
+    notMatchedBySource: Seq[MergeAction],
+    withSchemaEvolution: Boolean) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] =
+    Commands.attributes("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
+
+  override def innerChildren: Seq[org.apache.spark.sql.catalyst.plans.QueryPlan[_]] = Seq(source)
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val targetAlias = "__lakelog_target"
+    val sourceAlias = "__lakelog_source"
+    // Source columns keep their names (clauses that set every column match by name); a repeated name gets
+    // a name of its own so that each reference stays unambiguous.
+    val seen = scala.collection.mutable.Set[String]()
+    val sourceColumns = source.output.zipWithIndex.map { case (a, i) =>
+      val name = if (seen.add(a.name.toLowerCase)) a.name else s"__lakelog_source_$i"
+      (a, name)
+    }
+    val projected = SubqueryAlias(sourceAlias, Project(sourceColumns.map { case (a, n) => Alias(a, n)() }, source))
+    val names: Map[ExprId, Seq[String]] =
+      target.map(a => a.exprId -> Seq(targetAlias, a.name)).toMap ++
+        sourceColumns.map { case (a, n) => a.exprId -> Seq(sourceAlias, n) }.toMap
+    def col(e: Expression, what: String) = Commands.column(e, names, what)
+    val clauses = new util.ArrayList[Object]()
+    def add(kind: String, action: MergeAction): Unit = {
+      val clause = new util.HashMap[String, Object]()
+      clause.put("kind", kind)
+      clause.put("condition", action.condition.map(col(_, s"MERGE clause condition")).orNull)
+      action match {
+        case DeleteAction(_) => clause.put("action", "delete")
+        case UpdateAction(_, assignments, fromStar) =>
+          clause.put("action", "update")
+          clause.put("all", java.lang.Boolean.valueOf(fromStar))
+          clause.put("set", assignmentMap(assignments, col))
+        case InsertAction(_, assignments) =>
+          clause.put("action", "insert")
+          clause.put("set", assignmentMap(assignments, col))
+        case UpdateStarAction(_) =>
+          clause.put("action", "update")
+          clause.put("all", java.lang.Boolean.TRUE)
+        case InsertStarAction(_) =>
+          clause.put("action", "insert")
+          clause.put("all", java.lang.Boolean.TRUE)
+        case other => throw LakelogException("LAKELOG_UNSUPPORTED", s"MERGE clause ${other.sql}")
+      }
+      clauses.add(clause)
+    }
+    matched.foreach(add("matched", _))
+    notMatched.foreach(add("not_matched", _))
+    notMatchedBySource.foreach(add("not_matched_by_source", _))
+    val reply = LakelogPython.string("merge", session, "path" -> table.path, "targetAlias" -> targetAlias,
+      "source" -> Commands.frame(session, projected), "condition" -> col(condition, "MERGE condition"),
+      "clauses" -> clauses, "schemaEvolution" -> java.lang.Boolean.valueOf(withSchemaEvolution))
+    Commands.refresh(session, table.path)
+    Seq(Row.fromSeq(Commands.longs(reply)))
+  }
+
+  private def assignmentMap(assignments: Seq[Assignment], col: (Expression, String) => org.apache.spark.sql.Column)
+      : util.LinkedHashMap[String, Object] = {
+    val set = new util.LinkedHashMap[String, Object]()
+    assignments.foreach {
+      case Assignment(key: Attribute, value: Attribute) if target.exists(_.exprId == value.exprId) && key.exprId == value.exprId =>
+      case Assignment(key: Attribute, value) => set.put(key.name, col(value, "MERGE clause value"))
+      case Assignment(key, value) => set.put(key.sql, col(value, "MERGE clause value"))
+    }
+    set
+  }
+}
+
+/** A statement lakelog's parser took (DESCRIBE HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE, ...): run in Python. */
+case class LakelogSqlCommand(text: String, override val output: Seq[Attribute]) extends LeafRunnableCommand {
+  override def run(session: SparkSession): Seq[Row] = {
+    val frame = LakelogPython.call("command", session, "text" -> text).asInstanceOf[org.apache.spark.sql.Dataset[Row]]
+    frame.collect().toSeq
+  }
+}
+
+object LakelogSqlCommand {
+  def apply(session: SparkSession, text: String): LakelogSqlCommand = {
+    val schema = DataType.fromJson(LakelogPython.string("commandSchema", session, "text" -> text)).asInstanceOf[StructType]
+    LakelogSqlCommand(text, org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes(schema))
+  }
+}

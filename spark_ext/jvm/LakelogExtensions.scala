@@ -1,0 +1,81 @@
+package org.apache.spark.sql.lakelog
+
+import java.util.Locale
+
+import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * `spark.sql.extensions` for lakelog (what `spark_ext.configure` sets): the parser for Delta's commands,
+ * the analysis rule and `table_changes`.
+ */
+class LakelogSparkSessionExtension extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    extensions.injectParser((session, parser) => new LakelogSqlParser(session, parser))
+    extensions.injectResolutionRule(session => new LakelogAnalysis(session))
+    extensions.injectTableFunction((
+      FunctionIdentifier("table_changes"),
+      new ExpressionInfo(classOf[LakelogSparkSessionExtension].getName, "table_changes"),
+      (args: Seq[Expression]) => LakelogTableChanges(args)))
+  }
+}
+
+/** `table_changes('table' | 'path', start[, end])`: the change data feed, as Delta's function gives it. */
+object LakelogTableChanges {
+  def apply(args: Seq[Expression]): LogicalPlan = {
+    val session = SparkSession.active
+    if (args.length < 2 || args.length > 3 || !args.forall(_.foldable)) {
+      throw LakelogException("LAKELOG_INVALID_ARGUMENT",
+        "table_changes takes a table name (or path), a start version or timestamp and an optional end: table_changes('t', 0[, 5])")
+    }
+    val values = args.map(a => Option(a.eval()).map(_.toString).orNull)
+    val frame = LakelogPython.call("tableChanges", session, "table" -> values.head, "start" -> values(1),
+      "end" -> (if (values.length > 2) values(2) else null)).asInstanceOf[org.apache.spark.sql.Dataset[_]]
+    frame.queryExecution.analyzed
+  }
+}
+
+/**
+ * Spark's parser, and Delta's commands on lakelog tables beside it: DESCRIBE HISTORY|DETAIL, OPTIMIZE,
+ * VACUUM, RESTORE, and the Delta statements lakelog refuses by name. Everything else is Spark's.
+ */
+class LakelogSqlParser(session: SparkSession, delegate: ParserInterface) extends ParserInterface {
+  import LakelogSqlParser._
+
+  override def parsePlan(sqlText: String): LogicalPlan =
+    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText) else delegate.parsePlan(sqlText)
+
+  override def parsePlanWithParameters(sqlText: String, context: ParameterContext): LogicalPlan =
+    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText) else delegate.parsePlanWithParameters(sqlText, context)
+
+  override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
+  override def parseTableIdentifier(sqlText: String): TableIdentifier = delegate.parseTableIdentifier(sqlText)
+  override def parseFunctionIdentifier(sqlText: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sqlText)
+  override def parseMultipartIdentifier(sqlText: String): Seq[String] = delegate.parseMultipartIdentifier(sqlText)
+  override def parseQuery(sqlText: String): LogicalPlan = delegate.parseQuery(sqlText)
+  override def parseTableSchema(sqlText: String): StructType = delegate.parseTableSchema(sqlText)
+  override def parseDataType(sqlText: String): DataType = delegate.parseDataType(sqlText)
+  override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
+  override def splitStatements(sqlText: String): SqlStatementSplitResult = delegate.splitStatements(sqlText)
+}
+
+object LakelogSqlParser {
+  private val Heads = Seq(
+    Seq("DESCRIBE", "HISTORY"), Seq("DESC", "HISTORY"), Seq("DESCRIBE", "DETAIL"), Seq("DESC", "DETAIL"),
+    Seq("OPTIMIZE"), Seq("VACUUM"), Seq("RESTORE"), Seq("CONVERT", "TO", "DELTA"), Seq("GENERATE"), Seq("REORG", "TABLE"))
+
+  /** The statement's first words, upper case, past comments and white space. */
+  def words(text: String, n: Int): Seq[String] = {
+    val stripped = text.replaceAll("(?s)/\\*.*?\\*/", " ").replaceAll("--[^\\n]*", " ").trim
+    stripped.split("[\\s(]+").filter(_.nonEmpty).take(n).map(_.toUpperCase(Locale.ROOT)).toSeq
+  }
+
+  def isLakelogCommand(text: String): Boolean = {
+    val first = words(text, 3)
+    Heads.exists(h => first.take(h.length) == h)
+  }
+}
