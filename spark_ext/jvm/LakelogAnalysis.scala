@@ -18,7 +18,28 @@ import org.apache.spark.sql.types.StructType
  */
 class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
 
-  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsDown {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    // The targets of row-level commands stay relations until their command is resolved (a read plan in
+    // their place would hide what they change).
+    val targets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[LogicalPlan, java.lang.Boolean]())
+    plan.foreach {
+      case UpdateTable(LakelogTarget(_, t), _, _) => targets.add(relationOf(t))
+      case DeleteFromTable(LakelogTarget(_, t), _) => targets.add(relationOf(t))
+      case m: MergeIntoTable => m.targetTable match {
+        case LakelogTarget(_, t) => targets.add(relationOf(t))
+        case _ =>
+      }
+      case _ =>
+    }
+    rewrite(plan, targets)
+  }
+
+  private def relationOf(plan: LogicalPlan): LogicalPlan = plan match {
+    case SubqueryAlias(_, child) => relationOf(child)
+    case other => other
+  }
+
+  private def rewrite(plan: LogicalPlan, targets: java.util.Set[LogicalPlan]): LogicalPlan = plan.resolveOperatorsDown {
     case c @ CreateTable(ResolvedIdentifier(catalog: LakelogCatalog, ident), columns, partitioning, spec: TableSpec, ifNotExists)
         if isLakelog(spec) && c.childrenResolved =>
       LakelogCreateTableCommand(catalog, ident, LakelogDDL.columnsOf(columns), partitioning, properties(spec),
@@ -65,8 +86,12 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogDeleteCommand(table, target.output, condition)
 
     case m @ MergeIntoTable(LakelogTarget(table, target), source, condition, matched, notMatched, notMatchedBySource, evolve)
-        if m.resolved =>
-      LakelogMergeCommand(table, target.output, reads(source), condition, matched, notMatched, notMatchedBySource, evolve)
+        if m.childrenResolved && m.expressions.forall(_.resolved) =>
+      val stars = m.getTagValue(LakelogAnalysis.StarInserts).getOrElse(Set.empty[Int])
+      LakelogMergeCommand(table, target.output, reads(source), condition,
+        matched.map(alignUpdate(target.output, _)),
+        notMatched.map(alignInsert(target.output, _)),
+        notMatchedBySource.map(alignUpdate(target.output, _)), evolve, stars)
 
     // lakelog checks the rows already written itself (Spark's check would scan the table as a V1 relation).
     case AddCheckConstraint(LakelogTableRef(table), check) =>
@@ -75,8 +100,32 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
     case DropConstraint(LakelogTableRef(table), name, ifExists, _) =>
       LakelogAlterCommand(table.path, Seq(TableChange.dropConstraint(name, ifExists, false)))
 
-    case r @ DataSourceV2Relation(table: LakelogSparkTable, _, _, _, _, _) =>
+    case r @ DataSourceV2Relation(table: LakelogSparkTable, _, _, _, _, _) if !targets.contains(r) =>
       LakelogAnalysis.readPlan(session, table, r.output)
+  }
+
+  /** An UPDATE clause with Spark's store-assignment casts, keeping the columns it changes. */
+  private def alignUpdate(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
+    case UpdateAction(cond, assignments, false) =>
+      val aligned = AssignmentUtils.alignUpdateAssignments(target, assignments, false, false)
+      UpdateAction(cond, aligned.filter {
+        case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
+        case _ => true
+      }, false)
+    case other => other
+  }
+
+  /** An INSERT clause with Spark's store-assignment casts on the columns it gives (lakelog fills the others:
+   *  defaults, generated and identity columns). */
+  private def alignInsert(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
+    case InsertAction(cond, assignments) =>
+      val given = assignments.collect { case Assignment(key: Attribute, _) => key.exprId }.toSet
+      val aligned = AssignmentUtils.alignInsertAssignments(target, assignments, false)
+      InsertAction(cond, aligned.filter {
+        case Assignment(key: Attribute, _) => given.contains(key.exprId)
+        case _ => true
+      })
+    case other => other
   }
 
   /** `query` with its lakelog reads resolved (a command keeps its query out of the rule's reach). */
@@ -112,6 +161,10 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
 }
 
 object LakelogAnalysis {
+  /** The positions of a MERGE's `WHEN NOT MATCHED THEN INSERT *` clauses (Spark's analysis turns them into
+   *  column lists, which would drop the columns schema evolution adds). Set by [[LakelogSqlParser]]. */
+  val StarInserts = org.apache.spark.sql.catalyst.trees.TreeNodeTag[Set[Int]]("lakelog.starInserts")
+
   /** The plan of `table` as lakelog reads it, renamed to the relation's output attributes. */
   def readPlan(session: SparkSession, table: LakelogSparkTable, output: Seq[AttributeReference]): LogicalPlan = {
     val (version, timestamp) = table.timeTravel match {

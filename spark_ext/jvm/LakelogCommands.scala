@@ -152,7 +152,8 @@ case class LakelogMergeCommand(
     matched: Seq[MergeAction],
     notMatched: Seq[MergeAction],
     notMatchedBySource: Seq[MergeAction],
-    withSchemaEvolution: Boolean) extends LeafRunnableCommand {
+    withSchemaEvolution: Boolean,
+    starInserts: Set[Int]) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] =
     Commands.attributes("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
@@ -175,7 +176,7 @@ case class LakelogMergeCommand(
         sourceColumns.map { case (a, n) => a.exprId -> Seq(sourceAlias, n) }.toMap
     def col(e: Expression, what: String) = Commands.column(e, names, what)
     val clauses = new util.ArrayList[Object]()
-    def add(kind: String, action: MergeAction): Unit = {
+    def add(kind: String, action: MergeAction, star: Boolean = false): Unit = {
       val clause = new util.HashMap[String, Object]()
       clause.put("kind", kind)
       clause.put("condition", action.condition.map(col(_, s"MERGE clause condition")).orNull)
@@ -187,6 +188,7 @@ case class LakelogMergeCommand(
           clause.put("set", assignmentMap(assignments, col))
         case InsertAction(_, assignments) =>
           clause.put("action", "insert")
+          clause.put("all", java.lang.Boolean.valueOf(star))
           clause.put("set", assignmentMap(assignments, col))
         case UpdateStarAction(_) =>
           clause.put("action", "update")
@@ -199,7 +201,7 @@ case class LakelogMergeCommand(
       clauses.add(clause)
     }
     matched.foreach(add("matched", _))
-    notMatched.foreach(add("not_matched", _))
+    notMatched.zipWithIndex.foreach { case (a, i) => add("not_matched", a, starInserts.contains(i)) }
     notMatchedBySource.foreach(add("not_matched_by_source", _))
     val reply = LakelogPython.string("merge", session, "path" -> table.path, "targetAlias" -> targetAlias,
       "source" -> Commands.frame(session, projected), "condition" -> col(condition, "MERGE condition"),

@@ -47,10 +47,11 @@ class LakelogSqlParser(session: SparkSession, delegate: ParserInterface) extends
   import LakelogSqlParser._
 
   override def parsePlan(sqlText: String): LogicalPlan =
-    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText) else delegate.parsePlan(sqlText)
+    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText) else tagged(delegate.parsePlan(sqlText))
 
   override def parsePlanWithParameters(sqlText: String, context: ParameterContext): LogicalPlan =
-    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText) else delegate.parsePlanWithParameters(sqlText, context)
+    if (isLakelogCommand(sqlText)) LakelogSqlCommand(session, sqlText)
+    else tagged(delegate.parsePlanWithParameters(sqlText, context))
 
   override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
   override def parseTableIdentifier(sqlText: String): TableIdentifier = delegate.parseTableIdentifier(sqlText)
@@ -64,6 +65,19 @@ class LakelogSqlParser(session: SparkSession, delegate: ParserInterface) extends
 }
 
 object LakelogSqlParser {
+  /** `plan` with each MERGE's `INSERT *` clauses recorded (see [[LakelogAnalysis.StarInserts]]). */
+  def tagged(plan: LogicalPlan): LogicalPlan = {
+    plan.foreach {
+      case m: org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable =>
+        val stars = m.notMatchedActions.zipWithIndex.collect {
+          case (_: org.apache.spark.sql.catalyst.plans.logical.InsertStarAction, i) => i
+        }.toSet
+        if (stars.nonEmpty) m.setTagValue(LakelogAnalysis.StarInserts, stars)
+      case _ =>
+    }
+    plan
+  }
+
   private val Heads = Seq(
     Seq("DESCRIBE", "HISTORY"), Seq("DESC", "HISTORY"), Seq("DESCRIBE", "DETAIL"), Seq("DESC", "DETAIL"),
     Seq("OPTIMIZE"), Seq("VACUUM"), Seq("RESTORE"), Seq("CONVERT", "TO", "DELTA"), Seq("GENERATE"), Seq("REORG", "TABLE"))

@@ -10,7 +10,10 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.connector.catalog._
 import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
-import org.apache.spark.sql.connector.write.{LogicalWriteInfo, WriteBuilder}
+import org.apache.spark.sql.connector.expressions.ClusterByTransform
+import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, LogicalWriteInfoImpl, WriteBuilder}
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /** What lakelog's log says of a table at one version (Python's `table` reply). */
@@ -50,17 +53,18 @@ case class AtVersion(version: String) extends VersionSpec
 case class AtTimestamp(micros: Long) extends VersionSpec
 
 /**
- * A lakelog table as Spark's catalog API sees it. Spark never scans or writes it through this object:
- * lakelog's analysis rules ([[LakelogAnalysis]]) turn every read into the plan `spark_ext.read` builds and
- * every write, row-level change and DDL into a command run by lakelog; the object carries the schema,
- * partitioning and properties for analysis, DESCRIBE, SHOW CREATE TABLE and SHOW TBLPROPERTIES.
+ * A lakelog table as Spark's catalog API sees it. Batch reads and writes never reach this object: lakelog's
+ * analysis rule ([[LakelogAnalysis]]) turns every read into the plan `spark_ext.read` builds and every write,
+ * row-level change and DDL into a command run by lakelog. The object carries the schema, partitioning and
+ * properties for analysis, DESCRIBE, SHOW CREATE TABLE and SHOW TBLPROPERTIES, and hands streaming reads and
+ * writes (`readStream.table`, `writeStream.toTable`) to lakelog's streaming source and sink (`format("lakelog")`).
  */
 case class LakelogSparkTable(
     info: LakelogTableInfo,
     catalogTable: Option[CatalogTable],
     timeTravel: VersionSpec,
     storageOptions: Map[String, String] = Map.empty)
-  extends Table with SupportsWrite with V2TableWithV1Fallback {
+  extends Table with SupportsRead with SupportsWrite {
 
   def path: String = info.path
 
@@ -74,7 +78,7 @@ case class LakelogSparkTable(
     val parts: Seq[Transform] = info.partitionColumns.map(c => Expressions.identity(c))
     val cluster: Seq[Transform] =
       if (info.clusteringColumns.isEmpty) Nil
-      else Seq(org.apache.spark.sql.connector.expressions.ClusterByTransform(info.clusteringColumns.map(c => Expressions.column(c))))
+      else Seq(ClusterByTransform(info.clusteringColumns.map(c => Expressions.column(c))))
     (parts ++ cluster).toArray
   }
 
@@ -93,13 +97,33 @@ case class LakelogSparkTable(
     TableCapability.TRUNCATE,
     TableCapability.OVERWRITE_BY_FILTER,
     TableCapability.OVERWRITE_DYNAMIC,
-    TableCapability.V1_BATCH_WRITE).asJava
+    TableCapability.MICRO_BATCH_READ,
+    TableCapability.STREAMING_WRITE).asJava
 
-  override def v1Table: CatalogTable = catalogTable.getOrElse(
-    throw LakelogException("LAKELOG_UNSUPPORTED", s"$name has no catalog entry; use its path with format(\"lakelog\")"))
+  /** lakelog's Python data source (`format("lakelog")`) over this table: its streaming source and sink. */
+  private def source(options: util.Map[String, String]): Table = {
+    val provider = org.apache.spark.sql.execution.datasources.DataSource
+      .lookupDataSourceV2(LakelogCatalog.Provider, org.apache.spark.sql.internal.SQLConf.get)
+      .getOrElse(throw LakelogException("LAKELOG_NOT_REGISTERED",
+        "format(\"lakelog\") is not registered in this session: call spark_ext.register(spark)"))
+    val all = new util.HashMap[String, String](options)
+    storageOptions.foreach { case (k, v) => all.put(s"storage.$k", v) }
+    all.put("path", path)
+    provider.getTable(schema(), Array.empty[Transform], all)
+  }
 
-  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder =
-    // Every write is planned by LakelogAnalysis; reaching this means a plan shape it does not know.
-    throw LakelogException("LAKELOG_UNSUPPORTED_WRITE",
-      s"this write to the lakelog table $name is not supported; use INSERT, MERGE, UPDATE, DELETE or df.write.format(\"lakelog\")")
+  private def withPath(options: CaseInsensitiveStringMap): CaseInsensitiveStringMap = {
+    val all = new util.HashMap[String, String](options.asCaseSensitiveMap())
+    all.put("path", path)
+    new CaseInsensitiveStringMap(all)
+  }
+
+  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder =
+    source(options.asCaseSensitiveMap()).asInstanceOf[SupportsRead].newScanBuilder(withPath(options))
+
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
+    val options = withPath(info.options)
+    source(options.asCaseSensitiveMap()).asInstanceOf[SupportsWrite].newWriteBuilder(
+      LogicalWriteInfoImpl(info.queryId, info.schema, options, info.rowIdSchema, info.metadataSchema))
+  }
 }
