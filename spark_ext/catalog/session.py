@@ -11,6 +11,7 @@ needs classic PySpark (Py4J), so Spark Connect sessions are refused.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from lakelog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -37,8 +38,8 @@ def configure(builder: Any) -> Any:
     options = getattr(builder, "_options", None)
     if options is None:
         raise InvalidArgumentError(f"spark_ext.configure takes a SparkSession.builder, not {type(builder).__name__}")
-    if any(str(k).lower() in ("spark.remote", "spark.api.mode") and "connect" in str(v).lower() or str(k).lower() == "spark.remote"
-           for k, v in options.items()):
+    if ("spark.remote" in options or str(options.get("spark.api.mode", "")).lower() == "connect"
+            or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED")):
         raise UnsupportedFeatureError("spark_ext.configure needs classic PySpark: lakelog's Spark classes call back into this "
                                       "Python process through Py4J, which Spark Connect does not have")
     catalog = options.get(CATALOG_CONF)
