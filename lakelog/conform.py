@@ -24,7 +24,7 @@ from typing import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import geospatial
+from . import collations, geospatial
 from .errors import SchemaMismatchError
 from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field, variant_field
 
@@ -155,7 +155,7 @@ def to_microseconds(table: pa.Table, what: str) -> pa.Table:
             except pa.ArrowInvalid as e:
                 raise SchemaMismatchError(f"column {name!r} of the {what} has timestamps with nanoseconds ({e}). {_NS_HINT}") from None
         cols.append(col)
-    return pa.table(cols, names=table.column_names)
+    return pa.Table.from_arrays(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(table.schema, cols)]))  # (field metadata kept)
 
 
 def added_fields(table: pa.DataType, data: pa.DataType, path: str) -> list[str]:
@@ -189,13 +189,15 @@ def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge
             if not merge:
                 names = [t.name for t in table]
                 raise SchemaMismatchError(f"column {path!r} is not in {where} (fields: {names}); pass schema_mode='merge' to add it")
-            added.append(variant_field(f.name) if is_variant_field(f) else pa.field(f.name, _new_type(f.type, path), True))
+            added.append(variant_field(f.name) if is_variant_field(f) else collations.keep(pa.field(f.name, _new_type(f.type, path), True), f))
             continue
         if existing.name != f.name:
             raise SchemaMismatchError(f"column {path!r} differs in case from the table's column {prefix + existing.name!r}; rename it")
         if is_variant_field(existing):
             continue  # any data is made a variant when stored (see lakelog.variant_columns)
         merged[f.name] = existing.with_type(merge_type(existing.type, f.type, path, merge))
+        if pa.types.is_null(existing.type) and merge:
+            merged[f.name] = collations.keep(merged[f.name], f)  # (a void column takes the data's type, collations included)
     present = {f.name.lower() for f in data}
     for f in table:
         if f.name.lower() not in present and not f.nullable:

@@ -175,6 +175,17 @@ class UnsupportedExpressionError(PredicateError, UnsupportedFeatureError):
         self.what = what
 
 
+class CollationMismatchError(PredicateError):
+    """An expression compares (or searches) strings of two different collations, which Spark refuses:
+    ``error_class`` is Spark's, ``COLLATION_MISMATCH.IMPLICIT`` for two columns (Spark 4.1 and later
+    name it ``INDETERMINATE_COLLATION_IN_EXPRESSION``) and ``COLLATION_MISMATCH.EXPLICIT`` for two
+    different COLLATE clauses. Nothing was written; COLLATE one side to say which collation to use."""
+
+    def __init__(self, message: str, error_class: str | None = None):
+        super().__init__(message)
+        self.error_class = error_class
+
+
 class PredicateViolationError(LakelogError):
     """Rows of the data do not satisfy the predicate they must satisfy (a predicate overwrite)."""
 

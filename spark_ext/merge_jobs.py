@@ -44,12 +44,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
+from lakelog import collations
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
 from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
 from .assignments import by_name, checked_type, value_types
+from .collation_types import with_collations
 from .dml import SparkOperation, as_column, condition_text, hit_column, _q
 from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
                         UPDATE_FLAG, UPDATED)
@@ -117,8 +119,8 @@ class SparkMerge:
         if self.evolve and any(c.all for c in self.clauses):
             new = [f for n, f in src_fields.items() if n.lower() not in lower]
             if new:
-                arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
-                out += [pa.field(f.name, f.type, True) for f in arrow_new]
+                arrow_new = canonical_schema(with_collations(to_arrow_schema(StructType(new), timezone="UTC"), StructType(new)))
+                out += [collations.keep(pa.field(f.name, f.type, True), f) for f in arrow_new]
         self.out_names = [f.name for f in out]
         self.target_names = target
         by_lower = {n.lower(): n for n in src_fields}
@@ -149,7 +151,7 @@ class SparkMerge:
             schema = pa.schema(fields)
             check_column_names(schema, mapped=op.snapshot.column_mapping.active)
             metadata = evolved_metadata(op.snapshot, schema)
-            protocol = plan_protocol(schema, op.snapshot.protocol)
+            protocol = plan_protocol(schema, op.snapshot.protocol, metadata.configuration, metadata.schema_string)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.types = {f.name: f.dataType for f in from_lakelog_schema(op.schema, prefer_timestamp_ntz=True).fields}
         if op.features is not None:

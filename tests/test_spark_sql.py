@@ -93,7 +93,7 @@ def test_statements_on_a_generated_always_identity_column_are_refused(spark, tmp
     sql(spark, f"INSERT INTO {ref} (s) VALUES ('c')")
     sql(spark, f"MERGE INTO {ref} AS t USING src ON t.s = src.s WHEN NOT MATCHED THEN INSERT (s) VALUES (src.s)")
     ids = sorted(r["id"] for r in lakelog.read_table(path).to_pylist())
-    assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' ranges: beyond 2, not dense)
+    assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' values: beyond 2, not dense)
 
 
 def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path, table):  # (table: the src view)

@@ -93,6 +93,13 @@ class Storage:
         self._arrow_fs: pafs.FileSystem | None = None
 
     @property
+    def location(self) -> str:
+        """The table's location as any process names the same place: a local table's absolute path (a
+        relative one names another directory in a process with another working directory, such as a
+        Spark executor), else the URL as given. What a plan shipped to other processes holds."""
+        return self.root if self.is_local else self.uri
+
+    @property
     def fs(self) -> Any:
         """The store's fsspec filesystem (a local table's is created on first use: reading the log needs none)."""
         return self.store.fs

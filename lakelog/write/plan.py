@@ -47,7 +47,7 @@ class WritePlan:
     ``commit`` (once, on the coordinator) makes all of them visible in one atomic log entry.
     """
 
-    path: str
+    path: str  # the table's location, absolute for a local table (Storage.location)
     storage_options: dict[str, Any] | None
     mode: str
     schema: pa.Schema  # the schema data files are written with (table columns, canonical types)
@@ -336,7 +336,7 @@ def plan_write(
         snapshot.check_writable({**snapshot.configuration, **configuration})
     if snapshot is not None and mode == "ignore":
         # The table exists: the data is ignored whole, schema and partitioning included.
-        return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
+        return WritePlan(storage.location, storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     creates = snapshot is None or (mode == "overwrite" and schema_mode == "overwrite")
     given = list(schema.names)
     if generated_columns is not None and identity_columns is not None:
@@ -401,7 +401,7 @@ def plan_write(
         else:
             features.check_supported(table_schema)  # refuse what lakelog cannot evaluate as Spark before writing
     return WritePlan(
-        path=str(path),
+        path=storage.location,
         storage_options=storage_options,
         mode=mode,
         schema=table_schema,

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import lakelog
 
+from ..paths import driver_path
 from ..table import LakelogTable
 from .syntax import SqlError, Tokens, sqlglot
 from .tables import lakelog_path, path_of, table_name
@@ -24,7 +25,7 @@ def is_command(words: list[str]) -> bool:
 
 def command_path(spark: SparkSession, toks: Tokens, what: str) -> str:
     kind, ref = toks.table_ref()
-    return ref if kind == "path" else lakelog_path(spark, ref, what)
+    return driver_path(spark, ref) if kind == "path" else lakelog_path(spark, ref, what)
 
 
 def run_command(spark: SparkSession, text: str, tokens: list) -> DataFrame:
@@ -132,7 +133,7 @@ def catalog_statement(spark: SparkSession, text: str, tokens: list) -> DataFrame
         ref_kind, ref = toks.table_ref()
     except SqlError:
         return None
-    path = ref if ref_kind == "path" else path_of(spark, ref)
+    path = driver_path(spark, ref) if ref_kind == "path" else path_of(spark, ref)
     if path is None:
         return None
     name = ref if ref_kind == "path" else table_name(ref)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from ..paths import driver_path
 from .syntax import SqlError, spark_sql, sqlglot
 
 PROVIDER = "lakelog"
@@ -80,12 +81,13 @@ def is_path(table) -> bool:
 
 
 def path_of(spark: SparkSession, table) -> str | None:
-    """The path of a lakelog table reference: ``lakelog.`path``` or a catalog table using lakelog; else None."""
+    """The path of a lakelog table reference: ``lakelog.`path``` (a relative path resolved as Spark resolves
+    one, see ``spark_ext.paths``) or a catalog table using lakelog; else None."""
     _, exp = sqlglot()
     if not isinstance(table.this, exp.Identifier):
         return None
     if is_path(table):
-        return table.name
+        return driver_path(spark, table.name)
     return location(spark, table_name(table))
 
 
