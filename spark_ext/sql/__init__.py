@@ -43,7 +43,16 @@ def sql(spark: SparkSession, statement: str, storage_options: dict | None = None
     from ..catalog.session import is_native
 
     if storage_options is None and is_native(spark):
-        return spark.sql(statement)  # (a session from spark_ext.configure runs every statement natively)
+        # A session from spark_ext.configure runs every statement natively; lakelog's errors keep their types.
+        from ..catalog.bridge import lakelog_error
+
+        try:
+            return spark.sql(statement)
+        except Exception as e:
+            typed = lakelog_error(e)
+            if typed is None:
+                raise
+            raise typed from None
     text = statement.strip().rstrip(";").rstrip()
     tokens = tokenize(text)
     words = [t.text.upper() for t in tokens[:4]]
