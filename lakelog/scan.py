@@ -344,6 +344,7 @@ def read_data_file(
             [rel],
         ) from None
     except (OSError, pa.ArrowInvalid) as e:
+        storage.raise_if_unanswered(e, storage.join(rel))
         if "No such file" in str(e) or "not found" in str(e).lower():
             raise MissingDataFileError(f"data file {rel!r} is missing from {storage.uri!r} ({e})", [rel]) from None
         raise CorruptDataFileError(f"data file {rel!r} cannot be read as Parquet ({e}); restore it from a backup", [rel]) from None
@@ -467,6 +468,7 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
     read footers to find files the table's schema cannot read."""
     storage, text = snapshot.storage, str(e)
     named = [rel for rel in snapshot.files if storage.join(rel) in text]
+    storage.raise_if_unanswered(e, storage.join(named[0]) if named else storage.root)
     if named:
         missing = [rel for rel in named if not storage.exists(storage.join(rel))]
     elif isinstance(e, FileNotFoundError) or "No such file" in text:

@@ -49,7 +49,7 @@ from lakelog.writer_features.identity import high_water_marks
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)
-from .assignments import by_name, checked_type, value_types
+from .assignments import rule, store, value_types
 from .native import spark_path
 from .python_frame import files_frame
 from .variants import from_lakelog_schema
@@ -468,12 +468,10 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "update condition")
     types = {f.name: f.dataType for f in run.spark_schema().fields}
-    # Spark's cast would truncate, narrow or match struct fields by position: write_table's rule first,
-    # then struct fields by name.
-    for (n, v), (own, literal) in zip(list(sets.items()), value_types(run.spark.createDataFrame([], run.spark_schema()), list(sets.values()))):
-        checked_type(v, own, n, op.schema.field(n).type, types[n], what="update", text=condition_text(given[n]),
-                     literals=run.spark.range(1) if literal else None)
-        sets[n] = by_name(v, own, types[n]).cast(types[n])
+    # Spark's store assignment (Delta's UPDATE): refused types before any job, struct fields by name.
+    how = rule(run.spark, "update")
+    for (n, v), own in zip(list(sets.items()), value_types(run.spark.createDataFrame([], run.spark_schema()), list(sets.values()))):
+        sets[n] = store(v, own, types[n], n, how, condition_text(given[n]))
     files = run.candidates(run.prune(text))
     updated = copied = 0
     hit = hit_column(cond)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..actions import Action, AddFile, Metadata, Txn, check_app_id, check_app_version, now_ms
 from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
 from ..log import DeltaLog
-from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, SymlinkManifestError, TableExistsError, TableNotFoundError
+from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
 from ..conform import cast_batch
 from ..schema import (
     check_column_names,
@@ -162,6 +162,8 @@ class WritePlan:
                 continue  # created concurrently: plan again against the new table
             except SymlinkManifestError:
                 raise  # after the commit: its files are referenced
+            except StorageUnavailableError:
+                raise  # the store did not answer: the commit may have landed, so its files stay
             except LakelogError:
                 # Raised before our commit file was written (conflict, schema, protocol): the files are
                 # unreferenced. Other exceptions leave the outcome unknown, so the files stay.

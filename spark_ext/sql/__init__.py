@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from ..datasource import register
-from .syntax import SqlError, Tokens, parse, sqlglot, tokenize
+from .syntax import SqlError, Tokens, parse, spark_sql, sqlglot, tokenize
 
 __all__ = ["sql", "SqlError"]
 
@@ -118,7 +118,7 @@ def _run(spark: SparkSession, text: str, tree, evolve: bool, replace_only: bool)
                            "spark_ext.sql, or register spark.read.format('lakelog').load(path) with createOrReplaceTempView")
         if isinstance(tree, (exp.Query, exp.Insert, exp.Create)):
             if scope.rewrite_reads(tree):
-                return spark.sql(tree.sql(dialect="spark"))
+                return spark.sql(spark_sql(tree))
             return spark.sql(text)
         named = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier) and path_of(spark, t) is not None]
         if named or (isinstance(tree, exp.Command) and _names_lakelog_table(spark, tokenize(text))):
@@ -146,7 +146,7 @@ def _query(spark: SparkSession, text: str, words: list[str], storage_options: di
                        "LakelogTable.forPath(spark, path, storage_options) or format(\"lakelog\") with storage.<key> options")
     scope = Scope(spark, storage_options)
     try:
-        return spark.sql(tree.sql(dialect="spark")) if scope.rewrite_reads(tree) else spark.sql(text)
+        return spark.sql(spark_sql(tree)) if scope.rewrite_reads(tree) else spark.sql(text)
     finally:
         scope.close()
 

@@ -13,7 +13,7 @@ import lakelog
 
 from ..paths import driver_path
 from ..table import LakelogTable
-from .syntax import SqlError, Tokens, sqlglot
+from .syntax import SqlError, Tokens, spark_dialect, spark_sql, sqlglot
 from .tables import lakelog_path, path_of, table_name
 
 HEADS = (("RESTORE",), ("OPTIMIZE",), ("VACUUM",), ("DESCRIBE", "DETAIL"), ("DESCRIBE", "HISTORY"))
@@ -172,7 +172,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
     columns only, which optimize checks)."""
     sg, exp = sqlglot()
     try:
-        tree = sg.parse_one(text, read="spark")
+        tree = sg.parse_one(text, read=spark_dialect())
     except sg.errors.ParseError as e:
         raise SqlError(f"cannot parse the OPTIMIZE condition {text!r}: {e}") from None
 
@@ -180,7 +180,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
             return -value(node.this)
         if not isinstance(node, exp.Literal):
-            raise SqlError(f"OPTIMIZE ... WHERE compares partition columns with literals, not {node.sql(dialect='spark')}")
+            raise SqlError(f"OPTIMIZE ... WHERE compares partition columns with literals, not {spark_sql(node)}")
         if node.is_string:
             return node.this
         return int(node.this) if node.this.lstrip("-").isdigit() else float(node.this)
@@ -196,7 +196,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
         if isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
             return (node.this.this.name, "not in", [value(v) for v in node.this.expressions])
         raise SqlError(f"OPTIMIZE ... WHERE takes comparisons of partition columns with literals joined by AND/OR, "
-                       f"not {node.sql(dialect='spark')}")
+                       f"not {spark_sql(node)}")
 
     def conjunction(node) -> list[tuple]:
         while isinstance(node, exp.Paren):

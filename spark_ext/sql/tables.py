@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from ..paths import driver_path
-from .syntax import SqlError, spark_sql, sqlglot
+from .syntax import SqlError, spark_dialect, spark_sql, sqlglot
 
 PROVIDER = "lakelog"
 
@@ -51,7 +51,7 @@ def location(spark: SparkSession, name: str) -> str | None:
 
     sg, exp = sqlglot()
     try:
-        table = sg.parse_one(name, read="spark", into=exp.Table)
+        table = sg.parse_one(name, read=spark_dialect(), into=exp.Table)
     except sg.errors.ParseError:
         table = None
     if table is not None and not table.args.get("catalog"):
