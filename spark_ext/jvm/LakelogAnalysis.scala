@@ -203,8 +203,14 @@ object LakelogAnalysis {
       val value = if (have.dataType == want.dataType) have else Cast(have, want.dataType, Option(session.sessionState.conf.sessionLocalTimeZone))
       Alias(value, want.name)(exprId = want.exprId)
     }
-    Project(columns, inner)
+    val read = Project(columns, inner)
+    read.setTagValue(ReadOf, table.path)
+    read
   }
+
+  /** The table a read plan of lakelog's reads (its location), so that a commit can find the cached plans
+   *  that read the version before it. */
+  val ReadOf = org.apache.spark.sql.catalyst.trees.TreeNodeTag[String]("lakelog.readOf")
 
   /**
    * An overwrite's condition over the table's columns as Spark SQL naming them unqualified; static partition
