@@ -22,7 +22,7 @@ from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
 from .native import hadoop_readable
-from .native import read as _read
+from .native import snapshot_frame
 from .paths import driver_path
 from .workers import use_driver_python
 
@@ -139,11 +139,12 @@ class LakelogTable:
         df = self.snapshot_df()
         return df.alias(self._alias) if self._alias else df
 
-    def snapshot_df(self, version: int | None = None) -> DataFrame:
-        """The table at ``version`` (None: the latest) as ``toDF`` reads it, unaliased."""
-        table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
+    def snapshot_df(self, version: int | None = None, table: lakelog.Table | None = None) -> DataFrame:
+        """The table at ``version`` (None: the latest; or the loaded ``table``) as ``toDF`` reads it, unaliased."""
+        if table is None:
+            table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
         if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
-            return _read(self._spark, self._path, version=table.version, storage_options=self._storage_options)
+            return snapshot_frame(self._spark, table.storage, table.snapshot)
         register(self._spark)
         options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
         return self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)

@@ -115,6 +115,7 @@ class Bridge:
 
     def __init__(self, sc):
         self._sc = sc
+        self._loaded = _Loaded()
 
     def call(self, method: str, jsession, args) -> Any:
         try:
@@ -144,12 +145,16 @@ class Bridge:
     def _table(self, spark, path: str, version: Any = None, timestamp: Any = None) -> str:
         from .tables import table_info
 
-        return table_info(lakelog.Table(local_path(path, spark), version=_version(version), timestamp=_timestamp(timestamp)))
+        table = lakelog.Table(local_path(path, spark), version=_version(version), timestamp=_timestamp(timestamp))
+        self._loaded.put(table)
+        return table_info(table)
 
     def _read(self, spark, path: str, version: Any) -> Any:
         from ..table import LakelogTable
 
-        return LakelogTable(spark, local_path(path, spark)).snapshot_df(int(version))._jdf
+        path = local_path(path, spark)
+        table = self._loaded.get(path, int(version)) or lakelog.Table(path, version=int(version))
+        return LakelogTable(spark, path).snapshot_df(table=table)._jdf
 
     # ------------------------------------------------------------ DDL
     def _create(self, spark, spec: str, data: Any = None) -> str:
@@ -280,6 +285,28 @@ def local_path(path: str, spark: SparkSession | None = None) -> str:
     from ..paths import absolute_path, driver_path
 
     return driver_path(spark, path) if spark is not None else absolute_path(path)
+
+
+class _Loaded:
+    """The tables the catalog loaded last, by (path, version): a query's analysis asks for a table's schema,
+    then for its read plan at that version, which reuses the snapshot (a version never changes)."""
+
+    SIZE = 4
+
+    def __init__(self):
+        self._tables: dict[tuple[str, int], lakelog.Table] = {}
+        self._lock = threading.Lock()
+
+    def put(self, table: lakelog.Table) -> None:
+        with self._lock:
+            self._tables.pop((table.path, table.version), None)
+            self._tables[(table.path, table.version)] = table
+            while len(self._tables) > self.SIZE:
+                self._tables.pop(next(iter(self._tables)))
+
+    def get(self, path: str, version: int) -> lakelog.Table | None:
+        with self._lock:
+            return self._tables.get((path, version))
 
 
 _bridges: dict[int, Bridge] = {}
