@@ -117,10 +117,14 @@ class Bridge:
         self._sc = sc
         self._loaded = _Loaded()
 
-    def call(self, method: str, jsession, args) -> Any:
+    def call(self, method: str, jsession, text: str, objects) -> Any:
         try:
             spark = self._session(jsession)
-            kwargs = {str(k): args.get(k) for k in args.keySet()} if args is not None else {}
+
+            def resolve(d: dict) -> Any:
+                return objects.get(d["$object"]) if d.keys() == {"$object"} else d
+
+            kwargs = json.loads(text, object_hook=resolve)
             return getattr(self, "_" + method)(spark, **kwargs)
         except BaseException as e:  # noqa: BLE001 - every failure goes back to the JVM as a typed error
             return failure(e)
@@ -187,10 +191,10 @@ class Bridge:
         return "done"
 
     # ------------------------------------------------------------ row-level changes
-    def _update(self, spark, path: str, condition: Any, set: Any) -> str:
+    def _update(self, spark, path: str, condition: Any, set: dict) -> str:
         from ..table import LakelogTable
 
-        assignments = {str(k): _column(set.get(k)) for k in set.keySet()}
+        assignments = {k: _column(v) for k, v in set.items()}
         metrics = LakelogTable.forPath(spark, local_path(path, spark)).update(_column(condition), assignments) if assignments else {}
         return orjson.dumps([int(metrics.get("num_updated_rows", metrics.get("numUpdatedRows", 0)) or 0)]).decode()
 
@@ -206,11 +210,11 @@ class Bridge:
         target = LakelogTable.forPath(spark, local_path(path, spark)).alias(targetAlias)
         builder = target.merge(DataFrame(source, spark), _column(condition))
         for clause in clauses:
-            kind, action = str(clause.get("kind")), str(clause.get("action"))
+            kind, action = clause["kind"], clause["action"]
             cond = _column(clause.get("condition"))
-            every = bool(clause.get("all")) if clause.containsKey("all") else False
+            every = bool(clause.get("all"))
             values = clause.get("set")
-            set_ = {str(k): _column(values.get(k)) for k in values.keySet()} if values is not None else None
+            set_ = {k: _column(v) for k, v in values.items()} if values is not None else None
             if kind == "matched":
                 if action == "delete":
                     builder = builder.whenMatchedDelete(cond)

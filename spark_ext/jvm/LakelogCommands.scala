@@ -131,11 +131,10 @@ case class LakelogUpdateCommand(
 
   override def run(session: SparkSession): Seq[Row] = {
     val names = target.map(a => a.exprId -> Seq(a.name)).toMap
-    val set = new util.LinkedHashMap[String, Object]()
-    assignments.foreach {
-      case Assignment(key: Attribute, value) => set.put(key.name, Commands.column(value, names, "UPDATE's SET clause"))
+    val set = assignments.map {
+      case Assignment(key: Attribute, value) => key.name -> Commands.column(value, names, "UPDATE's SET clause")
       case Assignment(key, _) => throw LakelogException("LAKELOG_INTERNAL", s"an UPDATE assignment to ${key.sql}")
-    }
+    }.toMap
     val reply = LakelogPython.string("update", session, "path" -> table.path,
       "condition" -> condition.map(Commands.column(_, names, "UPDATE's WHERE clause")).orNull, "set" -> set)
     Commands.refresh(session, table.path)
@@ -195,51 +194,34 @@ case class LakelogMergeCommand(
       target.map(a => a.exprId -> Seq(targetAlias, a.name)).toMap ++
         sourceColumns.map { case (a, n) => a.exprId -> Seq(sourceAlias, n) }.toMap
     def col(e: Expression, what: String) = Commands.column(e, names, what)
-    val clauses = new util.ArrayList[Object]()
+    val clauses = scala.collection.mutable.ArrayBuffer[Map[String, Any]]()
     def add(kind: String, action: MergeAction, star: Boolean = false): Unit = {
-      val clause = new util.HashMap[String, Object]()
-      clause.put("kind", kind)
-      clause.put("condition", action.condition.map(col(_, s"MERGE clause condition")).orNull)
-      action match {
-        case DeleteAction(_) => clause.put("action", "delete")
+      val condition = action.condition.map(col(_, s"MERGE clause condition")).orNull
+      clauses += (action match {
+        case DeleteAction(_) => Map("kind" -> kind, "action" -> "delete", "condition" -> condition)
         case UpdateAction(_, assignments, fromStar) =>
-          clause.put("action", "update")
-          clause.put("all", java.lang.Boolean.valueOf(fromStar))
-          clause.put("set", assignmentMap(assignments, col))
+          Map("kind" -> kind, "action" -> "update", "condition" -> condition, "all" -> fromStar, "set" -> assignmentMap(assignments, col).toMap)
         case InsertAction(_, assignments) =>
-          clause.put("action", "insert")
-          clause.put("all", java.lang.Boolean.valueOf(star))
-          clause.put("set", assignmentMap(assignments, col))
-        case UpdateStarAction(_) =>
-          clause.put("action", "update")
-          clause.put("all", java.lang.Boolean.TRUE)
-        case InsertStarAction(_) =>
-          clause.put("action", "insert")
-          clause.put("all", java.lang.Boolean.TRUE)
+          Map("kind" -> kind, "action" -> "insert", "condition" -> condition, "all" -> star, "set" -> assignmentMap(assignments, col).toMap)
         case other => throw LakelogException("LAKELOG_UNSUPPORTED", s"MERGE clause ${other.sql}")
-      }
-      clauses.add(clause)
+      })
     }
     matched.foreach(add("matched", _))
     notMatched.zipWithIndex.foreach { case (a, i) => add("not_matched", a, starInserts.contains(i)) }
     notMatchedBySource.foreach(add("not_matched_by_source", _))
     val reply = LakelogPython.string("merge", session, "path" -> table.path, "targetAlias" -> targetAlias,
       "source" -> Commands.frame(session, projected), "condition" -> col(condition, "MERGE condition"),
-      "clauses" -> clauses, "schemaEvolution" -> java.lang.Boolean.valueOf(withSchemaEvolution))
+      "clauses" -> clauses.toSeq, "schemaEvolution" -> withSchemaEvolution)
     Commands.refresh(session, table.path)
     Seq(Row.fromSeq(Commands.longs(reply)))
   }
 
   private def assignmentMap(assignments: Seq[Assignment], col: (Expression, String) => org.apache.spark.sql.Column)
-      : util.LinkedHashMap[String, Object] = {
-    val set = new util.LinkedHashMap[String, Object]()
-    assignments.foreach {
-      case Assignment(key: Attribute, value: Attribute) if target.exists(_.exprId == value.exprId) && key.exprId == value.exprId =>
-      case Assignment(key: Attribute, value) => set.put(key.name, col(value, "MERGE clause value"))
-      case Assignment(key, value) => set.put(key.sql, col(value, "MERGE clause value"))
-    }
-    set
-  }
+      : Seq[(String, org.apache.spark.sql.Column)] = assignments.collect {
+    case Assignment(key: Attribute, value: Attribute) if target.exists(_.exprId == value.exprId) && key.exprId == value.exprId => None
+    case Assignment(key: Attribute, value) => Some(key.name -> col(value, "MERGE clause value"))
+    case Assignment(key, value) => Some(key.sql -> col(value, "MERGE clause value"))
+  }.flatten
 }
 
 /** A statement lakelog's parser took (DESCRIBE HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE, ...): run in Python. */

@@ -13,8 +13,12 @@ import org.apache.spark.sql.{AnalysisException, SparkSession}
  * `spark_ext.register` register it.
  */
 trait LakelogPython {
-  /** Run `method` with `args`; a String that starts with [[LakelogPython.ErrorMark]] reports a failure. */
-  def call(method: String, session: SparkSession, args: util.Map[String, Object]): Object
+  /**
+   * Run `method` with the arguments `json` gives (an object; `{"$object": i}` stands for `objects.get(i)`, a
+   * JVM object such as a Dataset or a Column); a String that starts with [[LakelogPython.ErrorMark]] reports a
+   * failure. (Arguments travel as one JSON text: every access to a JVM collection from Python is a round trip.)
+   */
+  def call(method: String, session: SparkSession, json: String, objects: util.List[Object]): Object
 }
 
 object LakelogPython {
@@ -27,6 +31,7 @@ object LakelogPython {
 
   def registered: Boolean = python != null
 
+  /** Call `method` with named arguments: strings, numbers, booleans, null, Seqs and Maps of them, and JVM objects. */
   def call(method: String, session: SparkSession, args: (String, Any)*): Object = {
     val p = python
     if (p == null) {
@@ -34,9 +39,30 @@ object LakelogPython {
         "lakelog's Spark integration is not registered in this Python process: build the session with " +
           "spark_ext.configure(SparkSession.builder) or call spark_ext.register(spark) before using lakelog tables")
     }
-    val map = new util.HashMap[String, Object]()
-    args.foreach { case (k, v) => map.put(k, v.asInstanceOf[AnyRef]) }
-    val reply = p.call(method, session, map)
+    val mapper = new com.fasterxml.jackson.databind.ObjectMapper()
+    val objects = new util.ArrayList[Object]()
+    def node(v: Any): com.fasterxml.jackson.databind.JsonNode = v match {
+      case null | None => mapper.getNodeFactory.nullNode()
+      case Some(x) => node(x)
+      case s: String => mapper.getNodeFactory.textNode(s)
+      case b: Boolean => mapper.getNodeFactory.booleanNode(b)
+      case b: java.lang.Boolean => mapper.getNodeFactory.booleanNode(b.booleanValue)
+      case i: Int => mapper.getNodeFactory.numberNode(i)
+      case l: Long => mapper.getNodeFactory.numberNode(l)
+      case l: java.lang.Long => mapper.getNodeFactory.numberNode(l.longValue)
+      case m: scala.collection.Map[_, _] =>
+        val o = mapper.createObjectNode()
+        m.foreach { case (k, x) => o.set[com.fasterxml.jackson.databind.JsonNode](k.toString, node(x)) }
+        o
+      case xs: Seq[_] =>
+        val a = mapper.createArrayNode()
+        xs.foreach(x => a.add(node(x)))
+        a
+      case other =>
+        objects.add(other.asInstanceOf[AnyRef])
+        mapper.createObjectNode().put("$object", objects.size - 1)
+    }
+    val reply = p.call(method, session, mapper.writeValueAsString(node(args.toMap)), objects)
     reply match {
       case s: String if s.startsWith(ErrorMark) => throw fromJson(s.substring(ErrorMark.length))
       case t: Throwable => throw t // Spark's own error, raised by a job lakelog ran in Python
