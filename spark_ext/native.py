@@ -188,7 +188,7 @@ public class LakelogFileIndexFactory {
     String live = (String) s.get("live");
     int groups = plain.size() + deleted.size();
     for (int g = 0; g < Math.max(groups, 1); g++) {
-      boolean dv = g >= plain.size();
+      boolean dv = groups > 0 && g >= plain.size();
       String files = groups == 0 ? "[]" : json.writeValueAsString(dv ? deleted.get(g - plain.size()) : plain.get(g));
       InMemoryFileIndex index = create(session, files, partitions, partSchema, options);
       StructType schema = dv ? dataSchema.add(live, DataTypes.BooleanType, false) : dataSchema;

@@ -65,8 +65,29 @@ class LakelogSqlParser(session: SparkSession, delegate: ParserInterface) extends
 }
 
 object LakelogSqlParser {
-  /** `plan` with each MERGE's `INSERT *` clauses recorded (see [[LakelogAnalysis.StarInserts]]). */
-  def tagged(plan: LogicalPlan): LogicalPlan = {
+  /**
+   * `plan` with each MERGE's `INSERT *` clauses recorded (see [[LakelogAnalysis.StarInserts]]), and a CREATE
+   * or REPLACE TABLE of `lakelog.`/path`` without USING made one of a lakelog table (as Delta takes
+   * `delta.`/path``); Spark would otherwise make it a table of its default source.
+   */
+  def tagged(parsed: LogicalPlan): LogicalPlan = {
+    import org.apache.spark.sql.catalyst.analysis.UnresolvedIdentifier
+    import org.apache.spark.sql.catalyst.plans.logical._
+    def isPath(name: LogicalPlan): Boolean = name match {
+      case UnresolvedIdentifier(Seq(ns, _), _) => ns.equalsIgnoreCase(LakelogCatalog.Provider)
+      case _ => false
+    }
+    def lakelog(spec: TableSpecBase): TableSpecBase = spec match {
+      case t: UnresolvedTableSpec if t.provider.isEmpty => t.copy(provider = Some(LakelogCatalog.Provider))
+      case t: TableSpec if t.provider.isEmpty => t.copy(provider = Some(LakelogCatalog.Provider))
+      case other => other
+    }
+    val plan = parsed transformDown {
+      case c: CreateTable if isPath(c.name) => c.copy(tableSpec = lakelog(c.tableSpec))
+      case c: ReplaceTable if isPath(c.name) => c.copy(tableSpec = lakelog(c.tableSpec))
+      case c: CreateTableAsSelect if isPath(c.name) => c.copy(tableSpec = lakelog(c.tableSpec))
+      case c: ReplaceTableAsSelect if isPath(c.name) => c.copy(tableSpec = lakelog(c.tableSpec))
+    }
     plan.foreach {
       case m: org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable =>
         val stars = m.notMatchedActions.zipWithIndex.collect {
