@@ -52,19 +52,26 @@ def configure(builder: Any) -> Any:
     builder.config("spark.jars", _append(options.get("spark.jars"), jar))
     builder.config("spark.driver.extraClassPath", _append(options.get("spark.driver.extraClassPath"), jar, ":"))
     if not getattr(builder, _MARK, False):
-        original = builder.getOrCreate
-
-        def get_or_create():
-            spark = original()
-            _check_native(spark)
-            from ..datasource import register
-
-            register(spark)
-            return spark
-
-        builder.getOrCreate = get_or_create
+        for method in ("getOrCreate", "create"):  # (create: PySpark 4.2+)
+            original = getattr(builder, method, None)
+            if original is not None:
+                setattr(builder, method, _registering(original))
         setattr(builder, _MARK, True)
     return builder
+
+
+def _registering(start):
+    """``start`` (the builder's getOrCreate or create), then lakelog's registration on the session."""
+
+    def started():
+        spark = start()
+        _check_native(spark)
+        from ..datasource import register
+
+        register(spark)
+        return spark
+
+    return started
 
 
 def is_native(spark) -> bool:
