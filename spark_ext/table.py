@@ -53,6 +53,7 @@ DETAIL_SCHEMA = T.StructType(
         T.StructField("createdAt", T.TimestampType()),
         T.StructField("lastModified", T.TimestampType()),
         T.StructField("partitionColumns", T.ArrayType(T.StringType())),
+        T.StructField("clusteringColumns", T.ArrayType(T.StringType())),
         T.StructField("numFiles", T.LongType()),
         T.StructField("sizeInBytes", T.LongType()),
         T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
@@ -180,8 +181,11 @@ class LakelogTable:
             )
         return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
 
-    def detail(self) -> DataFrame:
-        """One row describing the table, with the columns of Delta's ``DESCRIBE DETAIL``."""
+    def detail(self, name: str | None = None) -> DataFrame:
+        """One row describing the table, with the columns of Delta's ``DESCRIBE DETAIL`` (``name``: the
+        table's name in Spark's catalog, where it has one)."""
+        from lakelog.clustering import clustering_columns
+
         t = self._table()
         snap, m, p = t.snapshot, t.metadata, t.protocol
         history = t.history(1)
@@ -197,12 +201,13 @@ class LakelogTable:
         row = (
             "delta",
             m.id,
-            m.name,
+            name or m.name,
             m.description,
             t.storage.uri if hasattr(t.storage, "uri") else self._path,
             utc(m.created_time),
             utc(history[0]["timestamp"]) if history else None,
             list(t.partition_columns),
+            list(clustering_columns(snap) or []),
             len(snap.files),
             sum(a.size for a in snap.files.values()),
             dict(m.configuration),

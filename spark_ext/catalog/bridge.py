@@ -183,6 +183,9 @@ class Bridge:
             from lakelog.writer_features.expressions import to_engine_sql
 
             options["replaceWhere"] = to_engine_sql(s["replaceWhere"], "REPLACE WHERE predicate")
+        metadata = _user_metadata(spark)
+        if metadata is not None:
+            options.setdefault("userMetadata", metadata)
         if s.get("dynamic"):
             options["partitionOverwriteMode"] = "dynamic"
         elif s["mode"] == "overwrite":
@@ -195,13 +198,14 @@ class Bridge:
         from ..table import LakelogTable
 
         assignments = {k: _column(v) for k, v in set.items()}
-        metrics = LakelogTable.forPath(spark, local_path(path, spark)).update(_column(condition), assignments) if assignments else {}
+        table = LakelogTable.forPath(spark, local_path(path, spark))
+        metrics = table.update(_column(condition), assignments, userMetadata=_user_metadata(spark)) if assignments else {}
         return orjson.dumps([int(metrics.get("num_updated_rows", metrics.get("numUpdatedRows", 0)) or 0)]).decode()
 
     def _delete(self, spark, path: str, condition: Any) -> str:
         from ..table import LakelogTable
 
-        metrics = LakelogTable.forPath(spark, local_path(path, spark)).delete(_column(condition))
+        metrics = LakelogTable.forPath(spark, local_path(path, spark)).delete(_column(condition), userMetadata=_user_metadata(spark))
         return orjson.dumps([int(metrics.get("num_deleted_rows", metrics.get("numDeletedRows", 0)) or 0)]).decode()
 
     def _merge(self, spark, path: str, targetAlias: str, source: Any, condition: Any, clauses: Any, schemaEvolution: bool) -> str:
@@ -230,7 +234,7 @@ class Bridge:
                 builder = builder.whenNotMatchedBySourceUpdate(cond, set_)
         if schemaEvolution:
             builder = builder.withSchemaEvolution()
-        m = builder.execute()
+        m = builder.execute(userMetadata=_user_metadata(spark))
         updated, deleted, inserted = (int(m.get(k, 0) or 0) for k in ("num_target_rows_updated", "num_target_rows_deleted", "num_target_rows_inserted"))
         return orjson.dumps([updated + deleted + inserted, updated, deleted, inserted]).decode()
 
@@ -249,6 +253,14 @@ class Bridge:
         from .commands import table_changes
 
         return table_changes(spark, table, start, end)._jdf
+
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"  # Delta's session setting for commitInfo.userMetadata
+
+
+def _user_metadata(spark: SparkSession) -> str | None:
+    value = spark.conf.get(USER_METADATA_CONF, None)
+    return value if value else None
 
 
 def _column(value: Any) -> Column | None:

@@ -24,6 +24,17 @@ RESTORE_COLUMNS = {  # Delta's RESTORE columns -> lakelog's restore metrics
     "restored_files_size": "restoredFilesSize",
 }
 
+_FILE_SIZES = T.StructType([T.StructField(n, t) for n, t in (("min", T.LongType()), ("max", T.LongType()), ("avg", T.DoubleType()),
+                                                               ("totalFiles", T.LongType()), ("totalSize", T.LongType()))])
+# Delta's OPTIMIZE metrics (OptimizeMetrics), the fields lakelog's optimize reports
+OPTIMIZE_METRICS = T.StructType([
+    T.StructField("numFilesAdded", T.LongType()), T.StructField("numFilesRemoved", T.LongType()),
+    T.StructField("filesAdded", _FILE_SIZES), T.StructField("filesRemoved", _FILE_SIZES),
+    T.StructField("partitionsOptimized", T.LongType()), T.StructField("numBatches", T.LongType()),
+    T.StructField("totalConsideredFiles", T.LongType()), T.StructField("totalFilesSkipped", T.LongType()),
+    T.StructField("preserveInsertionOrder", T.BooleanType()),
+])
+
 _REFUSED = {
     ("CONVERT",): "CONVERT TO DELTA: use lakelog.convert(path) (or `lakelog convert PATH`) to adopt Parquet files",
     ("GENERATE",): "GENERATE symlink_format_manifest: set the table property delta.compatibility.symlinkFormatManifest.enabled = true "
@@ -52,7 +63,7 @@ def command_schema(text: str) -> T.StructType:
     if kind == "RESTORE":
         return T.StructType([T.StructField(c, T.LongType()) for c in RESTORE_COLUMNS])
     if kind == "OPTIMIZE":
-        return T.StructType([T.StructField("path", T.StringType()), T.StructField("metrics", T.MapType(T.StringType(), T.StringType()))])
+        return T.StructType([T.StructField("path", T.StringType()), T.StructField("metrics", OPTIMIZE_METRICS)])
     return T.StructType([T.StructField("path", T.StringType())])
 
 
@@ -63,16 +74,28 @@ def run(spark: SparkSession, text: str) -> DataFrame:
     df = run_command(spark, text.replace("DESC ", "DESCRIBE ", 1) if text.lstrip().upper().startswith("DESC ") else text, tokenize(text))
     if kind == "RESTORE":
         df = df.select(*[F.col(src).cast("long").alias(name) for name, src in RESTORE_COLUMNS.items()])
+    elif kind == "OPTIMIZE":
+        m = F.col("metrics")
+        fields = []
+        for f in OPTIMIZE_METRICS.fields:
+            value = F.from_json(m[f.name], f.dataType) if isinstance(f.dataType, T.StructType) else m[f.name].cast(f.dataType)
+            fields.append(value.alias(f.name))
+        df = df.select("path", F.struct(*fields).alias("metrics"))
     return df
 
 
 def table_changes(spark: SparkSession, table: str, start: Any, end: Any) -> DataFrame:
     """``table_changes('name' | 'path', start[, end])``: the change data feed between two versions or timestamps."""
+    import lakelog
+
+    path = table_path(spark, table)
+    if end is not None and str(end).strip().isdigit():
+        end = min(int(str(end).strip()), lakelog.Table(path).version)  # (as Delta: an end past the latest version reads to it)
     reader = spark.read.format("lakelog").option("readChangeFeed", "true")
     for value, which in ((start, "starting"), (end, "ending")):
         if value is not None:
             reader = reader.option(f"{which}{'Version' if str(value).strip().isdigit() else 'Timestamp'}", str(value).strip())
-    return reader.load(table_path(spark, table))
+    return reader.load(path)
 
 
 def table_path(spark: SparkSession, name: str) -> str:

@@ -83,6 +83,7 @@ def create(spark: SparkSession, declared: dict[str, Any], data: DataFrame | None
         spec.cluster_by = [c.strip() for c in str(options["clusterBy"]).split(",") if c.strip()]
     existing = _existing(spec.path)
     if mode in ("replace", "createOrReplace") and existing is not None:
+        _with_session_defaults(spark, spec)
         check_replace(existing, spec, what)
         write_spec(spark, spec, data, replace=True)
         _add_constraints(spec.path, declared)
@@ -102,9 +103,29 @@ def create(spark: SparkSession, declared: dict[str, Any], data: DataFrame | None
         return "registered"
     if data is None and not spec.columns:
         raise InvalidArgumentError(f"{what}: there is no lakelog table at {spec.path!r}: give the new table's columns, or a query (AS SELECT ...)")
+    _with_session_defaults(spark, spec)
     write_spec(spark, spec, data, replace=False)
     _add_constraints(spec.path, declared)
     return "created"
+
+
+DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."  # Delta's session settings for new tables' properties
+
+
+def session_property_defaults(spark: SparkSession) -> dict[str, str]:
+    """The table properties the session gives every new table: ``spark.databricks.delta.properties.defaults.<p>``
+    is ``delta.<p>``, as in Delta."""
+    try:
+        conf = spark.conf.getAll
+    except Exception:  # noqa: BLE001 - a session without getAll
+        return {}
+    return {"delta." + k[len(DEFAULTS_PREFIX):]: str(v) for k, v in conf.items() if k.startswith(DEFAULTS_PREFIX)}
+
+
+def _with_session_defaults(spark: SparkSession, spec: Spec) -> None:
+    defaults = session_property_defaults(spark)
+    if defaults:
+        spec.properties = {**defaults, **(spec.properties or {})}
 
 
 def _add_constraints(path: str, declared: dict[str, Any]) -> None:
@@ -127,52 +148,86 @@ def _check_sql(ddl: str) -> str:
     return ddl[i + 1:]
 
 
+_RESERVED_PROPERTIES = {"location": "ALTER TABLE ... SET LOCATION: a lakelog table's location is where its log is; register the table "
+                                    "at another location instead (DROP TABLE, then CREATE TABLE name USING lakelog LOCATION '...')",
+                        "comment": "a table COMMENT (lakelog keeps no table description)",
+                        "owner": "a table owner (lakelog keeps none)"}
+
+
+def _refusal(c: dict[str, Any], field: str) -> str | None:
+    """Why lakelog does not run the change ``c``, or None."""
+    op = c["op"]
+    if op in ("setProperty", "removeProperty") and c["key"].lower() in _RESERVED_PROPERTIES:
+        return _RESERVED_PROPERTIES[c["key"].lower()]
+    if op == "addColumn":
+        if c.get("comment"):
+            return f"ALTER TABLE ADD COLUMNS: column {field}: lakelog does not store column comments"
+        if c.get("position"):
+            return f"ALTER TABLE ADD COLUMNS: column {field}: {c['position']}: new columns go last"
+        if c.get("default"):
+            return (f"ALTER TABLE ADD COLUMNS: column {field}: Delta does not take a default when a column is added; "
+                    "add the column, then ALTER COLUMN ... SET DEFAULT")
+        if not c.get("nullable", True):
+            return f"ALTER TABLE ADD COLUMNS: column {field}: a new column cannot be NOT NULL (rows already written have no value; Delta refuses it too)"
+    if op == "updateColumnNullability" and not c["nullable"]:
+        return (f"ALTER COLUMN {field} SET NOT NULL: not supported (Delta refuses it too: rows already written are not checked); "
+                f"add a CHECK constraint instead ({field} IS NOT NULL)")
+    if op == "updateColumnComment":
+        return f"ALTER COLUMN {field} COMMENT: lakelog does not store column comments"
+    if op == "updateColumnPosition":
+        return f"ALTER COLUMN {field} {c.get('position')}: lakelog keeps columns in the order they were added"
+    if op in ("unsupported", "clusterBy"):
+        return f"ALTER TABLE: {c.get('what') or 'CLUSTER BY'} is not supported on lakelog tables"
+    return None
+
+
 def alter(spark: SparkSession, path: str, changes: list[dict[str, Any]]) -> None:
-    """Apply an ALTER TABLE's changes, in order, each as one lakelog commit."""
+    """Apply an ALTER TABLE's changes, each run of one kind (properties set, columns added, dropped) as one
+    lakelog commit. Every change is checked before the first commit, so a refused one commits nothing;
+    REPLACE COLUMNS (drops then adds in one statement) is refused: lakelog would commit it in two steps and
+    drop the data of the columns that stay."""
     from lakelog.schema import schema_from_string
 
     t = lakelog.Table(path)
+    ops = [c["op"] for c in changes]
+    if "deleteColumn" in ops and "addColumn" in ops:
+        raise UnsupportedFeatureError("ALTER TABLE REPLACE COLUMNS is not supported on lakelog tables: add, drop and rename columns "
+                                      "one statement at a time (ADD COLUMNS, DROP COLUMNS, RENAME COLUMN, ALTER COLUMN ... TYPE)")
     for c in changes:
-        op = c["op"]
+        why = _refusal(c, ".".join(c.get("field") or []))
+        if why is not None:
+            raise UnsupportedFeatureError(why)
+    i = 0
+    while i < len(changes):
+        op = changes[i]["op"]
+        run = [changes[i]]
+        while i + len(run) < len(changes) and changes[i + len(run)]["op"] == op and op in ("setProperty", "removeProperty", "addColumn", "deleteColumn"):
+            run.append(changes[i + len(run)])
+        i += len(run)
+        c = run[0]
         field = ".".join(c.get("field") or [])
         if op == "setProperty":
-            if c["key"].lower() == "comment":
-                raise UnsupportedFeatureError("ALTER TABLE ... SET TBLPROPERTIES ('comment'): lakelog keeps no table description")
-            t.set_properties({c["key"]: c["value"]})
+            t.set_properties({c["key"]: c["value"] for c in run})
         elif op == "removeProperty":
-            t.unset_properties([c["key"]], if_exists=True)
+            t.unset_properties([c["key"] for c in run], if_exists=True)
         elif op == "addColumn":
-            if c.get("comment"):
-                raise UnsupportedFeatureError(f"ALTER TABLE ADD COLUMNS: column {field}: lakelog does not store column comments")
-            if c.get("position"):
-                raise UnsupportedFeatureError(f"ALTER TABLE ADD COLUMNS: column {field}: {c['position']}: new columns go last")
-            if c.get("default"):
-                raise UnsupportedFeatureError(f"ALTER TABLE ADD COLUMNS: column {field}: Delta does not take a default when a column is added; "
-                                              "add the column, then ALTER COLUMN ... SET DEFAULT")
-            if not c.get("nullable", True):
-                raise UnsupportedFeatureError(f"ALTER TABLE ADD COLUMNS: column {field}: a new column cannot be NOT NULL (rows already "
-                                              "written have no value; Delta refuses it too)")
-            arrow = schema_from_string(json.dumps({"type": "struct", "fields": [{"name": "c", "type": json.loads(c["type"]), "nullable": True, "metadata": {}}]}))
-            t.add_columns({field: arrow.field(0).type})
+            added = {}
+            for c in run:
+                arrow = schema_from_string(json.dumps({"type": "struct", "fields": [{"name": "c", "type": json.loads(c["type"]), "nullable": True, "metadata": {}}]}))
+                added[".".join(c["field"])] = arrow.field(0).type
+            t.add_columns(added)
+        elif op == "deleteColumn":
+            names = [".".join(c["field"]) for c in run if not (c.get("ifExists") and not _has(t.schema, ".".join(c["field"])))]
+            if names:
+                t.drop_columns(names)
         elif op == "renameColumn":
             t.rename_column(field, c["newName"])
-        elif op == "deleteColumn":
-            if c.get("ifExists") and not _has(t.schema, field):
-                continue
-            t.drop_columns([field])
         elif op == "updateColumnType":
             t.alter_column_type(field, _spark_type(c["type"]).simpleString())
         elif op == "updateColumnNullability":
-            if not c["nullable"]:
-                raise UnsupportedFeatureError(f"ALTER COLUMN {field} SET NOT NULL: not supported (Delta refuses it too: rows already written "
-                                              f"are not checked); add a CHECK constraint instead ({field} IS NOT NULL)")
             t.drop_not_null(field)
         elif op == "updateColumnDefaultValue":
             t.set_column_default(field, c.get("default"))
-        elif op == "updateColumnComment":
-            raise UnsupportedFeatureError(f"ALTER COLUMN {field} COMMENT: lakelog does not store column comments")
-        elif op == "updateColumnPosition":
-            raise UnsupportedFeatureError(f"ALTER COLUMN {field} {c.get('position')}: lakelog keeps columns in the order they were added")
         elif op == "addConstraint":
             t.add_constraint({c["name"]: c["sql"]})
         elif op == "dropConstraint":

@@ -135,11 +135,12 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
     case other => other
   }
 
-  /** An INSERT clause with Spark's store-assignment casts on the columns it gives (lakelog fills the others:
-   *  defaults, generated and identity columns). */
+  /** An INSERT clause with Spark's store-assignment casts on the columns it gives and the defaults of those it
+   *  leaves out that have one (lakelog computes generated and identity columns, and NULLs the rest). */
   private def alignInsert(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
     case InsertAction(cond, assignments) =>
-      val given = assignments.collect { case Assignment(key: Attribute, _) => key.exprId }.toSet
+      val given = assignments.collect { case Assignment(key: Attribute, _) => key.exprId }.toSet ++
+        target.filter(_.metadata.contains("CURRENT_DEFAULT")).map(_.exprId)
       val aligned = checkVariants(AssignmentUtils.alignInsertAssignments(target, assignments, false), "MERGE")
       InsertAction(cond, aligned.filter {
         case Assignment(key: Attribute, _) => given.contains(key.exprId)

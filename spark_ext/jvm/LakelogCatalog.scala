@@ -83,6 +83,24 @@ class LakelogCatalog extends DelegatingCatalogExtension {
     loadTable(ident)
   }
 
+  override def createTableLike(ident: Identifier, info: TableInfo, source: Table): Table = {
+    val given = info.properties.asScala.toMap
+    val lakelog = given.get(TableCatalog.PROP_PROVIDER).map(_.equalsIgnoreCase(Provider))
+      .getOrElse(source.isInstanceOf[LakelogSparkTable])
+    if (!lakelog) return super.createTableLike(ident, info, source)
+    val (columns, properties, checks) = source match {
+      case s: LakelogSparkTable =>
+        // (as Delta: the definition, properties and CHECK constraints included; not the rows)
+        val constraint = "delta.constraints."
+        (LakelogDDL.columnsOfSchema(s.info.schema), s.info.properties.filter(!_._1.startsWith(constraint)),
+          s.info.properties.collect { case (k, v) if k.startsWith(constraint) => k.stripPrefix(constraint) -> s"CHECK ($v)" }.toSeq)
+      case other => (LakelogDDL.columnsOfCatalog(other.columns.toSeq), Map.empty[String, String], Nil)
+    }
+    LakelogDDL.create(session, this, ident, columns, source.partitioning.toSeq,
+      properties ++ given + (TableCatalog.PROP_PROVIDER -> Provider), checks, "create", None)
+    loadTable(ident)
+  }
+
   override def alterTable(ident: Identifier, changes: TableChange*): Table = {
     lakelogPath(ident) match {
       case Some(path) =>
@@ -94,7 +112,7 @@ class LakelogCatalog extends DelegatingCatalogExtension {
 
   override def dropTable(ident: Identifier): Boolean = {
     if (isPathIdent(ident)) {
-      throw LakelogException("LAKELOG_UNSUPPORTED",
+      throw LakelogException("LAKELOG_UNSUPPORTED_FEATURE",
         s"DROP TABLE lakelog.`${ident.name}`: a table named by its path has no catalog entry to drop; its files stay where they are")
     }
     super.dropTable(ident)

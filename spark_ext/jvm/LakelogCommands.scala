@@ -29,7 +29,7 @@ private[lakelog] object Commands {
   def column(e: Expression, names: Map[ExprId, Seq[String]], what: String): org.apache.spark.sql.Column = {
     e.foreach {
       case s: SubqueryExpression if s.getOuterAttrs.nonEmpty =>
-        throw LakelogException("LAKELOG_UNSUPPORTED",
+        throw LakelogException("LAKELOG_UNSUPPORTED_FEATURE",
           s"a correlated subquery in the $what is not supported on lakelog tables: ${s.sql}")
       case _ =>
     }
@@ -203,7 +203,7 @@ case class LakelogMergeCommand(
           Map("kind" -> kind, "action" -> "update", "condition" -> condition, "all" -> fromStar, "set" -> assignmentMap(assignments, col).toMap)
         case InsertAction(_, assignments) =>
           Map("kind" -> kind, "action" -> "insert", "condition" -> condition, "all" -> star, "set" -> assignmentMap(assignments, col).toMap)
-        case other => throw LakelogException("LAKELOG_UNSUPPORTED", s"MERGE clause ${other.sql}")
+        case other => throw LakelogException("LAKELOG_UNSUPPORTED_FEATURE", s"MERGE clause ${other.sql}")
       })
     }
     matched.foreach(add("matched", _))
@@ -235,7 +235,8 @@ case class LakelogSqlCommand(text: String, override val output: Seq[Attribute]) 
 }
 
 object LakelogSqlCommand {
-  def apply(session: SparkSession, text: String): LakelogSqlCommand = {
+  def apply(session: SparkSession, sqlText: String): LakelogSqlCommand = {
+    val text = sqlText.trim.stripSuffix(";").trim // (Spark's parser takes a statement ending with ';')
     val schema = DataType.fromJson(LakelogPython.string("commandSchema", session, "text" -> text)).asInstanceOf[StructType]
     LakelogSqlCommand(text, org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes(schema))
   }

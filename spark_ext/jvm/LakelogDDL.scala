@@ -41,6 +41,19 @@ object LakelogDDL {
       Option(c.comment))
   }
 
+  /** Columns from a lakelog table's schema as Spark sees it (its field metadata says defaults, generation
+   *  expressions and identity). */
+  def columnsOfSchema(schema: StructType): Seq[ColumnSpec] = schema.fields.toSeq.map { f =>
+    def meta(key: String): Option[String] = if (f.metadata.contains(key)) Some(f.metadata.getString(key)) else None
+    def long(key: String): Long = f.metadata.getLong(key)
+    val identity = if (f.metadata.contains("delta.identity.start")) {
+      Some((long("delta.identity.start"), long("delta.identity.step"),
+        f.metadata.contains("delta.identity.allowExplicitInsert") && f.metadata.getBoolean("delta.identity.allowExplicitInsert")))
+    } else None
+    ColumnSpec(StructField(f.name, f.dataType, f.nullable), meta("CURRENT_DEFAULT"), meta("delta.generationExpression"),
+      identity, f.getComment())
+  }
+
   def create(
       session: SparkSession,
       catalog: LakelogCatalog,
@@ -55,7 +68,7 @@ object LakelogDDL {
     val entry = catalog.catalogEntry(ident)
     entry.foreach { e =>
       if (!LakelogCatalog.isLakelog(e) && mode != "createIfNotExists") {
-        throw LakelogException("LAKELOG_NOT_A_LAKELOG_TABLE",
+        throw LakelogException("LAKELOG_INVALID_ARGUMENT",
           s"${e.identifier.unquotedString} exists in the catalog with provider ${e.provider.getOrElse("hive")}, not lakelog")
       }
     }
@@ -69,7 +82,7 @@ object LakelogDDL {
     val known = if (byPath) Some(ident.name) else entry.map(LakelogCatalog.locationOf)
     (given, known) match {
       case (Some(g), Some(k)) if !samePath(session, g, k) =>
-        throw LakelogException("LAKELOG_LOCATION_MISMATCH",
+        throw LakelogException("LAKELOG_INVALID_ARGUMENT",
           s"${ident.toMultipart.mkString(".")} is the lakelog table at '$k', not at '$g'")
       case _ =>
     }
@@ -169,7 +182,7 @@ object LakelogDDL {
     partitions.foreach {
       case IdentityTransform(ref) => parts :+= ref.fieldNames.mkString(".")
       case ClusterByTransform(refs) => cluster = Some(refs.map(_.fieldNames.mkString(".")))
-      case other => throw LakelogException("LAKELOG_UNSUPPORTED_PARTITIONING",
+      case other => throw LakelogException("LAKELOG_UNSUPPORTED_FEATURE",
         s"lakelog tables are partitioned by columns (PARTITIONED BY (col, ...)) or clustered (CLUSTER BY); ${other.describe} is not supported")
     }
     (parts, cluster)

@@ -17,23 +17,28 @@ class LakelogSparkSessionExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectParser((session, parser) => new LakelogSqlParser(session, parser))
     extensions.injectResolutionRule(session => new LakelogAnalysis(session))
-    extensions.injectTableFunction((
-      FunctionIdentifier("table_changes"),
-      new ExpressionInfo(classOf[LakelogSparkSessionExtension].getName, "table_changes"),
-      (args: Seq[Expression]) => LakelogTableChanges(args)))
+    for (name <- Seq("table_changes", "table_changes_by_path")) {
+      extensions.injectTableFunction((
+        FunctionIdentifier(name),
+        new ExpressionInfo(classOf[LakelogSparkSessionExtension].getName, name),
+        (args: Seq[Expression]) => LakelogTableChanges(name, args)))
+    }
   }
 }
 
-/** `table_changes('table' | 'path', start[, end])`: the change data feed, as Delta's function gives it. */
+/** `table_changes('table', start[, end])` and `table_changes_by_path('path', start[, end])`: the change data
+ *  feed, as Delta's functions give it. */
 object LakelogTableChanges {
-  def apply(args: Seq[Expression]): LogicalPlan = {
+  def apply(function: String, args: Seq[Expression]): LogicalPlan = {
     val session = SparkSession.active
     if (args.length < 2 || args.length > 3 || !args.forall(_.foldable)) {
       throw LakelogException("LAKELOG_INVALID_ARGUMENT",
-        "table_changes takes a table name (or path), a start version or timestamp and an optional end: table_changes('t', 0[, 5])")
+        s"$function takes a table ${if (function.endsWith("path")) "path" else "name"}, a start version or timestamp " +
+          s"and an optional end: $function('t', 0[, 5])")
     }
     val values = args.map(a => Option(a.eval()).map(_.toString).orNull)
-    val frame = LakelogPython.call("tableChanges", session, "table" -> values.head, "start" -> values(1),
+    val table = if (function.endsWith("path") && values.head != null) s"lakelog.`${values.head.replace("`", "``")}`" else values.head
+    val frame = LakelogPython.call("tableChanges", session, "table" -> table, "start" -> values(1),
       "end" -> (if (values.length > 2) values(2) else null)).asInstanceOf[org.apache.spark.sql.Dataset[_]]
     frame.queryExecution.analyzed
   }

@@ -114,7 +114,9 @@ object LakelogErrors {
   /** Register `json` ({"LAKELOG_X": "SQLSTATE", ...}); returns whether Spark's error reader now knows them. */
   def register(json: String): Boolean = synchronized {
     val mapper = new com.fasterxml.jackson.databind.ObjectMapper()
-    val wanted = mapper.readTree(json).fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap
+    // (lakelog's errors, from Python, and the one the JVM raises itself before Python is reachable)
+    val wanted = mapper.readTree(json).fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap +
+      ("LAKELOG_NOT_REGISTERED" -> "55000")
     if (wanted.keySet.subsetOf(classes.keySet)) return true
     try {
       val conditions = mapper.createObjectNode()
