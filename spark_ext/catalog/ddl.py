@@ -33,6 +33,15 @@ def _existing(path: str) -> lakelog.Table | None:
         return None
 
 
+def _refuse_char_types(type_json: str, where: str) -> None:
+    import re as _re
+
+    found = _re.search(r'"?((?:var)?char)\((\d+)\)', type_json)
+    if found:
+        raise UnsupportedFeatureError(f"{where} has type {found.group(1).upper()}({found.group(2)}): lakelog does not enforce "
+                                      "CHAR/VARCHAR lengths; use STRING (and a CHECK constraint on length(...) for a limit)")
+
+
 def spec_of(declared: dict[str, Any], what: str) -> Spec:
     """The ``Spec`` of a statement's columns, partitioning, clustering and properties."""
     spec = Spec(path=declared["location"])
@@ -45,6 +54,7 @@ def spec_of(declared: dict[str, Any], what: str) -> Spec:
         kinds = [k for k in ("default", "generation", "identity") if c.get(k) is not None]
         if len(kinds) > 1:
             raise InvalidArgumentError(f"{what}: column {name} cannot be both {' and '.join(kinds)}")
+        _refuse_char_types(c["type"], f"{what}: column {name}")
         t = _spark_type(c["type"])
         if c.get("default") is not None:
             spec.defaults[name] = c["default"]
@@ -159,6 +169,11 @@ def _refusal(c: dict[str, Any], field: str) -> str | None:
     op = c["op"]
     if op in ("setProperty", "removeProperty") and c["key"].lower() in _RESERVED_PROPERTIES:
         return _RESERVED_PROPERTIES[c["key"].lower()]
+    if op in ("addColumn", "updateColumnType"):
+        try:
+            _refuse_char_types(c["type"], f"ALTER TABLE: column {field}")
+        except UnsupportedFeatureError as e:
+            return str(e)
     if op == "addColumn":
         if c.get("comment"):
             return f"ALTER TABLE ADD COLUMNS: column {field}: lakelog does not store column comments"
