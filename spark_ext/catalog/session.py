@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 from lakelog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -55,15 +56,16 @@ def configure(builder: Any) -> Any:
         for method in ("getOrCreate", "create"):  # (create: PySpark 4.2+)
             original = getattr(builder, method, None)
             if original is not None:
-                setattr(builder, method, _registering(original))
+                setattr(builder, method, _registering(original, options))
         setattr(builder, _MARK, True)
     return builder
 
 
-def _registering(start):
+def _registering(start, options):
     """``start`` (the builder's getOrCreate or create), then lakelog's registration on the session."""
 
     def started():
+        _use_this_python(options)
         spark = start()
         _check_native(spark)
         from ..datasource import register
@@ -72,6 +74,14 @@ def _registering(start):
         return spark
 
     return started
+
+
+def _use_this_python(options) -> None:
+    # Spark's own lookup of Python data sources (when the session starts) runs PYSPARK_PYTHON, else the
+    # python3 on PATH: for a script run with a virtual environment's interpreter, not activated, that is
+    # an interpreter without lakelog, and the session starts with a failed lookup in its log.
+    if not os.environ.get("PYSPARK_PYTHON") and not options.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
 def is_native(spark) -> bool:

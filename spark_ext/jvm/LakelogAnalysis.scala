@@ -60,19 +60,22 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogCreateTableCommand(catalog, ident, Nil, partitioning, properties(spec), Nil,
         if (orCreate) "createOrReplace" else "replace", Some(reads(query)))
 
-    case a @ AppendData(LakelogRelation(table), query, options, _, _, _, _) if a.resolved && a.outputResolved =>
-      LakelogWriteCommand(table, writeQuery(table, query), "append", None, dynamic = false, options)
+    case a @ AppendData(r @ LakelogRelation(table), query, options, _, _, _, _) if query.resolved =>
+      val (aligned, evolve) = align(a, r.asInstanceOf[DataSourceV2Relation], table, options)
+      LakelogWriteCommand(table, writeQuery(table, aligned), "append", None, dynamic = false, withMerge(options, evolve))
 
-    case o @ OverwriteByExpression(LakelogRelation(table), condition, query, options, _, _, _, _)
-        if o.resolved && o.outputResolved =>
+    case o @ OverwriteByExpression(r @ LakelogRelation(table), condition, query, options, _, _, _, _)
+        if query.resolved && condition.resolved =>
+      val (aligned, evolve) = align(o, r.asInstanceOf[DataSourceV2Relation], table, options)
       val where = condition match {
         case Literal(true, _) => None
         case e => Some(LakelogAnalysis.sqlOf(e))
       }
-      LakelogWriteCommand(table, writeQuery(table, query), "overwrite", where, dynamic = false, options)
+      LakelogWriteCommand(table, writeQuery(table, aligned), "overwrite", where, dynamic = false, withMerge(options, evolve))
 
-    case o @ OverwritePartitionsDynamic(LakelogRelation(table), query, options, _, _, _) if o.resolved && o.outputResolved =>
-      LakelogWriteCommand(table, writeQuery(table, query), "overwrite", None, dynamic = true, options)
+    case o @ OverwritePartitionsDynamic(r @ LakelogRelation(table), query, options, _, _, _) if query.resolved =>
+      val (aligned, evolve) = align(o, r.asInstanceOf[DataSourceV2Relation], table, options)
+      LakelogWriteCommand(table, writeQuery(table, aligned), "overwrite", None, dynamic = true, withMerge(options, evolve))
 
     case u @ UpdateTable(LakelogTarget(table, target), assignments, condition) if u.resolved =>
       val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false), "UPDATE")
@@ -151,6 +154,36 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
 
   /** `query` with its lakelog reads resolved (a command keeps its query out of the rule's reach). */
   private def reads(query: LogicalPlan): LogicalPlan = apply(query)
+
+  /**
+   * A write's query aligned to the table's columns by Spark's own rule (what Spark's output resolution does
+   * for a table that does not take any schema: by position or name, store-assignment casts, defaults), and
+   * whether the write evolves the schema: with `INSERT WITH SCHEMA EVOLUTION`, the write option
+   * `mergeSchema` or Delta's `spark.databricks.delta.schema.autoMerge.enabled`, the query's columns the
+   * table lacks (by name; by position, those past the table's) are kept, for lakelog to add.
+   */
+  private def align(write: V2WriteCommand, relation: DataSourceV2Relation, table: LakelogSparkTable,
+                    options: Map[String, String]): (LogicalPlan, Boolean) = {
+    import org.apache.spark.sql.catalyst.analysis.TableOutputResolver
+    val conf = session.sessionState.conf
+    val evolve = write.withSchemaEvolution ||
+      options.exists { case (k, v) => k.equalsIgnoreCase("mergeSchema") && v.trim.equalsIgnoreCase("true") } ||
+      conf.getConfString("spark.databricks.delta.schema.autoMerge.enabled", "false").trim.equalsIgnoreCase("true")
+    val query = write.query
+    val extra = if (!evolve) Nil
+      else if (write.isByName) query.output.filterNot(a => relation.output.exists(_.name.equalsIgnoreCase(a.name)))
+      else query.output.drop(relation.output.length)
+    val expected = org.apache.spark.sql.catalyst.util.GeneratedColumn.attachGenerationExpressions(relation) ++
+      extra.map(a => AttributeReference(a.name, a.dataType, nullable = true)())
+    TableOutputResolver.suitableForByNameCheck(write.isByName, expected, query.output)
+    val fill = if (conf.coerceInsertNestedTypes && evolve) TableOutputResolver.DefaultValueFillMode.RECURSE
+      else TableOutputResolver.DefaultValueFillMode.FILL
+    val (aligned, _) = TableOutputResolver.resolveOutputColumnsWithGeneratedInfo(table.name, expected, query, write.isByName, conf, fill)
+    (aligned, extra.nonEmpty)
+  }
+
+  private def withMerge(options: Map[String, String], evolve: Boolean): Map[String, String] =
+    if (evolve) options.filterNot(_._1.equalsIgnoreCase("mergeSchema")) + ("mergeSchema" -> "true") else options
 
   /**
    * A write's query, aligned by Spark to the table's columns, without the generated and identity columns the

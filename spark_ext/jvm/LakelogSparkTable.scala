@@ -98,7 +98,10 @@ case class LakelogSparkTable(
     TableCapability.OVERWRITE_BY_FILTER,
     TableCapability.OVERWRITE_DYNAMIC,
     TableCapability.MICRO_BATCH_READ,
-    TableCapability.STREAMING_WRITE).asJava
+    TableCapability.STREAMING_WRITE,
+    // (lakelog's analysis rule aligns a batch write's data by Spark's own rule, and keeps the columns a write
+    // with schema evolution adds, which Spark's output resolution would refuse first)
+    TableCapability.ACCEPT_ANY_SCHEMA).asJava
 
   /** lakelog's Python data source (`format("lakelog")`) over this table: its streaming source and sink. */
   private def source(options: util.Map[String, String]): Table = {
