@@ -14,6 +14,9 @@ import lakelog
 from tests.catalog_peers import (assert_agree, deltalake_rows, exists, lakelog_rows, location, refused, spark_rows,
                                  unique, version_of, warehouse)
 
+# The Spark tests share one xdist worker (one JVM at a time on the machine).
+pytestmark = pytest.mark.xdist_group("spark")
+
 
 def _history_operations(path: str) -> list[tuple[int, str]]:
     return sorted((h["version"], h["operation"]) for h in lakelog.Table(path).history())

@@ -22,6 +22,9 @@ import lakelog
 from tests.catalog_peers import (assert_agree, deltalake_rows, lakelog_rows, location, refused, rows_of, spark_rows,
                                  unique, version_of)
 
+# The Spark tests share one xdist worker (one JVM at a time on the machine).
+pytestmark = pytest.mark.xdist_group("spark")
+
 FULL = os.environ.get("LAKELOG_SPARK_SQL_FULL") == "1"
 MODES = {"copy_on_write": "false", "deletion_vectors": "true"}
 COLUMNS = ["id", "p", "x", "s"]

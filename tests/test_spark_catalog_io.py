@@ -20,6 +20,9 @@ import lakelog
 from tests.catalog_peers import (assert_agree, deltalake_rows, lakelog_rows, location, refused, rows_of, spark_rows,
                                  unique, version_of)
 
+# The Spark tests share one xdist worker (one JVM at a time on the machine).
+pytestmark = pytest.mark.xdist_group("spark")
+
 
 def _timestamp_sql(value: dt.datetime) -> str:
     return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")

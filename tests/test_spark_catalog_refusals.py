@@ -15,6 +15,9 @@ from lakelog.errors import InvalidArgumentError, LakelogError, UnsupportedFeatur
 
 from tests.catalog_peers import condition, exists, location, refused, unique, version_of
 
+# The Spark tests share one xdist worker (one JVM at a time on the machine).
+pytestmark = pytest.mark.xdist_group("spark")
+
 # {t} is an existing lakelog table (at {tpath}), {n} a new name, {pq} a directory of plain Parquet files,
 # {pqt} a Parquet table in the catalog, {elsewhere} a path with nothing there.
 REFUSED = {
