@@ -99,7 +99,7 @@ def assert_agree(spark_result, path: str, columns: list[str] | None = None, *, v
     if peer:
         assert got == deltalake_rows(path, columns, version), "Spark and deltalake disagree"
     if expected is not None:
-        assert got == sorted(expected, key=_key)
+        assert got == sorted((tuple(_value(v) for v in r) for r in expected), key=_key)
     return got
 
 
