@@ -306,6 +306,20 @@ def test_alter_table_columns_and_properties(spark):
     assert spark.table(name).schema["a"].dataType.simpleString() == "bigint"
 
 
+@pytest.mark.xfail(strict=True, reason="an ALTER TABLE with several changes commits them one at a time: when a later one is "
+                                      "refused, the earlier ones stay committed (Delta commits an ALTER TABLE as one version)")
+def test_alter_table_with_several_changes_is_all_or_nothing(spark):
+    name = unique("atomic")
+    spark.sql(f"CREATE TABLE {name} (a INT, b STRING) USING lakelog")
+    path = location(spark, name)
+    for statement in (f"ALTER TABLE {name} ADD COLUMNS (ok INT, bad INT COMMENT 'about')",
+                      f"ALTER TABLE {name} SET TBLPROPERTIES ('k' = 'v', 'comment' = 'about')"):
+        cond, message = refused(spark, statement)
+        assert cond is not None, message
+    assert version_of(path) == 0
+    assert lakelog.Table(path).schema.names == ["a", "b"] and "k" not in lakelog.Table(path).metadata.configuration
+
+
 def test_rename_and_drop_columns_need_column_mapping(spark):
     name = unique("nomapping")
     spark.sql(f"CREATE TABLE {name} (id BIGINT, c STRING) USING lakelog")
