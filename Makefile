@@ -11,14 +11,13 @@ AZURITE := $(EMULATORS)/node_modules/.bin/azurite-blob
 .PHONY: venv test demo bench clean
 
 # pip -qq: errors only (an index configured on the machine but missing a package is a warning per
-# package). Editable "compat" mode puts the checkout on sys.path, where Spark's data source lookup
-# finds pyspark_lakelog.py; setuptools warns in 15 lines that the mode is transitional: silenced.
+# package). The editable install puts the checkout on sys.path (see package-dir in pyproject.toml),
+# where Spark's data source lookup finds pyspark_lakelog.py, as any `pip install -e .` does.
 $(STAMP): pyproject.toml
 	@echo "make: installing lakelog and its test and Spark dependencies into $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --upgrade pip
-	@PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
-		$(BIN)/python -m pip install -qq -e '.[dev,spark,s3,azure,gcs]' --config-settings editable_mode=compat
+	@$(BIN)/python -m pip install -qq -e '.[dev,spark,s3,azure,gcs]'
 	@test -x $(AZURITE) || npm install --prefix $(EMULATORS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	@touch $(STAMP)
 

@@ -59,7 +59,7 @@ from .actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, decode_p
 from .checkpoint import read_checkpoint
 from .commit_times import CommitTimes, in_commit_timestamp, latest_protocol_and_metadata
 from .deletion_vectors import DeletionVectors, referenced_dv_file
-from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, VersionNotFoundError
+from .errors import CorruptLogError, DeletionVectorError, InvalidPathError, LakelogError, MissingDeletionVectorError, StorageUnavailableError, VersionNotFoundError
 from .log import LAST_CHECKPOINT, CheckpointFiles, DeltaLog, commit_name
 from .data_files import inspect_files
 from .schema import hive_escape, partition_scalars
@@ -293,6 +293,8 @@ def check_table(
     # ---------------------------------------------------------------- in-commit timestamps
     try:
         ict_from = CommitTimes(log, listing, *latest_protocol_and_metadata(log, listing)).ict_from
+    except StorageUnavailableError:
+        raise  # no answer says nothing about the table: never reported as a problem of it
     except LakelogError:
         ict_from = None  # the latest metadata is reported above if it is unreadable
     if ict_from is not None:
@@ -326,6 +328,8 @@ def check_table(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             snapshot = Snapshot.load(storage, version=target, listing=listing)
+    except StorageUnavailableError:
+        raise
     except LakelogError as e:
         problems.append(Problem("unreadable_version", f"version {target} cannot be opened: {e}", target))
     n_files = n_bytes = None
@@ -435,6 +439,8 @@ def _read_checkpoint_state(storage: Storage, cp: CheckpointFiles, problems: list
     except FileNotFoundError:
         problems.append(Problem("unreadable_checkpoint", f"checkpoint {name} vanished while being checked", v, name))
         return None
+    except StorageUnavailableError:
+        raise
     except LakelogError as e:
         problems.append(Problem("unreadable_checkpoint", f"{e}; readers fall back to an older checkpoint or the JSON commits", v, name))
         return None

@@ -25,7 +25,12 @@ What each collation means here (as Spark 4 defines them):
 Filters on a column under any other collation (``_CI``/``_AI``/``_RTRIM`` variants, other providers)
 are refused, naming the column; so is any predicate reading a column that holds collated strings in
 its arrays or maps (elements, ``array_contains``, ``m['k']``, structs in arrays) or compared as a whole
-struct, other than by ``IS [NOT] NULL``: DuckDB would compare those strings in binary order. Statistics: Delta's ``minValues``/``maxValues`` are in binary order, so
+struct, other than by ``IS [NOT] NULL``: DuckDB would compare those strings in binary order. A SQL
+predicate or update/merge value comparing columns of two different collations (a UTF8_LCASE column
+with a UTF8_BINARY one) is refused with ``CollationMismatchError``, as Spark refuses it; a new value
+compares collated columns under their collation too, and may copy one. Table expressions (CHECK
+constraints, generated columns, defaults) follow Spark's collation rules in ``lakelog.spark_expressions``,
+with the same UTF8_LCASE key (``lcase_sql``). Statistics: Delta's ``minValues``/``maxValues`` are in binary order, so
 a writer must not give a reader a binary min/max it would use under another collation, and a reader
 must not skip files by binary bounds when it compares under another collation: lakelog writes no
 min/max for a collated column (``nullCount`` stays; ``statsWithCollation`` is optional and not
@@ -45,7 +50,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .actions import AddFile
-from .errors import UnsupportedExpressionError, UnsupportedFeatureError
+from .case_mapping import LOWER, mapped
+from .errors import CollationMismatchError, UnsupportedExpressionError, UnsupportedFeatureError
 
 METADATA_KEY = "__COLLATIONS"
 ARROW_KEY = b"delta.collations"  # Arrow field metadata: the field's __COLLATIONS object (JSON)
@@ -68,6 +74,9 @@ class Collation:
     @property
     def binary(self) -> bool:
         return self.kind == "binary"
+
+
+BINARY = Collation("spark.UTF8_BINARY", "binary")
 
 
 def parse(identifier: str) -> Collation:
@@ -220,9 +229,15 @@ _IN = ("COMPARE_IN", "COMPARE_NOT_IN")
 _NULL_TESTS = ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL")
 
 
+def lcase_sql(x: str) -> str:
+    """DuckDB SQL of UTF8_LCASE's comparison key of the string ``x``: DuckDB's ``lower`` with Spark's
+    (ICU's) mapping where they differ (``case_mapping.LOWER``: ``İ`` as ``i`` + U+0307, characters
+    DuckDB's Unicode lacks), ``ς`` as ``σ``."""
+    return f"replace({mapped(x, LOWER, 'lower')}, '{_SIGMA[0]}', '{_SIGMA[1]}')"
+
+
 def _lcase_template(parse_sql: Callable[[str], dict]) -> dict:
-    a, b = _LCASE_SPECIAL[0]
-    return parse_sql(f"replace(lower(replace(__lakelog_x, '{a}', '{b}')), '{_SIGMA[0]}', '{_SIGMA[1]}')")
+    return parse_sql(lcase_sql("__lakelog_x"))
 
 
 def _substitute(template: dict, operand: dict) -> dict:
@@ -238,31 +253,53 @@ def _substitute(template: dict, operand: dict) -> dict:
     return walk(copy.deepcopy(template))
 
 
+# Functions whose value does not depend on their strings' collation: a collated column may be an
+# argument where the function's result is a value (an update's or merge's new value), not compared.
+_VALUE_FUNCTIONS = frozenset({"upper", "lower", "ucase", "lcase", "concat", "||", "substring", "substr", "left", "right", "length",
+                              "repeat", "reverse", "md5", "sha256", "lpad", "rpad"})
+_ONE_ARGUMENT_VALUE_FUNCTIONS = frozenset({"trim", "ltrim", "rtrim"})  # (with characters to trim they compare)
+
+
+def _key(c: Collation) -> tuple[str, ...]:
+    return tuple(p.lower() for p in c.identifier.split(".")[:2])
+
+
 def collated_tree(tree: dict, collation_of: Callable[[tuple[str, ...]], Collation | None], parse_sql: Callable[[str], dict],
-                  text: str, check_icu: Callable[[str], bool]) -> dict | None:
+                  text: str, check_icu: Callable[[str], bool], value: bool = False) -> dict | None:
     """``tree`` (a DuckDB parse tree) with every comparison (``=``, ``<>``, ``<``..., ``IN``, ``BETWEEN``,
     ``IS [NOT] DISTINCT FROM``) that reads a collated column compared under that collation; None when
-    it reads none. ``collation_of`` maps a column reference to its collation (None: binary or not a
-    table column); ``check_icu`` says whether DuckDB has an ICU collation. A collated column anywhere
-    else than compared directly or tested for NULL (in a function, ``LIKE``, a comparison with another
-    collation) raises ``UnsupportedExpressionError`` naming it."""
+    it reads none. ``collation_of`` maps a column reference to its collation (None: not a table string
+    column; a ``binary`` Collation for a table's UTF8_BINARY strings); ``check_icu`` says whether DuckDB
+    has an ICU collation. A comparison of columns of two different collations raises
+    ``CollationMismatchError`` (Spark's ``COLLATION_MISMATCH``). A collated column anywhere else than
+    compared directly or tested for NULL (in a function, ``LIKE``) raises ``UnsupportedExpressionError``
+    naming it, except, with ``value`` (``tree`` is a new value, not a predicate), where its string is the
+    value: the whole expression, a CASE branch's result, a COALESCE or CAST argument, or an argument of
+    a function whose value does not depend on the collation (``upper``, ``concat``, ``substring``...)."""
     used = [False]
     templates: dict[str, dict] = {}
 
-    def coll(node: dict) -> Collation | None:
+    def raw(node: dict) -> Collation | None:
         return collation_of(tuple(node["column_names"])) if node.get("class") == "COLUMN_REF" else None
+
+    def coll(node: dict) -> Collation | None:
+        c = raw(node)
+        return None if c is None or c.binary else c
+
+    def name(node: dict) -> str:
+        return ".".join(node["column_names"])
 
     def refuse(node: dict, why: str) -> None:
         c = coll(node)
         if c.kind == "nested":
             raise UnsupportedExpressionError(
-                f"the predicate {text!r} uses the column {'.'.join(node['column_names'])!r}, which holds strings of the "
+                f"the {'value' if value else 'predicate'} {text!r} uses the column {name(node)!r}, which holds strings of the "
                 f"collation {c.identifier} (in its arrays, maps or struct fields); lakelog would compare them in binary "
                 "order, so it compares such a column only by IS [NOT] NULL. Compare a struct's string field directly "
                 "(s.f = 'x'), or filter after reading"
             )
         raise UnsupportedExpressionError(
-            f"the predicate {text!r} uses the column {'.'.join(node['column_names'])!r} (collation {c.identifier}) {why}; "
+            f"the {'value' if value else 'predicate'} {text!r} uses the column {name(node)!r} (collation {c.identifier}) {why}; "
             "lakelog compares collated columns only directly with literals or columns of the same collation "
             "(=, <>, <, <=, >, >=, IN, BETWEEN, IS [NOT] DISTINCT FROM, IS [NOT] NULL)"
         )
@@ -274,69 +311,75 @@ def collated_tree(tree: dict, collation_of: Callable[[tuple[str, ...]], Collatio
             return _substitute(templates["lcase"], node)
         return {"class": "COLLATE", "type": "COLLATE", "alias": "", "child": node, "collation": c.icu_name}
 
-    def compared(node: dict, operands: list[dict]) -> Collation | None:
+    def compared(operands: list[dict]) -> Collation | None:
         found = [c for c in (coll(o) for o in operands) if c is not None]
         if not found:
             return None
         first = found[0]
         for o in operands:
-            c = coll(o)
-            if c is not None and c.identifier.lower() != first.identifier.lower():
-                refuse(o, f"in a comparison with a column of the collation {first.identifier}")
+            c = raw(o)
+            if c is not None and _key(c) != _key(first):
+                ref = next(r for r in operands if coll(r) is not None)
+                raise CollationMismatchError(
+                    f"[COLLATION_MISMATCH.IMPLICIT] the {'value' if value else 'predicate'} {text!r} compares the column "
+                    f"{name(ref)!r} (collation {first.identifier}) with the column {name(o)!r} (collation "
+                    f"{'spark.UTF8_BINARY' if c.binary else c.identifier}), which Spark refuses (Spark 4.1 and later name the error "
+                    f"INDETERMINATE_COLLATION_IN_EXPRESSION). To compare under {name(ref)!r}'s collation, compare it with an "
+                    f"expression of the other column instead, e.g. {name(ref)} = lower({name(o)}); nothing was changed",
+                    "COLLATION_MISMATCH.IMPLICIT",
+                )
         if first.kind in ("other", "nested") or (first.kind == "icu" and not check_icu(first.icu_name)):
             ref = next(o for o in operands if coll(o) is not None)
             refuse(ref, "in a comparison, which lakelog cannot evaluate under that collation")
         return first
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, as_value: bool = False) -> Any:
         if isinstance(node, list):
-            return [walk(v) for v in node]
+            return [walk(v, as_value) for v in node]
         if not isinstance(node, dict):
             return node
         cls, kind = node.get("class"), node.get("type")
         if cls == "COLUMN_REF":
-            if coll(node) is not None:
+            if coll(node) is not None and not as_value:
                 refuse(node, "in an expression (not compared directly)")
             return node
         if kind in _NULL_TESTS and node["children"] and node["children"][0].get("class") == "COLUMN_REF":
             return node
         if cls == "COMPARISON":
-            c = compared(node, [node["left"], node["right"]])
+            c = compared([node["left"], node["right"]])
             if c is not None:
                 used[0] = True
                 return {**node, "left": key(walk_plain(node["left"]), c), "right": key(walk_plain(node["right"]), c)}
         elif cls == "BETWEEN":
-            c = compared(node, [node["input"], node["lower"], node["upper"]])
+            c = compared([node["input"], node["lower"], node["upper"]])
             if c is not None:
                 used[0] = True
                 return {**node, **{k: key(walk_plain(node[k]), c) for k in ("input", "lower", "upper")}}
         elif kind in _IN:
-            c = compared(node, node["children"])
+            c = compared(node["children"])
             if c is not None:
                 used[0] = True
                 return {**node, "children": [key(walk_plain(ch), c) for ch in node["children"]]}
+        elif as_value and cls == "CASE":
+            return {**node, "case_checks": [{**check, "when_expr": walk(check["when_expr"]), "then_expr": walk(check["then_expr"], True)}
+                                            for check in node["case_checks"]],
+                    "else_expr": walk(node["else_expr"], True)}
+        elif as_value and (kind == "OPERATOR_COALESCE" or cls == "CAST"):
+            return {k: walk(v, True) if k in ("children", "child") else v for k, v in node.items()}
+        elif as_value and cls == "FUNCTION" and (
+                node.get("function_name") in _VALUE_FUNCTIONS
+                or (node.get("function_name") in _ONE_ARGUMENT_VALUE_FUNCTIONS and len(node.get("arguments") or node.get("children") or []) == 1)):
+            return {k: walk(v, True) if k in ("children", "arguments") else v for k, v in node.items()}
+        elif as_value and isinstance(node.get("expression"), dict) and "name" in node and cls is None:
+            return {**node, "expression": walk(node["expression"], True)}  # (a function's argument)
         return {k: walk(v) for k, v in node.items()}
 
     def walk_plain(operand: dict) -> dict:
         # A direct collated operand is taken as it is; anything else is checked as usual.
         return operand if coll(operand) is not None else walk(operand)
 
-    out = walk(tree)
+    out = walk(tree, value)
     return out if used[0] else None
-
-
-def reads_collated(tree: dict, collation_of: Callable[[tuple[str, ...]], Collation | None]) -> bool:
-    """Whether a parse tree references a collated column."""
-    def walk(n: Any) -> bool:
-        if isinstance(n, dict):
-            if n.get("class") == "COLUMN_REF" and collation_of(tuple(n["column_names"])) is not None:
-                return True
-            return any(walk(v) for v in n.values())
-        if isinstance(n, list):
-            return any(walk(v) for v in n)
-        return False
-
-    return walk(tree)
 
 
 def _held(field: pa.Field) -> Collation | None:
@@ -362,7 +405,8 @@ def _held(field: pa.Field) -> Collation | None:
 
 def at_path(schema: pa.Schema, column: str | None, rest: tuple[str, ...] = ()) -> Collation | None:
     """The collation of ``column`` (a column of ``schema``, None for none) or of its struct field at
-    the path ``rest`` (names matched ignoring case, as Delta resolves them)."""
+    the path ``rest`` (names matched ignoring case, as Delta resolves them): ``BINARY`` for a UTF8_BINARY
+    string, a ``nested`` Collation for a field holding collated strings in it, None for anything else."""
     if column is None or column not in schema.names:
         return None
     field = schema.field(column)
@@ -374,11 +418,10 @@ def at_path(schema: pa.Schema, column: str | None, rest: tuple[str, ...] = ()) -
         if found is None:
             return None
         field = field.type.field(found)
-    c = of_field(field)
-    if c is None and not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
-        held = _held(field)  # compared whole or by element, it would compare in binary order
-        c = None if held is None else Collation(held.identifier, "nested")
-    return c
+    if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+        return of_field(field) or BINARY
+    held = _held(field)  # compared whole or by element, it would compare in binary order
+    return None if held is None else Collation(held.identifier, "nested")
 
 
 def table_collations(schema: pa.Schema) -> dict[str, Collation]:

@@ -24,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import collations
 from .errors import CorruptLogError, IncompatibleDataFileError, InvalidTablePropertyError
 from .schema import VARIANT_METADATA, VARIANT_STORAGE, is_variant_field
 
@@ -277,7 +278,7 @@ def mapped_schema_string(schema_json: dict, sources: list[str | None], max_id: i
     ``delta.columnMapping.maxColumnId``.
 
     A field keeps the metadata of the same-named field (at the same place) in the first of ``sources``
-    (schema strings) that has one; a kept field without a physical name or id gets its logical name as
+    (schema strings) that has one, under its own (its collations are its own); a kept field without a physical name or id gets its logical name as
     physical name and a new id (as Delta does when column mapping is enabled on an existing table: the
     files already name the column so). A new field gets a new id and the physical name ``col-<uuid>``,
     so it can never pick up the values of a dropped or renamed column.
@@ -302,7 +303,9 @@ def mapped_schema_string(schema_json: dict, sources: list[str | None], max_id: i
         out = []
         for f in fields:
             matches = [o for old in olds for o in old if o.get("name") == f["name"]]
-            meta = dict(matches[0].get("metadata") or {}) if matches else {}
+            # The field's own metadata wins: its collations (__COLLATIONS) are the schema's, kept or new.
+            meta = {k: v for k, v in (matches[0].get("metadata") or {}).items() if k != collations.METADATA_KEY} if matches else {}
+            meta.update(f.get("metadata") or {})
             if not matches:
                 meta[PHYSICAL_NAME] = f"col-{uuid.uuid4()}"
             elif not meta.get(PHYSICAL_NAME):

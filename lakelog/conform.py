@@ -24,7 +24,7 @@ from typing import Collection
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import geospatial
+from . import collations, geospatial
 from .errors import SchemaMismatchError
 from .schema import canonical_type, check_column_names, delta_type_string, is_variant_field, variant_field
 
@@ -65,11 +65,12 @@ def _mismatch(path: str, data: pa.DataType, table: pa.DataType, hint: str) -> Sc
 _CAST_HINT = "cast the data to the table's type (only lossless widenings are applied), or overwrite with schema_mode='overwrite'"
 
 
-def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool) -> pa.DataType:
+def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool, types: bool = True) -> pa.DataType:
     """The column type after storing data of type ``data`` in a column of type ``table``.
 
     Equal to ``table`` unless ``merge`` adds struct fields or types a ``void`` column; raises
-    SchemaMismatchError when the data cannot be stored without loss.
+    SchemaMismatchError when the data cannot be stored without loss. ``types=False``: only adds (no
+    type is checked; the Spark paths check values by Spark's store assignment).
     """
     if pa.types.is_dictionary(data):
         data = data.value_type
@@ -79,23 +80,27 @@ def merge_type(table: pa.DataType, data: pa.DataType, path: str, merge: bool) ->
         if merge:
             return _new_type(data, path)
         raise _mismatch(path, data, table, "the table column is void (it has only ever held nulls); pass schema_mode='merge' to give it the data's type")
+    shaped = (pa.types.is_struct(table) and pa.types.is_struct(data)) or (pa.types.is_list(table) and _is_list(data)) or (
+        pa.types.is_map(table) and pa.types.is_map(data))
+    if not types and not shaped:
+        return table
     if pa.types.is_struct(table):
         if not pa.types.is_struct(data):
             raise _mismatch(path, data, table, _CAST_HINT)
-        fields = merge_fields(list(table), [data.field(i) for i in range(data.num_fields)], path + ".", merge)
+        fields = merge_fields(list(table), [data.field(i) for i in range(data.num_fields)], path + ".", merge, types)
         return pa.struct(fields)
     if pa.types.is_list(table):
         if not _is_list(data):
             raise _mismatch(path, data, table, _CAST_HINT)
         if is_variant_field(table.value_field):
             return table  # (any data is made a variant when stored: see lakelog.variant_columns)
-        element = merge_type(table.value_type, data.value_type, f"{path}.element", merge)
+        element = merge_type(table.value_type, data.value_type, f"{path}.element", merge, types)
         return pa.list_(table.value_field.with_type(element))
     if pa.types.is_map(table):
         if not pa.types.is_map(data):
             raise _mismatch(path, data, table, _CAST_HINT)
-        key = merge_type(table.key_type, data.key_type, f"{path}.key", merge)
-        item = table.item_type if is_variant_field(table.item_field) else merge_type(table.item_type, data.item_type, f"{path}.value", merge)
+        key = merge_type(table.key_type, data.key_type, f"{path}.key", merge, types)
+        item = table.item_type if is_variant_field(table.item_field) else merge_type(table.item_type, data.item_type, f"{path}.value", merge, types)
         return pa.map_(table.key_field.with_type(key), table.item_field.with_type(item))
     if geospatial.is_geo(table):
         if geospatial.stores_as(data, table):
@@ -155,7 +160,14 @@ def to_microseconds(table: pa.Table, what: str) -> pa.Table:
             except pa.ArrowInvalid as e:
                 raise SchemaMismatchError(f"column {name!r} of the {what} has timestamps with nanoseconds ({e}). {_NS_HINT}") from None
         cols.append(col)
-    return pa.table(cols, names=table.column_names)
+    return pa.Table.from_arrays(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(table.schema, cols)]))  # (field metadata kept)
+
+
+def added_to(table: pa.DataType, data: pa.Field, path: str) -> pa.DataType:
+    """``table`` once values of field ``data`` are stored in it with schema evolution that changes no
+    type: the struct fields ``data`` has and it lacks added (nullable, at any depth, in lists and maps
+    too), or, for a ``void`` column, ``data``'s type."""
+    return merge_type(table, data.type, path, True, types=False)
 
 
 def added_fields(table: pa.DataType, data: pa.DataType, path: str) -> list[str]:
@@ -176,7 +188,7 @@ def added_fields(table: pa.DataType, data: pa.DataType, path: str) -> list[str]:
     return []
 
 
-def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge: bool) -> list[pa.Field]:
+def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge: bool, types: bool = True) -> list[pa.Field]:
     """Merge the fields of a struct (or, with ``prefix`` "", of a schema); see ``merge_type``."""
     by_lower = {f.name.lower(): f for f in table}
     merged = {f.name: f for f in table}
@@ -189,16 +201,18 @@ def merge_fields(table: list[pa.Field], data: list[pa.Field], prefix: str, merge
             if not merge:
                 names = [t.name for t in table]
                 raise SchemaMismatchError(f"column {path!r} is not in {where} (fields: {names}); pass schema_mode='merge' to add it")
-            added.append(variant_field(f.name) if is_variant_field(f) else pa.field(f.name, _new_type(f.type, path), True))
+            added.append(variant_field(f.name) if is_variant_field(f) else collations.keep(pa.field(f.name, _new_type(f.type, path), True), f))
             continue
-        if existing.name != f.name:
+        if existing.name != f.name and types:
             raise SchemaMismatchError(f"column {path!r} differs in case from the table's column {prefix + existing.name!r}; rename it")
         if is_variant_field(existing):
             continue  # any data is made a variant when stored (see lakelog.variant_columns)
-        merged[f.name] = existing.with_type(merge_type(existing.type, f.type, path, merge))
+        merged[existing.name] = existing.with_type(merge_type(existing.type, f.type, path, merge, types))
+        if pa.types.is_null(existing.type) and merge:
+            merged[existing.name] = collations.keep(merged[existing.name], f)  # (a void column takes the data's type, collations included)
     present = {f.name.lower() for f in data}
     for f in table:
-        if f.name.lower() not in present and not f.nullable:
+        if f.name.lower() not in present and not f.nullable and types:
             raise SchemaMismatchError(f"the data lacks column {prefix + f.name!r}, which is not nullable in the table")
     if added:
         check_column_names(pa.schema(list(merged.values()) + added), mapped=True)  # characters: the caller knows the mapping

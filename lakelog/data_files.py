@@ -140,6 +140,7 @@ def inspect_files(storage, rels: list[str], table_schema: pa.Schema, partition_c
         except FileNotFoundError:
             return FileReport(rel)
         except (OSError, pa.ArrowException, ValueError) as e:
+            storage.raise_if_unanswered(e, storage.join(rel))
             return FileReport(rel, [("corrupt_file", f"data file {rel!r} is not readable Parquet ({e})")])
 
     if len(rels) <= 1:

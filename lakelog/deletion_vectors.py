@@ -230,6 +230,7 @@ def _read_framed(storage, dv: DeletionVectorDescriptor, where: str, data_path: s
             offset,
         ) from None
     except OSError as e:
+        storage.raise_if_unanswered(e, full)
         if "No such file" in str(e) or "not found" in str(e).lower():
             raise MissingDeletionVectorError(
                 f"deletion vector file {where!r} of data file {data_path!r} is missing from {storage.uri!r} ({e})", [where, data_path], offset

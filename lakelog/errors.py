@@ -65,7 +65,33 @@ class VersionNotFoundError(LakelogError):
 
 
 class StorageError(LakelogError):
-    """The storage backend cannot give the guarantees a commit needs."""
+    """The storage backend cannot give the guarantees a commit needs, or cannot be used at all."""
+
+
+class StorageUnavailableError(StorageError):
+    """An object store's endpoint could not be reached, on every attempt a request was allowed
+    (storage option ``max_retries``). ``endpoint``, ``operation`` and ``path`` say where and what;
+    nothing is known to be wrong with the table. A write that fails so may or may not have committed
+    its last version: open the table to see (a retried write with ``app_id``/``app_version`` is
+    committed once)."""
+
+    def __init__(self, message: str, *, endpoint: str | None = None, operation: str | None = None, path: str | None = None):
+        super().__init__(message)
+        self.endpoint, self.operation, self.path = endpoint, operation, path
+
+
+class BucketNotFoundError(StorageError):
+    """A write to an object store failed because the table's bucket (Azure: container), ``bucket``,
+    does not exist; lakelog never creates one. Nothing was committed."""
+
+    def __init__(self, message: str, *, bucket: str | None = None):
+        super().__init__(message)
+        self.bucket = bucket
+
+
+class StorageTimeoutError(StorageUnavailableError):
+    """An object store's endpoint accepted requests but did not answer within the storage option
+    ``timeout`` (or let no connection be made within ``connect_timeout``), on every attempt."""
 
 
 class InvalidPathError(CorruptLogError):
@@ -173,6 +199,17 @@ class UnsupportedExpressionError(PredicateError, UnsupportedFeatureError):
         super().__init__(message)
         self.construct = construct
         self.what = what
+
+
+class CollationMismatchError(PredicateError):
+    """An expression compares (or searches) strings of two different collations, which Spark refuses:
+    ``error_class`` is Spark's, ``COLLATION_MISMATCH.IMPLICIT`` for two columns (Spark 4.1 and later
+    name it ``INDETERMINATE_COLLATION_IN_EXPRESSION``) and ``COLLATION_MISMATCH.EXPLICIT`` for two
+    different COLLATE clauses. Nothing was written; COLLATE one side to say which collation to use."""
+
+    def __init__(self, message: str, error_class: str | None = None):
+        super().__init__(message)
+        self.error_class = error_class
 
 
 class PredicateViolationError(LakelogError):

@@ -108,8 +108,10 @@ REGISTRY: dict[str, Feature] = {
         _f("checkpointProtection", False, True, True, _NOTHING, "log cleanup stops short of delta.requireCheckpointProtectionBeforeVersion only where lakelog supports every removed version's protocol, else removes everything before it in one go or nothing (commits before checkpoints); checkpoints only at versions lakelog can write"),
         _f("collations", False, True, True, "read filters compare UTF8_LCASE columns lower-cased (as Spark), SQL predicates of "
            "delete/update/merge also ICU collations (DuckDB's ICU); filters on other collations refused; no file skipping "
-           "by a collated column's min/max", "__COLLATIONS kept through every write, schema change and column mapping; "
-           "no min/max stats for collated columns (nullCount kept, no statsWithCollation)"),
+           "by a collated column's min/max", "__COLLATIONS kept through every write, schema change and column mapping (the "
+           "feature listed by every commit whose schema holds one); no min/max stats for collated columns (nullCount kept, "
+           "no statsWithCollation); CHECK constraints, generated columns, defaults and update/merge values compare under the "
+           "collation as Spark does; two columns' different collations compared: CollationMismatchError"),
         _f("collations-preview", False, True, True, "as collations", "as collations"),
         _f("variantType", True, True, True, "variant columns read as struct<value, metadata> of their Parquet Variant binaries "
            "(to_pandas: Python values; to_duckdb/to_polars: JSON text)",

@@ -211,6 +211,8 @@ class DeltaLog:
         try:
             fs.invalidate_cache()
             if not fs.exists(root):
+                if not self.storage.store.scope_exists():
+                    return f"{self.storage.store.missing_scope_text()}. Check the path and the endpoint"
                 return f"the path does not exist. {create}"
             if fs.isfile(root):
                 return _what_file(root)

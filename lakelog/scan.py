@@ -35,7 +35,7 @@ from .errors import CorruptDataFileError, CorruptLogError, IncompatibleDataFileE
 from . import collations, row_tracking
 from .predicates import CompiledFilter, compile_filter, resolve_filter_columns
 from .pruning import STRING_STATS_PREFIX, Kept, LiveFiles, prune, stat_literal  # noqa: F401  (scan.STRING_STATS_PREFIX stays importable)
-from .schema import ColumnNames, has_variant, partition_scalars
+from .schema import ColumnNames, has_variant, partition_scalars, partition_value_arrays
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:  # imported where a dataset is built: pyarrow.dataset imports pandas, too slow for a cold start
@@ -77,8 +77,7 @@ def partition_arrays(add: AddFile, schema: pa.Schema, partition_columns: list[st
     """The partition columns of ``n`` rows of ``add``'s file, from its logged partition values."""
     if not partition_columns:
         return {}
-    parts = partition_scalars(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path)
-    return {c: pa.repeat(parts[c], n) if parts[c].is_valid else pa.nulls(n, schema.field(c).type) for c in partition_columns}
+    return partition_value_arrays(partition_values(add, partition_columns, mapping), schema, partition_columns, add.path, n)
 
 
 def _partition_guarantee(add: AddFile, schema: pa.Schema, partition_columns: list[str], mapping: ColumnMapping | None = None) -> pc.Expression | None:
@@ -345,6 +344,7 @@ def read_data_file(
             [rel],
         ) from None
     except (OSError, pa.ArrowInvalid) as e:
+        storage.raise_if_unanswered(e, storage.join(rel))
         if "No such file" in str(e) or "not found" in str(e).lower():
             raise MissingDataFileError(f"data file {rel!r} is missing from {storage.uri!r} ({e})", [rel]) from None
         raise CorruptDataFileError(f"data file {rel!r} cannot be read as Parquet ({e}); restore it from a backup", [rel]) from None
@@ -468,6 +468,7 @@ def _data_file_error(snapshot: Snapshot, e: BaseException) -> CorruptLogError | 
     read footers to find files the table's schema cannot read."""
     storage, text = snapshot.storage, str(e)
     named = [rel for rel in snapshot.files if storage.join(rel) in text]
+    storage.raise_if_unanswered(e, storage.join(named[0]) if named else storage.root)
     if named:
         missing = [rel for rel in named if not storage.exists(storage.join(rel))]
     elif isinstance(e, FileNotFoundError) or "No such file" in text:

@@ -564,6 +564,13 @@ def partition_scalars(values: dict[str, str | None], schema: pa.Schema, partitio
     return out
 
 
+def partition_value_arrays(values: dict[str, str | None], schema: pa.Schema, partition_columns: list[str], path: str, n: int) -> dict[str, pa.Array]:
+    """``n`` rows of each partition column holding the logged ``values`` as readers decode them (an
+    empty string is null); errors as ``partition_scalars``."""
+    scalars = partition_scalars(values, schema, partition_columns, path)
+    return {c: pa.repeat(v, n) if v.is_valid else pa.nulls(n, schema.field(c).type) for c, v in scalars.items()}
+
+
 _HIVE_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0, 32)}
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 

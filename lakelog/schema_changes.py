@@ -306,7 +306,8 @@ def unset_properties(storage: Storage, keys: list[str], if_exists: bool = False)
 def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
     """Add nullable columns in one ``ADD COLUMNS`` commit; return the new version. ``columns``: name ->
     ``pyarrow.DataType`` (or a nullable ``pyarrow.Field``: ``lakelog.variant_field(name)`` adds a variant
-    column); ``"a.b"`` adds field ``b`` to struct ``a``.
+    column, a field with collations a collated column, the protocol upgraded for it); ``"a.b"`` adds
+    field ``b`` to struct ``a``.
     New columns go last (in their struct); rows written before read NULL there. NOT NULL columns are
     refused, as in Delta (older rows have no value)."""
     if not isinstance(columns, dict) or not columns:
@@ -316,11 +317,11 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
     for name, t in columns.items():
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"add_columns takes non-empty column names, not {name!r}")
-        variant = False
+        variant, given = False, None
         if isinstance(t, pa.Field):
             if not t.nullable:
                 raise SchemaMismatchError(f"cannot add column {name!r} as NOT NULL: the table's rows have no value there (Delta refuses it too)")
-            variant, t = is_variant_field(t), t.type
+            variant, given, t = is_variant_field(t), t, t.type
         if not isinstance(t, pa.DataType):
             raise InvalidArgumentError(f"add_columns takes a pyarrow type for column {name!r}, not {t!r}")
         parent, leaf = name.rsplit(".", 1) if "." in name else (None, name)
@@ -335,6 +336,8 @@ def add_columns(storage: Storage, columns: dict[str, Any]) -> int:
         if clash is not None:
             raise SchemaMismatchError(f"cannot add column {name!r}: a column {clash!r} already exists there (names are case-insensitive)")
         field = arrow_field_to_delta(variant_field(leaf) if variant else pa.field(leaf, canonical_type(t), True))
+        if given is not None:  # (a collated string field keeps its collations, keyed from its new name)
+            field = collations.renamed({**field, "metadata": collations.delta_metadata(given)}, given.name)
         fields.append(field)
         added.append({"column": {**field, "name": name}})
     configuration = dict(snap.configuration)

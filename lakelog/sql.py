@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from . import collations, geospatial, sql_variants
+from . import collations, geospatial, sql_java_floats, sql_variants
 from .environment import positive_int
 from .errors import PredicateError
 from .schema import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
@@ -175,10 +175,11 @@ def has_icu_collation(name: str) -> bool:
     return name in _icu_names
 
 
-def collated_sql(tree: dict, collation_of: Callable[[tuple[str, ...]], "collations.Collation | None"], text: str) -> str | None:
-    """The SQL text of a predicate's parse tree with comparisons of collated columns made under their
-    collation (``collations.collated_tree``); None when it compares none."""
-    out = collations.collated_tree(tree, collation_of, lambda sql: parse_expression(sql, "expression"), text, has_icu_collation)
+def collated_sql(tree: dict, collation_of: Callable[[tuple[str, ...]], "collations.Collation | None"], text: str,
+                 value: bool = False) -> str | None:
+    """The SQL text of a predicate's (``value``: a new value's) parse tree with comparisons of collated
+    columns made under their collation (``collations.collated_tree``); None when it compares none."""
+    out = collations.collated_tree(tree, collation_of, lambda sql: parse_expression(sql, "expression"), text, has_icu_collation, value)
     return None if out is None else unparse(out)
 
 
@@ -247,6 +248,7 @@ class Engine:
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute(f"SET threads = {threads or engine_threads()}")
         sql_variants.register(self.con)
+        sql_java_floats.register(self.con)
         self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0

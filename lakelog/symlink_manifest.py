@@ -5,7 +5,8 @@ As Delta's ``GenerateSymlinkManifest`` hook does, ``_symlink_format_manifest/man
 ``_symlink_format_manifest/<col>=<value>/.../manifest`` (one per partition, Hive-escaped, null and empty
 values as ``__HIVE_DEFAULT_PARTITION__``) lists the absolute paths of the partition's current data files,
 one per line, each line ending in a newline; paths are written as Hadoop prints them (``file:/abs/path``
-for a local table, the table's URL followed by the decoded relative path on an object store).
+for a local table, the table's URL, its path decoded, followed by the decoded relative path on an
+object store: ``storage.location.table_url``).
 
 * After every commit of a table with the property on that adds or removes files, the manifests of the
   partitions it touched are rewritten and those of partitions it emptied deleted (incremental). The
@@ -26,6 +27,7 @@ from .errors import SymlinkManifestError, UnsupportedFeatureError
 from .properties import TableProperties
 from .schema import HIVE_NULL, hive_escape
 from .storage import Storage
+from .storage.location import table_url
 
 MANIFEST_DIR = "_symlink_format_manifest"
 MANIFEST_FILE = "manifest"
@@ -154,9 +156,7 @@ def partition_dir(partition_columns: list[str], values: dict[str, str | None]) -
 
 def manifest_path(storage: Storage, relative: str) -> str:
     """The absolute path of table file ``relative`` (decoded) as Hadoop prints it in a manifest."""
-    if storage.is_local:
-        return f"file:{storage.join(relative)}"
-    return f"{storage.uri.rstrip('/')}/{relative}"
+    return f"{table_url(storage.uri, storage.root if storage.is_local else None)}/{relative}"
 
 
 def _by_partition(cols: list[str], files: Iterable[AddFile]) -> dict[str, list[AddFile]]:

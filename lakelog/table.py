@@ -348,7 +348,9 @@ class Table:
 
     def add_columns(self, columns: dict[str, Any]) -> int:
         """Add nullable columns (``{"c": pa.int64(), "s.f": pa.string()}``; ``"s.f"`` is a field of
-        struct ``s``) in one metadata-only commit; rows already written read NULL there. Returns the version."""
+        struct ``s``) in one metadata-only commit; rows already written read NULL there. A ``pyarrow.Field``
+        given instead of a type keeps its collations (``delta.collations`` field metadata: see
+        ``lakelog.collations``). Returns the version."""
         from .schema_changes import add_columns
 
         version = add_columns(self.storage, columns)

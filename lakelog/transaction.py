@@ -30,7 +30,7 @@ from .checkpoint import write_checkpoint
 from .actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn, decode_path, now_ms
 from .commit_times import ict_enabled, stamp
 from .data_files import physical_rows
-from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
+from .errors import CommitConflictError, CorruptLogError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, StorageUnavailableError, TableExistsError, TableNotFoundError, UnsupportedFeatureError
 from .log import DeltaLog, commit_name
 from .log_cleanup import cleanup_expired_logs
 from .properties import TableProperties
@@ -74,9 +74,9 @@ def backoff_delay(losses: int, unit: float = BACKOFF_MIN_UNIT_S) -> float:
     return random.uniform(0, unit * min(BACKOFF_CAP_ROUNDS, 2 ** min(losses - 2, 16)))
 
 
-def _is_transient(e: OSError) -> bool:
+def _is_transient(e: OSError | StorageUnavailableError) -> bool:
     """A store error after which the write may or may not have happened, and a retry may succeed."""
-    if isinstance(e, (ConditionalWriteConflict, TimeoutError, ConnectionError)):
+    if isinstance(e, (ConditionalWriteConflict, TimeoutError, ConnectionError, StorageUnavailableError)):
         return True
     if isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
         return False
@@ -201,7 +201,7 @@ class Transaction:
                 break
             except FileExistsError:
                 pass
-            except OSError as e:
+            except (OSError, StorageUnavailableError) as e:
                 if not _is_transient(e):
                     raise
                 # The store answered neither "created" nor "exists" (409 ConditionalRequestConflict,

@@ -35,12 +35,12 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import StructType
 
 import lakelog
 from lakelog import collations
 from lakelog.actions import AddFile, parse_app_version
-from lakelog.errors import InvalidArgumentError, LakelogError
+from lakelog.errors import CommitConflictError, InvalidArgumentError, LakelogError
 from lakelog.geospatial import plain_type
 from lakelog.predicates import NEGATED_OP, term_expression
 
@@ -60,6 +60,7 @@ from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .workers import use_driver_python
+from .dml_tasks import task_features
 from .collation_types import with_collations
 from .variants import from_lakelog_schema, lakelog_arrow
 
@@ -120,21 +121,9 @@ class LakelogDataSource(DataSource):
 
 def spark_schema(schema: pa.Schema) -> StructType:
     """A lakelog schema as Spark sees the table: geometry and geography columns are their WKB
-    (BinaryType), which writes take back; variants are VariantType; collated strings keep their collation."""
-    plain = from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
-    return _with_collations(plain, schema)
-
-
-def _with_collations(schema: StructType, arrow: pa.Schema) -> StructType:
-    """``schema`` with the table's collated top-level string columns as Spark's collated strings, so
-    Spark compares them as the table says (UTF8_LCASE, ICU's UNICODE and languages)."""
-    fields = []
-    for f in schema.fields:
-        c = collations.of_field(arrow.field(f.name))
-        if c is not None and c.kind in ("lcase", "icu"):
-            f = StructField(f.name, StringType(c.identifier.split(".")[1]), f.nullable, f.metadata)
-        fields.append(f)
-    return StructType(fields)
+    (BinaryType), which writes take back; variants are VariantType; collated strings keep their
+    collation (``from_lakelog_schema``)."""
+    return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
 
 
 # ---------------------------------------------------------------- reading
@@ -245,9 +234,13 @@ class LakelogCommitMessage(WriterCommitMessage):
     # partition_overwrite_mode: the session's spark.sql.sources.partitionOverwriteMode as the task saw it
     partition_overwrite_mode: str | None = None
 
-    def __init__(self, adds: list[dict], partition_overwrite_mode: str | None = None):
+    # identity_marks: the identity high water marks a streaming task drew values beyond
+    identity_marks: dict | None = None
+
+    def __init__(self, adds: list[dict], partition_overwrite_mode: str | None = None, identity_marks: dict | None = None):
         self.adds = adds
         self.partition_overwrite_mode = partition_overwrite_mode
+        self.identity_marks = identity_marks
 
 
 def _collect(messages) -> list[AddFile]:
@@ -330,10 +323,7 @@ class LakelogWriter(DataSourceArrowWriter):
             batches = checked_batches(iterator, self.plan.schema, self.replace_where, self.plan.features)
         plan = self.plan
         if plan.features is not None and plan.features.identity:
-            from pyspark import TaskContext
-
-            ctx = TaskContext.get()  # each task draws identity values from its own range
-            plan = dataclasses.replace(plan, features=plan.features.for_task(1 + (ctx.partitionId() if ctx is not None else 0)))
+            plan = dataclasses.replace(plan, features=task_features(plan.features))
         adds = plan.write(batches, file_prefix=_task_prefix())
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], _session_partition_overwrite_mode())
 
@@ -428,11 +418,27 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
         )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakelogCommitMessage:
-        adds = self.plan.write(iterator, file_prefix=_task_prefix())
-        return LakelogCommitMessage([a.to_json()["add"] for a in adds])
+        plan, marks = self.plan, None
+        if plan.features is not None and plan.features.identity:
+            # The query's plan is older than this micro-batch: identity values are drawn beyond the table's
+            # latest marks (the previous micro-batch's among them), by partition id.
+            latest = lakelog.Table(plan.path, storage_options=plan.storage_options).snapshot.writer_features
+            marks = {c.name: c.high_water_mark for c in (latest.identity if latest is not None else ())}
+            plan = dataclasses.replace(plan, features=task_features(plan.features.drawing_from(marks)))
+        adds = plan.write(iterator, file_prefix=_task_prefix())
+        return LakelogCommitMessage([a.to_json()["add"] for a in adds], identity_marks=marks)
 
     def commit(self, messages, batchId: int) -> None:
-        self.plan.commit(
+        plan = self.plan
+        drawn = [m.identity_marks for m in messages if m is not None and m.identity_marks is not None]
+        if drawn:
+            if any(d != drawn[0] for d in drawn):
+                plan.abort(_collect(messages))
+                raise CommitConflictError(
+                    "the tasks of this micro-batch drew identity values beyond different high water marks (a concurrent write "
+                    "committed values meanwhile); nothing was committed. Restart the query: the micro-batch runs again")
+            plan = dataclasses.replace(plan, features=plan.features.drawing_from(drawn[0]))
+        plan.commit(
             _collect(messages),
             app_id=self.app_id,
             app_version=int(batchId),

@@ -41,14 +41,15 @@ from lakelog.actions import AddCDCFile, AddFile, check_app_id, check_app_version
 from lakelog.dml.file_rewrites import TableState
 from lakelog.dml.merge_on_read import MergeOnRead
 from lakelog.dml.rewrite import RowLevelOperation, predicate_parameter, reads_only_partitions
-from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError
+from lakelog.errors import InvalidArgumentError, LakelogError, MultipleSourceMatchesError, PredicateError, UnsupportedFeatureError
 from lakelog.predicate_pruning import Resolver, prune_expression
 from lakelog.sql import parse_expression, table_columns
 from lakelog.storage import Storage
+from lakelog.writer_features.identity import high_water_marks
 
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
-                        TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, writer_task)
-from .assignments import by_name, checked_type, value_types
+                        TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)
+from .assignments import rule, store, value_types
 from .native import spark_path
 from .python_frame import files_frame
 from .variants import from_lakelog_schema
@@ -59,13 +60,35 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 
 
 def condition_text(cond: str | Column | None) -> str | None:
-    """The condition as SQL text (for commitInfo and pruning)."""
+    """The condition as Spark SQL text (for commitInfo and pruning)."""
     if cond is None or isinstance(cond, str):
         return cond
     try:
-        return cond._jc.expr().sql()
-    except Exception:  # not a classic Column: its text is informative only
+        from pyspark import SparkContext
+
+        return SparkContext._jvm.org.apache.spark.sql.classic.ExpressionUtils.expression(cond._jc).sql()
+    except Exception:  # noqa: BLE001 - not a classic Column: its text is informative only
         return str(cond)
+
+
+def engine_text(text: str) -> str | None:
+    """Spark SQL text (as a Column's expression prints it: `` `id` = 2L ``) in the engine's dialect, with
+    numbers as plain literals, for pruning only (a relaxation needs no exact types); None if sqlglot
+    cannot read it."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except Exception:  # noqa: BLE001 - sqlglot's parse errors: nothing to prune with
+        return None
+
+    def plain(node):
+        if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return node.this
+        return node
+
+    return tree.transform(plain).sql(dialect="duckdb")
 
 
 def as_column(value: str | Column, what: str) -> Column:
@@ -114,7 +137,8 @@ class SparkOperation:
         self.merge_on_read = isinstance(self.op.deleter, MergeOnRead)  # rows are marked in deletion vectors
         self._by_spark_path: dict[str, str] | None = None
         self.prefix = f"part-{uuid.uuid4().hex[:12]}"
-        self._writes = 0  # write jobs so far (their tasks draw identity values from disjoint ranges)
+        self._writes = 0  # write jobs so far
+        self._marks: dict[str, int] = {}  # identity marks past the values this operation's jobs wrote so far
 
     # ------------------------------------------------------------ files
     def prune(self, text: str | None, resolve: Resolver | None = None) -> pc.Expression | None:
@@ -123,10 +147,14 @@ class SparkOperation:
         nothing."""
         if text is None:
             return None
-        try:
-            return prune_expression(parse_expression(text), self.snapshot.schema, self.op.engine, resolve)
-        except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
-            return None
+        for candidate in (text, engine_text(text)):
+            if candidate is None:
+                continue
+            try:
+                return prune_expression(parse_expression(candidate), self.snapshot.schema, self.op.engine, resolve)
+            except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
+                continue
+        return None
 
     def reads_only_partitions(self, text: str | None) -> bool:
         """Whether the SQL condition ``text`` reads partition columns only (at least one), as lakelog parses
@@ -209,23 +237,59 @@ class SparkOperation:
         they join this operation's commit. Returns the rows written by KIND."""
         snap = self.op.snapshot
         task = writer_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns,
-                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self.op.features, self._writes << 20,
+                            snap.properties.num_indexed_cols, self.prefix, self.op.column_mapping, self._job_features(),
                             self.op.stats_columns, self.tracking, self._bases if self.tracking is not None else None,
                             self.op.partitions_in_files)
         self._writes += 1
-        files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
-        self.op.add_files([AddFile.from_json(f) for f in files])
+        try:
+            files, counts = collected(df.mapInArrow(task, "add string, counts string").collect())
+        except Exception as e:
+            typed = typed_task_error(e)
+            if typed is e:
+                raise
+            raise typed from None
+        adds = [AddFile.from_json(f) for f in files]
+        self.op.add_files(adds)
+        self._drawn(adds)
         return counts or [0, 0, 0]
+
+    def _job_features(self):
+        """The operation's writer features for its next Spark job: its tasks draw identity values beyond
+        those the operation's earlier jobs wrote (each job's tasks draw by partition id from one mark)."""
+        features = self.op.features
+        return features.drawing_from(self._marks) if features is not None and self._marks else features
+
+    def _drawn(self, adds: list[AddFile]) -> None:
+        """Note the identity values a job's ``adds`` hold, so the next job draws beyond them."""
+        features = self._job_features()
+        if features is not None and features.identity and adds:
+            self._marks.update(high_water_marks(features.identity, adds, self.storage, self.op.column_mapping))
 
     def write_changes(self, df: DataFrame, kind: str) -> int:
         """Write ``df``'s rows (the table's columns) as change data files of ``kind`` from Spark's tasks
         (the change data feed); they join this operation's commit. Returns the rows written."""
+        features = self.op.features if kind in ("update_postimage", "insert") else None
+        if kind == "update_postimage" and features is not None and features.identity:
+            self._refuse_missing_identity(df, features)
         task = change_task(self.path, self.storage_options, self.op.schema, self.op.partition_columns, self.op.column_mapping, kind,
-                            self.op.features if kind in ("update_postimage", "insert") else None)
+                            features)
         rows = df.select(*[F.col(_q(n)) for n in self.op.schema.names]).mapInArrow(task, "add string, counts string").collect()
         files, counts = collected(rows)
         self.op.add_change_files([AddCDCFile.from_json(f) for f in files])
         return counts[0] if counts else 0
+
+    def _refuse_missing_identity(self, post_images: DataFrame, features) -> None:
+        """UnsupportedFeatureError when an updated row has no identity value (NULL, as another engine may
+        write into a column generated by default): the rewrite draws one in its own tasks, which the change
+        data feed's post-image, written by other tasks, cannot know."""
+        missing = F.lit(False)
+        for c in features.identity:
+            missing = missing | F.col(_q(c.name)).isNull()
+        if post_images.where(missing).limit(1).count():
+            raise UnsupportedFeatureError(
+                f"this update on Spark rewrites rows whose identity column ({', '.join(c.name for c in features.identity)}) is NULL "
+                "in a table with the change data feed: the rewrite gives them values that the feed's post-images would not "
+                "hold; nothing was committed. Run the update through lakelog.Table (Python), which records the values it writes")
 
     def rewrite_rows(self, cond: Column | None, files: list[AddFile], values: dict[str, Column] | None = None) -> tuple[int, int]:
         """Copy-on-write: rewrite the ``files`` holding rows where ``cond`` is TRUE without them, or with
@@ -254,8 +318,8 @@ class SparkOperation:
         hits = hits.repartition(max(1, min(len(files), self.spark.sparkContext.defaultParallelism)))
         by_path = {normal_path(spark_path(self.storage, a.relative_path), encoded=False): a for a in files}
         prefix = f"{self.prefix}-rw{self._writes}"
-        task = rewrite_task(TableState.of(self.snapshot, self.path, self.storage_options), by_path, REWRITE_THREADS,
-                             columns, self.op.features if columns is not None else None, one_match, prefix, self._writes << 20)
+        task = rewrite_task(TableState.of(self.snapshot, self.storage_options), by_path, REWRITE_THREADS,
+                            columns, self._job_features() if columns is not None else None, one_match, prefix)
         self._writes += 1
         n_changed = n_copied = n_updated = 0
         adds = []
@@ -269,7 +333,10 @@ class SparkOperation:
                 pass
             if one_match and ONE_MATCH_MESSAGE in str(e):
                 raise MultipleSourceMatchesError(ONE_MATCH_MESSAGE) from None
-            raise
+            typed = typed_task_error(e)
+            if typed is e:
+                raise
+            raise typed from None
         for r in reported:
             if r["add"] is not None:
                 adds.append(AddFile.from_json(orjson.loads(r["add"])))
@@ -282,6 +349,8 @@ class SparkOperation:
                 if keys is not None:
                     keys = None if r["keys"] is None else keys | set(orjson.loads(r["keys"]))
         self.op.add_files(adds)
+        if columns is not None:
+            self._drawn(adds)
         return n_changed, n_copied, n_updated, (keys if keys is not None and len(keys) <= MATCHED_KEYS_LIMIT else None)
 
     def _delete_written(self, prefix: str, files: list[AddFile], columns: list[str] | None) -> None:
@@ -425,12 +494,10 @@ def _update(run: SparkOperation, condition: str | Column | None, assignments: di
     text = condition_text(condition)
     cond = None if condition is None else as_column(condition, "update condition")
     types = {f.name: f.dataType for f in run.spark_schema().fields}
-    # Spark's cast would truncate, narrow or match struct fields by position: write_table's rule first,
-    # then struct fields by name.
-    for (n, v), (own, literal) in zip(list(sets.items()), value_types(run.spark.createDataFrame([], run.spark_schema()), list(sets.values()))):
-        checked_type(v, own, n, op.schema.field(n).type, types[n], what="update", text=condition_text(given[n]),
-                     literals=run.spark.range(1) if literal else None)
-        sets[n] = by_name(v, own, types[n]).cast(types[n])
+    # Spark's store assignment (Delta's UPDATE): refused types before any job, struct fields by name.
+    how = rule(run.spark, "update")
+    for (n, v), own in zip(list(sets.items()), value_types(run.spark.createDataFrame([], run.spark_schema()), list(sets.values()))):
+        sets[n] = store(v, own, types[n], n, how, condition_text(given[n]))
     files = run.candidates(run.prune(text))
     updated = copied = 0
     hit = hit_column(cond)

@@ -6,6 +6,7 @@ tasks agree on are here too."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Callable, Iterator
 
@@ -19,7 +20,7 @@ from lakelog.change_feed.write import ChangeRecorder
 from lakelog.conform import cast_batch
 from lakelog.dml.copy_on_write import NewValues
 from lakelog.dml.file_rewrites import TableState, rewrite_without
-from lakelog.errors import LakelogError, MultipleSourceMatchesError
+from lakelog.errors import IdentityOverflowError, LakelogError, MultipleSourceMatchesError
 from lakelog.row_tracking import writer_schema
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
@@ -63,6 +64,25 @@ def task_context(prefix: str):
 
     ctx = TaskContext.get()
     return ctx, (f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix)
+
+
+def task_features(features):
+    """``features`` for the running Spark task: the tasks of a job write in parallel, each drawing identity
+    values by its partition id (``lakelog.writer_features.identity.spark_index``)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return features.for_task(ctx.partitionId()) if features is not None and features.identity and ctx is not None else features
+
+
+def typed_task_error(e: BaseException) -> BaseException:
+    """The lakelog error a Spark task raised, typed again for the driver (Spark reports it as its own
+    exception with the task's traceback in the text): IdentityOverflowError; else ``e``."""
+    found = re.search(r"lakelog\.errors\.IdentityOverflowError: ([^\n]*)", str(e))
+    if found is None:
+        return e
+    column = re.match(r"identity column '([^']*)'", found.group(1))
+    return IdentityOverflowError(found.group(1), column.group(1) if column else None)
 
 
 def task_result(files: list[str], counts: list[int]) -> pa.RecordBatch:
@@ -114,7 +134,7 @@ def stable_ids(b: pa.RecordBatch, kinds: np.ndarray | None, tracking: tuple[str,
 
 
 def writer_task(path: str, storage_options: dict | None, schema: pa.Schema, partition_columns: list[str], max_indexed_cols: int,
-                 prefix: str, column_mapping=None, features=None, task_base: int = 0, stats_columns: tuple[str, ...] = (),
+                 prefix: str, column_mapping=None, features=None, stats_columns: tuple[str, ...] = (),
                  tracking: tuple[str, str] | None = None, bases: dict[str, tuple[int, int]] | None = None,
                  partitions_in_files: bool = False) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: write its rows as new data files of the table; yield one
@@ -124,10 +144,8 @@ def writer_task(path: str, storage_options: dict | None, schema: pa.Schema, part
     columns and ``bases`` (each read file's normalized Spark path -> baseRowId, defaultRowCommitVersion)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ctx, name = task_context(prefix)
-        feats = features
-        if feats is not None and feats.identity:  # each task draws identity values from its own range
-            feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
+        _, name = task_context(prefix)
+        feats = task_features(features)
         writer = DataWriter(Storage(path, storage_options), writer_schema(schema, tracking), partition_columns, max_indexed_cols, name,
                             column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or (),
                             partitions_in_files=partitions_in_files)
@@ -191,7 +209,7 @@ def change_task(path: str, storage_options: dict | None, schema: pa.Schema, part
 
 
 def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, columns: list[str] | None,
-                  features, one_match: bool = False, prefix: str = "part", task_base: int = 0) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                  features, one_match: bool = False, prefix: str = "part") -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs to rewrite its files (FILE, ROWS: the file row indexes that go,
     or with ``columns``: structs of a row index and those columns' new values) without those rows, or
     with them updated, with lakelog's copy-on-write (``lakelog.dml.file_rewrites``): copied rows never
@@ -199,8 +217,7 @@ def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, col
     path, rows deleted or updated, of which updated) and one with the rows copied and, where the entries
     carry MATCHED_KEYS, the distinct ones as a JSON list (null past MATCHED_KEYS_LIMIT). ``one_match``:
     a row index listed twice (a merge matched the row with two source rows) fails the task before it
-    writes. ``task_base``: as ``writer_task``'s (updated rows without an identity value draw from the
-    task's own range)."""
+    writes. Updated rows without an identity value draw values as ``writer_task``'s rows do."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         changes, read, n_updated = [], [], []
@@ -236,10 +253,8 @@ def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, col
                 changes.append((add, at[order], values))
                 read.append(spark_file)
                 n_updated.append(updated)
-        ctx, name = task_context(prefix)
-        feats = features
-        if feats is not None and feats.identity:
-            feats = feats.for_task(task_base + 1 + (ctx.partitionId() if ctx is not None else 0))
+        _, name = task_context(prefix)
+        feats = task_features(features)
         done = rewrite_without(state, changes, threads, feats, name)
         n = len(done.adds)
         yield pa.record_batch([

@@ -16,8 +16,6 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .assignments import by_name
-from .dml import _q
 from .dml_tasks import ACTION, FILE, KIND, ROW_ID
 
 BEST = "__lakelog_best"  # per target row, the highest clause number applying for any of its source rows
@@ -29,7 +27,7 @@ def _as_stored(merge: Any, tgt: DataFrame) -> list[Column]:
     cols = []
     for name in merge.out_names:
         if name in merge.target_names:
-            cols.append(by_name(tgt[_q(name)], merge.old_types[name].dataType, merge.types[name]).alias(name))
+            cols.append(merge._as_new(tgt, name).alias(name))
         else:
             cols.append(F.lit(None).cast(merge.types[name]).alias(name))
     return cols

@@ -41,20 +41,23 @@ import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from lakelog import collations
 from lakelog.errors import LakelogError, MultipleSourceMatchesError, PredicateError
+from lakelog.conform import added_to
 from lakelog.schema import canonical_schema, check_column_names
 from lakelog.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .assignments import by_name, checked_type, value_types
+from .assignments import arrow_type, rule, store, value_types
+from .collation_types import with_collations
 from .dml import SparkOperation, as_column, condition_text, hit_column, _q
 from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
                         UPDATE_FLAG, UPDATED)
 from .merge_changes import record_changes
-from .variants import from_lakelog_schema
+from .variants import from_lakelog_schema, lakelog_arrow
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -106,6 +109,7 @@ class SparkMerge:
         # Spark types: the table's columns as read, and each clause's values (by ``id(clause)``, column)
         self.old_types = from_lakelog_schema(self.op.snapshot.schema, prefer_timestamp_ntz=True)
         self.own_types: dict[tuple[int, str], Any] = {}
+        self.texts: dict[tuple[int, str], str] = {}
 
     # ------------------------------------------------------------ planning
     def _plan_schema(self) -> None:
@@ -117,8 +121,8 @@ class SparkMerge:
         if self.evolve and any(c.all for c in self.clauses):
             new = [f for n, f in src_fields.items() if n.lower() not in lower]
             if new:
-                arrow_new = canonical_schema(to_arrow_schema(StructType(new), timezone="UTC"))
-                out += [pa.field(f.name, f.type, True) for f in arrow_new]
+                arrow_new = canonical_schema(with_collations(to_arrow_schema(StructType(new), timezone="UTC"), StructType(new)))
+                out += [collations.keep(pa.field(f.name, f.type, True), f) for f in arrow_new]
         self.out_names = [f.name for f in out]
         self.target_names = target
         by_lower = {n.lower(): n for n in src_fields}
@@ -149,7 +153,7 @@ class SparkMerge:
             schema = pa.schema(fields)
             check_column_names(schema, mapped=op.snapshot.column_mapping.active)
             metadata = evolved_metadata(op.snapshot, schema)
-            protocol = plan_protocol(schema, op.snapshot.protocol)
+            protocol = plan_protocol(schema, op.snapshot.protocol, metadata.configuration, metadata.schema_string)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.types = {f.name: f.dataType for f in from_lakelog_schema(op.schema, prefer_timestamp_ntz=True).fields}
         if op.features is not None:
@@ -157,34 +161,39 @@ class SparkMerge:
                                                       inserts=[c.assignments or {} for c in self.clauses if c.action == "insert"])
 
     def _assigned_types(self, out: list[pa.Field]) -> list[pa.Field]:
-        """The fields of ``out`` once every clause's values are stored (write_table's rule, as
-        ``spark_ext.assignments``): with schema evolution, the struct fields the values add and the
-        types void columns take. Records each value's Spark type (``own_types``)."""
-        spark_of = lambda t: from_arrow_schema(pa.schema([pa.field("v", t)]), prefer_timestamp_ntz=True).fields[0].dataType  # noqa: E731
+        """The fields of ``out`` once every clause's values are stored: with schema evolution, the struct
+        fields the values add and the types void columns take. Checks each value by Spark's store
+        assignment (``spark_ext.assignments``, as Delta's MERGE) before any job and records its Spark
+        type (``own_types``) and text (``texts``)."""
         tgt = self.spark.createDataFrame([], self.old_types)
         tgt = tgt.alias(self.t_alias) if self.t_alias else tgt
         src = self.source.alias(self.s_alias) if self.s_alias else self.source
         frames = {"matched": tgt.crossJoin(src), "not_matched": src, "not_matched_by_source": tgt}
         types = {f.name: f.type for f in out}
+        self.rule = rule(self.spark, "MERGE", evolve=self.evolve)
+        checks = []
         for c in self.clauses:
-            what = f"merge {c.kind.replace('_', ' ')} {c.action}{'All' if c.all else ''} clause"
             assigned = c.assignments or {}
             exprs = {col: as_column(e, "merge expression") for col, e in assigned.items() if not isinstance(e, tuple)}
             typed = dict(zip(exprs, value_types(frames[c.kind], list(exprs.values()))))
             for col, expr in assigned.items():
                 if isinstance(expr, tuple):  # a source column (of an *All clause)
-                    name = expr[1]
-                    value, text, bare = self.source[_q(name)], f"{self.s_alias or 'source'}.{name}", (self.source, name)
-                    own, literal = self.source.schema[name].dataType, False
+                    value, text, own = self.source[_q(expr[1])], f"{self.s_alias or 'source'}.{expr[1]}", self.source.schema[expr[1]].dataType
                 else:
-                    value, text, bare = exprs[col], condition_text(expr), None
-                    own, literal = typed[col]
-                types[col] = checked_type(
-                    value, own, col, types[col], spark_of(types[col]), what=what, text=text, literals=self.spark.range(1) if literal else None,
-                    evolve=self.evolve, how_to_evolve="use withSchemaEvolution()", source_column=bare,
-                )
-                self.own_types[(id(c), col)] = own
-        return [f.with_type(types[f.name]) for f in out]
+                    value, text, own = exprs[col], condition_text(expr), typed[col]
+                if self.evolve:  # (the struct fields the value brings; a void column takes its type)
+                    types[col] = added_to(types[col], lakelog_arrow(pa.schema([pa.field(col, arrow_type(own))])).field(0), col)
+                self.own_types[(id(c), col)], self.texts[(id(c), col)] = own, text
+                checks.append((value, own, col, text))
+        fields = [f.with_type(types[f.name]) for f in out]
+        spark_types = {f.name: f.dataType for f in from_lakelog_schema(pa.schema(fields), prefer_timestamp_ntz=True).fields}
+        for value, own, col, text in checks:  # (against the evolved types)
+            store(value, own, spark_types[col], col, self.rule, text)
+        return fields
+
+    def _as_new(self, tgt: DataFrame, name: str) -> Column:
+        """Target column ``name``'s rows in its type after schema evolution (struct fields it gained NULL)."""
+        return store(tgt[_q(name)], self.old_types[name].dataType, self.types[name], name, self.rule, name)
 
     def _frames(self) -> None:
         src = self.source.withColumn(S_MARK, F.lit(True))
@@ -311,14 +320,14 @@ class SparkMerge:
         return out
 
     def _prune(self) -> Any:
-        join = self.run.prune(self.text, self._resolve_target) if isinstance(self.condition, str) else None
+        join = self.run.prune(self.text, self._resolve_target)
         for r in self._key_ranges():
             join = r if join is None else join & r
         candidates = join
         for c in self.nmbs:
             if candidates is None:
                 break
-            cond = None if c.condition is None or not isinstance(c.condition, str) else self.run.prune(c.condition, self._resolve_target)
+            cond = None if c.condition is None else self.run.prune(condition_text(c.condition), self._resolve_target)
             candidates = None if cond is None else candidates | cond
         return candidates
 
@@ -474,7 +483,8 @@ class SparkMerge:
         for k, c in clauses_by_code.items():
             if c.action == "delete" or name not in (c.assignments or {}):
                 continue
-            v = by_name(self._value(c.assignments[name], tgt), self.own_types[(id(c), name)], self.types[name])
+            v = store(self._value(c.assignments[name], tgt), self.own_types[(id(c), name)], self.types[name], name, self.rule,
+                      self.texts[(id(c), name)])
             value = F.when(F.col(ACTION) == k, v) if value is None else value.when(F.col(ACTION) == k, v)
         return (default if value is None else value.otherwise(default)).cast(self.types[name]).alias(name)
 
@@ -542,7 +552,7 @@ class SparkMerge:
         for name in self.out_names:
             default = F.lit(None)
             if name in self.target_names:  # (its type may have gained struct fields)
-                default = by_name(tgt[_q(name)], self.old_types[name].dataType, self.types[name])
+                default = self._as_new(tgt, name)
             cols.append(self._assigned(by_code, name, default, tgt))
         kind = F.when(F.col(ACTION) >= 0, F.lit(UPDATED)).otherwise(F.lit(COPIED)).alias(KIND)
         return joined.select(*cols, kind, *self.run.carried(tgt))

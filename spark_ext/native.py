@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 import lakelog
@@ -48,8 +49,10 @@ from lakelog.snapshot import Snapshot
 from lakelog.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
+from .collation_types import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
 from .jvm_classes import compile_java
+from .paths import driver_path
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
 # mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and
@@ -320,8 +323,9 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     Parquet source. The DataFrame is that snapshot: call ``read`` again to see later commits. The path
     must be one Spark's Hadoop filesystems can read too (``file:``, ``s3a://``, ``abfss://``, ``gs://``,
     ``hdfs://``...; ``UnsupportedFeatureError`` naming the missing connector otherwise); ``storage_options``
-    are lakelog's, for reading the log."""
-    table = lakelog.Table(path, version=version, timestamp=timestamp, storage_options=storage_options)
+    are lakelog's, for reading the log. A relative local path is resolved against the driver's working
+    directory, as Spark's file sources resolve it."""
+    table = lakelog.Table(driver_path(spark, path), version=version, timestamp=timestamp, storage_options=storage_options)
     check_hadoop_readable(spark, table.storage)
     return snapshot_frame(spark, table.storage, table.snapshot)
 
@@ -388,6 +392,7 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     logical = from_arrow_schema(schema, prefer_timestamp_ntz=True)
     delta_fields = {f["name"]: f for f in mapping.fields} if mapping.active else {}
     spark_fields = {f.name: f for f in logical.fields}
+    collated = {f.name: f.dataType for f in spark_collations(logical, schema).fields}  # (what Spark compares the strings under)
 
     def physical_json(name: str) -> dict:
         """The Spark field of column ``name`` as the files name it (physical names, nested ones too;
@@ -403,8 +408,9 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     for c in schema.names:
         col = F.col(_quoted(physical[c]))
         f = physical_json(c)
-        if mapping.active and _renamed_inside(f["type"]):
-            col = col.cast(spark_fields[c].dataType)  # a struct cast renames fields by position
+        if (mapping.active and _renamed_inside(f["type"])) or collated[c] != spark_fields[c].dataType:
+            # A struct cast renames fields by position; the table's collations, at any depth (the files' types are nullable).
+            col = col.cast(_nullable(collated[c]))
         columns.append(col.alias(c) if physical[c] != c else col)
     options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap({})
     factory = _factory(spark)
@@ -432,6 +438,17 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
     for other in frames[1:]:
         df = df.union(other)
     return df
+
+
+def _nullable(t: T.DataType) -> T.DataType:
+    """``t`` with every nested field, element and value nullable."""
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
 
 
 def _physical_field(f: dict, delta: dict, mode: str) -> dict:

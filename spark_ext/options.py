@@ -7,11 +7,15 @@ import re
 
 from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
 
+from .paths import absolute_path
+
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
 
 
 def table_path(options) -> str:
+    """The ``path`` option, a local path made absolute. Called on the driver (in the Python worker that
+    plans the job, which runs in the driver JVM's working directory), so tasks get the absolute path."""
     path = options.get("path")
     if not path:
         raise LakelogError(
@@ -19,7 +23,7 @@ def table_path(options) -> str:
             "(CREATE TABLE ... USING lakelog) reaches Spark's Python data sources without its location: run SQL on it "
             "through spark_ext.sql(spark, statement)"
         )
-    return path
+    return absolute_path(path)
 
 
 def storage_options(options) -> dict[str, str] | None:

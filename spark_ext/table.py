@@ -22,7 +22,8 @@ from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
 from .native import hadoop_readable
-from .native import read as _read
+from .native import snapshot_frame
+from .paths import driver_path
 from .workers import use_driver_python
 
 HISTORY_SCHEMA = T.StructType(
@@ -93,13 +94,14 @@ class LakelogTable:
 
     Each call works on the table's latest version. ``storage_options`` are lakelog's (for reading the
     log and writing files). Where Spark has no Hadoop filesystem for the path (``az://``, ``gs://``
-    without the connector) reads go through ``format("lakelog")`` and lakelog's storage.
+    without the connector) reads go through ``format("lakelog")`` and lakelog's storage. A relative
+    local path is resolved against the driver's working directory, as Spark's file sources resolve it.
     """
 
     def __init__(self, spark, path: str, storage_options: dict | None = None, alias: str | None = None):
         use_driver_python(spark)  # delete/update/merge run Python functions on the workers
         self._spark = spark
-        self._path = str(path)
+        self._path = str(driver_path(spark, path))
         self._storage_options = storage_options
         self._alias = alias
 
@@ -107,6 +109,7 @@ class LakelogTable:
     @classmethod
     def forPath(cls, spark, path: str, storage_options: dict | None = None) -> "LakelogTable":
         """The table at ``path``; ``TableNotFoundError`` when there is none."""
+        path = driver_path(spark, path)
         lakelog.Table(path, storage_options=storage_options)  # fails now, not at the first action
         return cls(spark, path, storage_options)
 
@@ -114,7 +117,7 @@ class LakelogTable:
     def isLakelogTable(cls, spark, path: str, storage_options: dict | None = None) -> bool:
         """Whether ``path`` holds a table (a ``_delta_log`` with commits)."""
         try:
-            lakelog.Table(path, storage_options=storage_options)
+            lakelog.Table(driver_path(spark, path), storage_options=storage_options)
         except TableNotFoundError:
             return False
         return True
@@ -136,11 +139,12 @@ class LakelogTable:
         df = self.snapshot_df()
         return df.alias(self._alias) if self._alias else df
 
-    def snapshot_df(self, version: int | None = None) -> DataFrame:
-        """The table at ``version`` (None: the latest) as ``toDF`` reads it, unaliased."""
-        table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
+    def snapshot_df(self, version: int | None = None, table: lakelog.Table | None = None) -> DataFrame:
+        """The table at ``version`` (None: the latest; or the loaded ``table``) as ``toDF`` reads it, unaliased."""
+        if table is None:
+            table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
         if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
-            return _read(self._spark, self._path, version=table.version, storage_options=self._storage_options)
+            return snapshot_frame(self._spark, table.storage, table.snapshot)
         register(self._spark)
         options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
         return self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)

@@ -56,8 +56,11 @@ def lakelog_arrow(schema: pa.Schema) -> pa.Schema:
 
 
 def from_lakelog_schema(schema: pa.Schema, **kwargs):
-    """``from_arrow_schema`` of a lakelog schema: variant columns become Spark's VariantType."""
-    return from_arrow_schema(spark_arrow(schema), **kwargs)
+    """``from_arrow_schema`` of a lakelog schema: variant columns become Spark's VariantType, collated
+    strings Spark's collated strings (``collation_types``)."""
+    from .collation_types import spark_collations
+
+    return spark_collations(from_arrow_schema(spark_arrow(schema), **kwargs), schema)
 
 
 __all__ = ["SPARK_VARIANT", "VARIANT_STORAGE", "from_lakelog_schema", "lakelog_arrow", "spark_arrow"]

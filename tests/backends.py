@@ -100,6 +100,14 @@ class StoreFaults:
         """The next create of ``_delta_log/<log_name>`` is applied, but its reply is lost (a 500)."""
         self._injector.inject(self._create, self._where(log_name), "lose_reply", times)
 
+    def stall_reply(self, log_name: str, times: int = 1) -> None:
+        """The next create of ``_delta_log/<log_name>`` is applied, but never answered: the client times out."""
+        self._injector.inject(self._create, self._where(log_name), "stall_reply", times)
+
+    def stall_reads(self, suffix: str, times: int = 100) -> None:
+        """Reads (GET) of objects whose names end with ``suffix`` are never answered."""
+        self._injector.inject("GET", suffix, "stall", times)
+
     def refuse_create(self, log_name: str, times: int = 1) -> None:
         """The next creates of ``_delta_log/<log_name>`` are refused, unapplied, as the store refuses a
         create that lost a race: S3 409 ConditionalRequestConflict; Azure 409 BlobAlreadyExists, then

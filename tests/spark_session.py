@@ -5,6 +5,10 @@ import sys
 
 import pytest
 
+# A session built without spark_ext.configure, as sessions were before it (LAKELOG_TEST_PLAIN_SPARK=1):
+# tests/test_spark_sql_plain.py runs spark_ext.sql's own machinery on one, in a process of its own.
+PLAIN = os.environ.get("LAKELOG_TEST_PLAIN_SPARK") == "1"
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
@@ -25,7 +29,11 @@ def spark(tmp_path_factory):
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
     )
-    session = spark_ext.configure(builder).getOrCreate()
+    if PLAIN:
+        session = builder.getOrCreate()
+        spark_ext.register(session)
+    else:
+        session = spark_ext.configure(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

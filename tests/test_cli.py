@@ -531,3 +531,31 @@ def test_rewriting_commands_choose_arrows_pool_unless_the_user_did_or_pyarrow_is
     assert arrow_pool_for("delete", {"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}, {}) is None  # the user's choice stays
     assert arrow_pool_for("delete", {}, {"pyarrow": pa}) is None  # too late: the pool was fixed at import
     assert arrow_pool_for("show", {}, {}) is None  # commands that only read or touch the log keep pyarrow's default
+
+
+EXIT_LOOP = int(os.environ.get("LAKELOG_EXIT_LOOP", "6"))  # runs of each command; more for a longer hunt
+
+
+def test_every_run_exits_with_the_commands_status(s3_endpoint, table_path):
+    """A scan stopped early on an object store (``show --limit``) or a ``check`` that met damaged files
+    left Arrow's I/O threads inside lakelog's Python filesystem when the interpreter shut down, and the
+    process aborted after printing its output ("terminate called without an active exception", exit
+    -6 instead of 0 or 1). Every run must exit with the command's own status."""
+    uri = s3_endpoint.new_table_uri()
+    lakelog.write_table(uri, pa.table({"id": list(range(3200)), "p": [i % 32 for i in range(3200)]}), partition_by=["p"])
+    damaged = s3_endpoint.new_table_uri()
+    lakelog.write_table(damaged, pa.table({"id": list(range(320)), "p": [i % 32 for i in range(320)]}), partition_by=["p"])
+    lakelog.write_table(table_path, pa.table({"id": list(range(320)), "p": [i % 32 for i in range(320)]}), partition_by=["p"])
+    for where in (damaged, table_path):
+        from tests.table_files import table_fs
+
+        fs, root = table_fs(where)
+        first, second = sorted(lakelog.Table(where).files())[:2]
+        fs.rm_file(f"{root}/{first}")
+        fs.pipe_file(f"{root}/{second}", b"PAR1 broken")
+    cases = [(("show", uri, "--limit", "1"), 0, "of 3,200 rows"), (("check", damaged), 1, "problem(s) found"),
+             (("check", table_path), 1, "problem(s) found"), (("check", damaged, "--json"), 1, '"ok": false')]
+    for _ in range(EXIT_LOOP):
+        for args, code, text in cases:
+            r = run(*args)
+            assert (r.returncode, text in r.stdout) == (code, True), (args, r.returncode, r.stdout[-500:], r.stderr[-2000:])

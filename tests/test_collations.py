@@ -15,7 +15,9 @@ import pyarrow.compute as pc
 import pytest
 
 import lakelog
-from lakelog.errors import InvalidFilterError, UnsupportedExpressionError, UnsupportedFeatureError
+from lakelog.case_mapping import LOWER
+from lakelog.errors import (CollationMismatchError, ConstraintViolationError, InvalidFilterError, UnsupportedExpressionError,
+                            UnsupportedFeatureError)
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LCASE = {b"delta.collations": b'{"c":"spark.UTF8_LCASE"}'}
@@ -283,3 +285,220 @@ def test_collated_elements_are_refused_by_name_in_predicates(tmp_path):
     new = pa.table({**{k: v[:1] for k, v in rows.items()}, "id": [9], "c": ["A"]}, schema=schema)
     lakelog.write_table(path, new, mode="overwrite", predicate="c = 'a'")
     assert sorted(lakelog.Table(path).to_pyarrow(columns=["id", "c"]).to_pylist(), key=str) == [{"id": 2, "c": "b"}, {"id": 9, "c": "A"}]
+
+
+# ---------------------------------------------------------------- one rule on every path
+
+
+def _lcase(path: str) -> dict:
+    return {b"delta.collations": orjson.dumps({path: "spark.UTF8_LCASE"})}
+
+
+def _fields(t: lakelog.Table) -> dict:
+    return {f["name"]: f for f in orjson.loads(t.metadata.schema_string)["fields"]}
+
+
+def _bounded_keys(t: lakelog.Table) -> set[str]:
+    """The stats keys any live file has a min or max for."""
+    out = set()
+    for a in t.snapshot.files.values():
+        stats = json.loads(a.stats)
+        out |= set(stats.get("minValues", {})) | set(stats.get("maxValues", {}))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_a_column_mapping_table_keeps_collations_from_its_first_write(tmp_path, mode):
+    path = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")),
+                        pa.field("s", pa.struct([pa.field("f", pa.string(), metadata=_lcase("f"))]))])
+    data = pa.table({"id": [1, 2], "name": ["alice", "Bob"], "s": [{"f": "x"}, {"f": "Y"}]}, schema=schema)
+    lakelog.write_table(path, data, configuration={"delta.columnMapping.mode": mode})
+    t = lakelog.Table(path)
+    assert {"collations", "domainMetadata", "columnMapping"} <= set(t.protocol.writer_features)
+    fields = _fields(t)
+    assert fields["name"]["metadata"]["__COLLATIONS"] == {"name": "spark.UTF8_LCASE"}
+    assert fields["s"]["type"]["fields"][0]["metadata"]["__COLLATIONS"] == {"f": "spark.UTF8_LCASE"}
+    physical = fields["name"]["metadata"]["delta.columnMapping.physicalName"]
+    assert physical != "name" and physical not in _bounded_keys(t) and fields["id"]["metadata"]["delta.columnMapping.physicalName"] in _bounded_keys(t)
+    assert t.to_pyarrow(filters=[("name", "=", "ALICE")]).column("id").to_pylist() == [1]
+    assert len(t.files([("name", "=", "ALICE")])) == 1
+    t.delete("s.f = 'y'")
+    assert lakelog.Table(path).to_pyarrow().column("id").to_pylist() == [1]
+    # An overwrite that gives the column another collation (a new schema) records it.
+    plain = pa.table({"id": [3], "name": ["Carol"], "s": [{"f": "z"}]})
+    lakelog.write_table(path, plain, mode="overwrite", schema_mode="overwrite")
+    t = lakelog.Table(path)
+    assert "__COLLATIONS" not in t.metadata.schema_string and t.to_pyarrow(filters=[("name", "=", "CAROL")]).num_rows == 0
+    assert t.to_pyarrow(filters=[("name", "=", "Carol")]).column("id").to_pylist() == [3]
+
+
+def test_columns_added_by_schema_evolution_keep_their_collations_and_upgrade_the_protocol(tmp_path):
+    collated = pa.table({"id": [1, 2], "name": ["alice", "Bob"], "tags": [["A"], ["b"]], "s": [{"f": "x"}, {"f": "Y"}]},
+                        schema=pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")),
+                                          pa.field("tags", pa.list_(pa.string()), metadata=_lcase("tags.element")),
+                                          pa.field("s", pa.struct([pa.field("f", pa.string(), metadata=_lcase("f"))]))]))
+    for how in ["write", "merge", "add_columns"]:
+        path = str(tmp_path / how)
+        lakelog.write_table(path, pa.table({"id": [0]}))
+        assert lakelog.Table(path).protocol.writer_features is None
+        if how == "write":
+            lakelog.write_table(path, collated, mode="append", schema_mode="merge")
+        elif how == "merge":
+            lakelog.Table(path).merge(collated, "t.id = s.id", source_alias="s", target_alias="t", schema_mode="merge") \
+                .when_not_matched_insert_all().execute()
+        else:
+            lakelog.Table(path).add_columns({"name": collated.schema.field("name"), "tags": collated.schema.field("tags"),
+                                             "s": collated.schema.field("s").type})
+            lakelog.write_table(path, collated, mode="append")
+        t = lakelog.Table(path)
+        assert {"collations", "domainMetadata"} <= set(t.protocol.writer_features), how
+        fields = _fields(t)
+        assert fields["name"]["metadata"] == {"__COLLATIONS": {"name": "spark.UTF8_LCASE"}}, how
+        assert fields["tags"]["metadata"] == {"__COLLATIONS": {"tags.element": "spark.UTF8_LCASE"}}, how
+        assert fields["s"]["type"]["fields"][0]["metadata"] == {"__COLLATIONS": {"f": "spark.UTF8_LCASE"}}, how
+        assert "name" not in _bounded_keys(t), how
+        assert t.to_pyarrow(filters=[("name", "=", "ALICE")]).column("id").to_pylist() == [1], how
+        t.delete("s.f = 'y'")
+        assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1], how
+    # add_columns under another name keys the collation by it; a struct's new field keeps its own.
+    path = str(tmp_path / "renamed")
+    lakelog.write_table(path, pa.table({"id": [0], "st": [{"a": 1}]}))
+    lakelog.Table(path).add_columns({"nm": collated.schema.field("name"), "st.g": pa.field("x", pa.string(), metadata=_lcase("x"))})
+    fields = _fields(lakelog.Table(path))
+    assert fields["nm"]["metadata"] == {"__COLLATIONS": {"nm": "spark.UTF8_LCASE"}}
+    assert fields["st"]["type"]["fields"][1]["metadata"] == {"__COLLATIONS": {"g": "spark.UTF8_LCASE"}}
+    # A void column typed by collated data takes the collation.
+    path = str(tmp_path / "void")
+    lakelog.write_table(path, pa.table({"id": [0], "v": pa.nulls(1)}))
+    lakelog.write_table(path, pa.table({"id": [1], "v": ["A"]}, schema=pa.schema([pa.field("id", pa.int64()),
+                                                                                  pa.field("v", pa.string(), metadata=_lcase("v"))])),
+                        mode="append", schema_mode="merge")
+    t = lakelog.Table(path)
+    assert _fields(t)["v"]["metadata"] == {"__COLLATIONS": {"v": "spark.UTF8_LCASE"}} and "collations" in t.protocol.writer_features
+    assert t.to_pyarrow(filters=[("v", "=", "a")]).column("id").to_pylist() == [1]
+
+
+def _names_table(path: str, **kw) -> lakelog.Table:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string(), metadata=_lcase("name")), pa.field("other", pa.string()),
+                        pa.field("o", pa.string())])
+    lakelog.write_table(path, pa.table({"id": [1, 2], "name": ["alice", "Bob"], "other": ["ALICE", "bob"], "o": ["x", "x"]}, schema=schema),
+                        **kw)
+    return lakelog.Table(path)
+
+
+def test_table_expressions_compare_under_the_collation(tmp_path):
+    # CHECK constraints: 'Admin' equals 'admin' under UTF8_LCASE.
+    t = _names_table(str(tmp_path / "c"))
+    t.add_constraint({"not_admin": "name <> 'admin'"})
+    with pytest.raises(ConstraintViolationError, match="not_admin"):
+        lakelog.write_table(t.path, pa.table({"id": [3], "name": ["Admin"], "other": ["a"], "o": ["x"]}), mode="append")
+    with pytest.raises(ConstraintViolationError, match="not_admin"):
+        t.update({"name": "'ADMIN'"}, "id = 1")
+    with pytest.raises(ConstraintViolationError, match="new_rule"):
+        t.add_constraint({"new_rule": "name IN ('ALICE', 'BOB') AND contains(name, 'O')"})  # ('alice' has no o)
+    assert lakelog.Table(t.path).version == t.version
+    # Generated columns compute under it (and check given values under it).
+    path = str(tmp_path / "g")
+    schema = pa.schema([pa.field("name", pa.string(), metadata=_lcase("name"))])
+    lakelog.write_table(path, pa.table({"name": ["Admin", "bob", "ADMINISTRATOR"]}, schema=schema),
+                        generated_columns={"is_admin": "name = 'admin'", "kind": "CASE WHEN startswith(name, 'ADMIN') THEN 'a' ELSE 'u' END",
+                                           "up": "upper(name)"})
+    rows = lakelog.Table(path).to_pyarrow().to_pylist()
+    assert [(r["is_admin"], r["kind"], r["up"]) for r in rows] == [(True, "a", "ADMIN"), (False, "u", "BOB"), (False, "a", "ADMINISTRATOR")]
+    assert deltalake.DeltaTable(path).to_pyarrow_table().column("is_admin").to_pylist() == [True, False, False]
+    # A default on a collated column is stored (the string takes the column's collation).
+    t = _names_table(str(tmp_path / "d"))
+    t.set_column_default("name", "'Unknown'")
+    lakelog.write_table(t.path, pa.table({"id": [3], "other": ["z"], "o": ["x"]}), mode="append")
+    assert lakelog.Table(t.path).to_pyarrow(filters=[("name", "=", "UNKNOWN")]).column("id").to_pylist() == [3]
+
+
+def test_update_and_merge_values_compare_under_the_collation(tmp_path):
+    t = _names_table(str(tmp_path / "u"))
+    t.update({"o": "CASE WHEN name = 'ALICE' THEN 'm' ELSE 'n' END"}, "name IN ('ALICE', 'BOB')")
+    assert lakelog.Table(t.path).to_pyarrow(columns=["id", "o"]).to_pylist() == [{"id": 1, "o": "m"}, {"id": 2, "o": "n"}]
+    # A collated column as the value itself, or through CASE/COALESCE/upper, is copied as it is.
+    t = lakelog.Table(t.path)
+    t.update({"o": "upper(coalesce(CASE WHEN name IN ('bob') THEN name END, 'none'))", "other": "name"})
+    assert lakelog.Table(t.path).to_pyarrow(columns=["o", "other"]).to_pylist() == [{"o": "NONE", "other": "alice"}, {"o": "BOB", "other": "Bob"}]
+    src = pa.table({"k": [1, 2, 9], "v": ["ALICE", "x", "y"]})
+    t = lakelog.Table(t.path)
+    out = t.merge(src, "t.id = s.k", source_alias="s", target_alias="t") \
+        .when_matched_update({"o": "CASE WHEN t.name = s.v THEN 'same' ELSE 'diff' END"}) \
+        .when_not_matched_insert({"id": "s.k", "name": "s.v", "o": "'new'"}).execute()
+    assert out["num_target_rows_updated"] == 2 and out["num_target_rows_inserted"] == 1
+    rows = sorted(lakelog.Table(t.path).to_pyarrow(columns=["id", "name", "o"]).to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "name": "alice", "o": "same"}, {"id": 2, "name": "Bob", "o": "diff"}, {"id": 9, "name": "y", "o": "new"}]
+    # Values that would compare a collated column in binary are refused by name.
+    with pytest.raises(UnsupportedExpressionError, match="'name'.*UTF8_LCASE"):
+        lakelog.Table(t.path).update({"o": "CASE WHEN name LIKE 'a%' THEN 'y' END"})
+
+
+def test_comparing_two_collations_is_refused_as_spark_refuses_it(tmp_path):
+    t = _names_table(str(tmp_path / "t"))
+    version = t.version
+    for pred in ["name = other", "other <> name", "name IN ('x', other)", "name BETWEEN other AND 'z'", "id = 1 OR name < other"]:
+        with pytest.raises(CollationMismatchError, match=r"COLLATION_MISMATCH.*'name'.*'other'|COLLATION_MISMATCH.*'other'.*'name'") as e:
+            t.delete(pred)
+        assert e.value.error_class == "COLLATION_MISMATCH.IMPLICIT"
+    with pytest.raises(CollationMismatchError):
+        t.update({"o": "'y'"}, "name = other")
+    with pytest.raises(CollationMismatchError):
+        t.update({"o": "CASE WHEN name = other THEN 'y' END"})
+    with pytest.raises(CollationMismatchError):
+        t.merge(pa.table({"k": [1]}), "t.id = s.k AND t.name = t.other", source_alias="s", target_alias="t").when_matched_delete().execute()
+    with pytest.raises(CollationMismatchError):
+        lakelog.write_table(t.path, pa.table({"id": [5], "name": ["a"], "other": ["a"], "o": ["x"]}), mode="overwrite", predicate="name = other")
+    for rule in [{"c": "name = other"}, {"c": "contains(name, other)"}, {"c": "coalesce(name, other) = 'a'"}]:
+        with pytest.raises(CollationMismatchError, match="COLLATION_MISMATCH"):
+            t.add_constraint(rule)
+    with pytest.raises(CollationMismatchError, match="COLLATION_MISMATCH.EXPLICIT"):
+        t.add_constraint({"c": "name COLLATE UTF8_LCASE = other COLLATE UTF8_BINARY"})
+    assert lakelog.Table(t.path).version == version
+    # Saying which collation to compare under is accepted (as Spark accepts it).
+    t.add_constraint({"c": "name = other COLLATE UTF8_LCASE"})
+    assert t.delete("name = lower(other)")["num_deleted_rows"] == 2
+
+
+def test_dml_predicates_lower_case_every_character_as_spark(tmp_path):
+    """UTF8_LCASE's key in SQL predicates lower-cases as Spark (ICU) does, also where DuckDB's Unicode
+    lacks a mapping (Unicode 16's letters), as read filters and table expressions do."""
+    chars = [k for k in LOWER if k != "İ"]
+    path = str(tmp_path / "t")
+    _lcase_table(path, chars)
+    t = lakelog.Table(path)
+    for k in chars[:8] + chars[-4:]:
+        assert t.to_pyarrow(filters=[("c", "=", LOWER[k])]).column("c").to_pylist() == [k]
+    lakelog.Table(path).delete(" OR ".join(f"c = '{LOWER[k]}'" for k in chars))
+    assert lakelog.Table(path).to_pyarrow().num_rows == 0
+
+
+def test_spark_keeps_and_compares_nested_collations(spark, tmp_path):
+    """Strings Spark writes with collate() at any depth through format("lakelog") come back to Spark (the
+    data source, spark_ext.read, LakelogTable) as its collated strings, so Spark's own comparisons and
+    row-level changes compare under them; a column mapping table created by Spark keeps them too."""
+    from spark_ext import LakelogTable
+    from spark_ext.native import read
+
+    path = str(tmp_path / "t")
+    df = spark.sql("SELECT id, named_struct('n', collate(n, 'UTF8_LCASE')) AS st, array(collate(n, 'UTF8_LCASE')) AS arr, "
+                   "map('k', collate(n, 'UTF8_LCASE')) AS m, collate(n, 'UTF8_LCASE') AS name, n AS plain "
+                   "FROM VALUES (1, 'alice'), (2, 'Bob'), (3, 'carol') AS v(id, n)")
+    df.write.format("lakelog").mode("append").option("tableProperties", '{"delta.columnMapping.mode": "name"}').save(path)
+    t = lakelog.Table(path)
+    assert {"collations", "columnMapping"} <= set(t.protocol.writer_features)
+    fields = _fields(t)
+    assert fields["st"]["type"]["fields"][0]["metadata"]["__COLLATIONS"] == {"n": "spark.UTF8_LCASE"}
+    assert fields["m"]["metadata"]["__COLLATIONS"] == {"m.value": "spark.UTF8_LCASE"}
+    for frame in (spark.read.format("lakelog").load(path), read(spark, path), LakelogTable.forPath(spark, path).toDF()):
+        assert frame.schema["st"].dataType.simpleString() == "struct<n:string collate UTF8_LCASE>"
+        assert [f.dataType.simpleString() for f in frame.schema.fields[2:]] == [
+            "array<string collate UTF8_LCASE>", "map<string,string collate UTF8_LCASE>", "string collate UTF8_LCASE", "string"]
+        assert [r.id for r in frame.where("st.n = 'ALICE'").collect()] == [1]
+        assert [r.id for r in frame.where("arr[0] = 'BOB' OR m['k'] = 'CAROL'").orderBy("id").collect()] == [2, 3]
+        assert frame.where("plain = 'ALICE'").count() == 0
+    LakelogTable.forPath(spark, path).update("name = 'BOB'", {"plain": "'updated'"})
+    LakelogTable.forPath(spark, path).delete("st.n IN ('ALICE')")
+    assert sorted(lakelog.Table(path).to_pyarrow(columns=["id", "plain"]).to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 2, "plain": "updated"}, {"id": 3, "plain": "carol"}]

@@ -89,19 +89,21 @@ def test_generated_values_past_the_bigint_range_fail_the_write(tmp_path, start, 
     assert _peer_rows(path) == _rows(path)
 
 
-def test_parallel_writer_ranges_are_checked_for_overflow(tmp_path):
-    # A Spark task of a DataFrame write draws from its own range, 2**32 steps past the previous task's:
-    # with a large step, task 1's range begins past the bigint range.
+def test_a_spark_task_whose_values_would_leave_the_range_fails_before_writing(tmp_path):
+    # Start 0, step 2**59: indexes 0 .. 15 of the sequence are in range. Task 3 (a Spark partition)
+    # draws index 13 for its first row (spark_index(3, 0)), task 7 index 41: past the range.
     path = str(tmp_path / "t")
-    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 0, "step": 1 << 40}})
+    lakelog.write_table(path, pa.table({"v": pa.array([], pa.int64())}), identity_columns={"id": {"start": 0, "step": 1 << 59}})
     plan = lakelog.plan_write(path, pa.schema([("v", pa.int64())]))
     batch = pa.record_batch({"v": pa.array([2], pa.int64())})
-    assert len(plan.write([batch])) == 1  # the only writer (task 0): 2**40
     files = _data_files(path)
-    task = dataclasses.replace(plan, features=plan.features.for_task(1))
-    with pytest.raises(IdentityOverflowError, match="parallel writer 1"):
+    task = dataclasses.replace(plan, features=plan.features.for_task(7))
+    with pytest.raises(IdentityOverflowError, match="Spark task 7") as e:
         task.write([batch])
-    assert _data_files(path) == files
+    assert e.value.column == "id" and _data_files(path) == files
+    adds = [a for p in (0, 3) for a in dataclasses.replace(plan, features=plan.features.for_task(p)).write([batch])]
+    plan.commit(adds)
+    assert sorted(r["id"] for r in _rows(path)) == [0, 13 << 59] and _mark(path) == 13 << 59
 
 
 def test_an_explicit_value_whose_mark_would_leave_the_range_fails_the_write(tmp_path):
@@ -171,6 +173,90 @@ def test_a_mark_before_start_is_not_continued_before_start(tmp_path):
     _commit_metadata(path, behind)
     lakelog.write_table(path, pa.table({"v": [1, 2]}))
     assert sorted(r["id"] for r in _rows(path)) == [100, 101] and _mark(path) == 101
+
+
+# ---------------------------------------------------------------- Spark tasks
+
+
+def test_spark_indexes_are_one_to_one_on_a_grid_of_tasks_and_rows():
+    from lakelog.writer_features.identity import spark_index
+
+    grid = {spark_index(p, k) for p in range(128) for k in range(128)}
+    assert len(grid) == 128 * 128 and spark_index(0, 0) == 0
+
+
+@settings(max_examples=300 if not FUZZ else FUZZ, deadline=None)
+@given(st.integers(0, (1 << 16) - 1), st.integers(0, (1 << 40) - 1), st.integers(1, 300),
+       st.integers(0, (1 << 16) - 1), st.integers(0, (1 << 40) - 1))
+def test_spark_indexes_grow_with_the_row_stay_within_the_bound_and_never_meet(task, row, count, other_task, other_row):
+    # Unique across tasks, increasing within one (the last row drawn is the furthest), and a job of n
+    # tasks with r rows each stays below (2 log2(n r) + 1) n r (Delta's generator: n r).
+    from lakelog.writer_features.identity import spark_index, spark_indexes
+
+    got = spark_indexes(task, row, count).tolist()
+    assert got == [spark_index(task, r) for r in range(row, row + count)] and got == sorted(set(got))
+    n, r = task + 1, row + count
+    assert got[-1] < (2 * (n * r).bit_length() + 1) * n * r
+    if (task, row) != (other_task, other_row):
+        assert spark_index(task, row) != spark_index(other_task, other_row)
+
+
+# ---------------------------------------------------------------- restore
+
+
+@pytest.mark.parametrize("start, step", [(1, 1), (-5, -3), (0, 1 << 40)])
+def test_restore_keeps_the_newest_high_water_mark(tmp_path, start, step):
+    # As Delta's RESTORE (copySchemaWithMergedHighWaterMarks): the restored schema takes the latest
+    # version's mark where it is further on, so a value issued before the restore is never issued again.
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": start, "step": step}})
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    issued = {r["id"] for r in _rows(path)}
+    lakelog.Table(path).restore(0)
+    assert _mark(path) == start + 2 * step and {r["id"] for r in _rows(path)} == {start}
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    (new,) = [r["id"] for r in _rows(path) if r["v"] == 4]
+    assert new == start + 3 * step and new not in issued and _mark(path) == new
+    assert _peer_rows(path) == _rows(path)
+
+
+def test_restore_of_a_version_without_values_keeps_the_mark(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": pa.array([], pa.int64())}), identity_columns={"id": {"start": 10, "step": 10}})
+    lakelog.write_table(path, pa.table({"v": [1, 2]}))
+    result = lakelog.Table(path).restore(0)  # (version 0 has no mark: the newest one is kept)
+    assert result["numRemovedFiles"] == 1 and _mark(path) == 20 and _rows(path) == []
+    lakelog.write_table(path, pa.table({"v": [3]}))
+    assert [r["id"] for r in _rows(path)] == [30]
+
+
+def test_restore_matches_marks_by_physical_column(tmp_path):
+    # Column mapping: restoring a version from before the identity column was renamed takes the mark of
+    # the renamed column (Delta matches columns by physical name).
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns={"id": {"start": 1, "step": 1}},
+                        configuration={"delta.columnMapping.mode": "name"})
+    restore_to = lakelog.Table(path).version
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    lakelog.Table(path).rename_column("id", "key")
+    lakelog.Table(path).restore(restore_to)
+    assert _mark(path) == 3
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    assert sorted(r["id"] for r in _rows(path)) == [1, 4]
+
+
+def test_restore_from_the_cli_keeps_the_newest_high_water_mark(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, pa.table({"v": [1]}), identity_columns=["id"])
+    lakelog.write_table(path, pa.table({"v": [2, 3]}))
+    done = subprocess.run([sys.executable, "-m", "lakelog.cli", "restore", path, "0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _mark(path) == 3
+    lakelog.write_table(path, pa.table({"v": [4]}))
+    assert sorted(r["id"] for r in _rows(path)) == [1, 4]
 
 
 # ---------------------------------------------------------------- updates and explicit values

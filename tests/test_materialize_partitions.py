@@ -156,8 +156,52 @@ def test_spark_appends_and_row_level_tasks_materialize(spark, table_path):
     # (with deletion vectors the updated rows are written by Spark's own tasks; copy-on-write rewrites
     # run lakelog's row-level rewrite in them)
     lakelog.write_table(table_path, _rows([1, 2], ["a", "b"]), partition_by=["p"], configuration={**ENABLE, "delta.enableDeletionVectors": "true"})
-    spark.createDataFrame([(3, "v3", "c")], "id long, v string, p string").write.format("lakelog").mode("append").save(table_path)
-    LakelogTable.forPath(spark, table_path).update("id = 1", {"v": "'u'"})
+    # ('' is logged as null, as Spark logs it: the files' copy is null too)
+    spark.createDataFrame([(3, "v3", "c"), (4, "v4", ""), (5, "v5", "")], "id long, v string, p string").write.format("lakelog").mode("append").save(table_path)
+    LakelogTable.forPath(spark, table_path).update("id = 1 OR id = 4", {"v": "'u'"})
     _check_files(table_path)
     assert _delta_rows(table_path) == _sorted(lakelog.read_table(table_path).to_pylist()) == _sorted(
-        [{"id": 1, "v": "u", "p": "a"}, {"id": 2, "v": "v2", "p": "b"}, {"id": 3, "v": "v3", "p": "c"}])
+        [{"id": 1, "v": "u", "p": "a"}, {"id": 2, "v": "v2", "p": "b"}, {"id": 3, "v": "v3", "p": "c"}, {"id": 4, "v": "u", "p": None},
+         {"id": 5, "v": "v5", "p": None}])
+
+
+def test_the_files_copy_holds_what_the_log_says(tmp_path):
+    """An empty string or binary partition value is null in the log (as Spark logs it): the copy in the
+    file is null too, on every write path, so whatever reads the file's columns (as Iceberg readers do)
+    sees the rows deltalake reads from the log."""
+    path = str(tmp_path / "t")
+
+    def rows(ids, s, b):
+        return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids]), "s": pa.array(s, pa.string()), "b": pa.array(b, pa.binary())})
+
+    def theirs():
+        t = pa.table(QueryBuilder().register("t", DeltaTable(path)).execute("SELECT id, s, b FROM t").read_all())
+        return {r["id"]: (r["s"], r["b"]) for r in t.to_pylist()}
+
+    def check():
+        t = lakelog.Table(path)
+        name = t.snapshot.column_mapping.physical_name
+        seen = {}
+        for add in t.snapshot.files.values():
+            f = pq.read_table(os.path.join(path, add.relative_path))
+            for i, s, b in zip(*(f.column(name(c)).to_pylist() for c in ("id", "s", "b"))):
+                seen[i] = (s, b)
+        assert seen == theirs()
+
+    lakelog.write_table(path, rows([1, 2, 3], ["", "x", None], [b"", b"y", b""]), partition_by=["s", "b"],
+                        configuration={**ENABLE, "delta.columnMapping.mode": "name"})
+    steps = [
+        lambda: None,
+        lambda: lakelog.write_table(path, rows([4, 5], ["", "x"], [b"", b""])),
+        lambda: lakelog.Table(path).update({"v": "'u'"}, "id = 1"),
+        lambda: lakelog.Table(path).delete("id = 4"),
+        lambda: lakelog.Table(path).merge(rows([2, 6], ["", ""], [b"", None]), "target.id = source.id")
+        .when_matched_update_all().when_not_matched_insert_all().execute(),
+        lambda: lakelog.write_table(path, rows([7], [""], [b""]), mode="overwrite", predicate="id >= 6"),
+        lambda: lakelog.write_table(path, rows([8], [""], [b"z"]), mode="overwrite", partition_overwrite="dynamic"),
+        lambda: lakelog.Table(path).optimize(),
+    ]
+    for step in steps:
+        step()
+        check()
+    assert theirs() == {1: (None, None), 2: (None, None), 3: (None, None), 5: ("x", None), 7: (None, None), 8: (None, b"z")}

@@ -110,3 +110,45 @@ def test_store_that_ignores_the_condition_is_refused(object_store):
     assert lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=single) == 0
     assert lakelog.write_table(uri, pa.table({"id": [2]}), storage_options=single) == 1
     assert _ids(b, uri) == [1, 2]
+
+
+def test_a_missing_bucket_is_named(object_store):
+    """A write into a bucket (Azure: container) that does not exist said only "FileNotFoundError: <the
+    upload URL>" on GCS and "The specified bucket does not exist" on S3: every store names it, typed."""
+    from lakelog.errors import BucketNotFoundError
+
+    b = object_store
+    bucket = f"lakelog-missing-{uuid.uuid4().hex[:8]}"
+    uri = b.endpoint.new_table_uri(bucket)
+    with pytest.raises(BucketNotFoundError, match=rf"{bucket}.*does not exist.*create the (bucket|container)") as e:
+        lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=b.storage_options)
+    assert e.value.bucket == bucket
+    for read in (lambda: lakelog.read_table(uri, storage_options=b.storage_options), lambda: lakelog.Table(uri, storage_options=b.storage_options)):
+        with pytest.raises(lakelog.TableNotFoundError, match=rf"(bucket|container) '{bucket}' does not exist"):
+            read()
+
+
+_EARLY_STOP = """
+import json, sys
+import lakelog
+
+uri, options = sys.argv[1], json.loads(sys.argv[2])
+print(lakelog.Table(uri, storage_options=options).to_pyarrow_dataset().head(1).num_rows)
+"""
+
+
+def test_a_script_that_stops_a_scan_early_exits_normally(object_store):
+    """A scan stopped early leaves Arrow's read-ahead running in lakelog's Python filesystem; when the
+    script then ended, the interpreter shut down under those threads and the process aborted ("terminate
+    called without an active exception", exit -6) on every run on S3."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    b = object_store
+    lakelog.write_table(b.uri, pa.table({"id": list(range(3200)), "p": [i % 32 for i in range(3200)]}), partition_by=["p"])
+    options = {**(b.storage_options or {}), "max_retries": "3"}  # (on Azure: adlfs, not Arrow's own client, reads)
+    for _ in range(int(os.environ.get("LAKELOG_EXIT_LOOP", "3"))):
+        r = subprocess.run([sys.executable, "-c", _EARLY_STOP, b.uri, json.dumps(options)], capture_output=True, text=True, timeout=300)
+        assert (r.returncode, r.stdout.strip()) == (0, "1"), (r.returncode, r.stderr[-2000:])

@@ -7,6 +7,12 @@ with ``bash -e`` in a fresh directory, ``lakelog`` being this checkout's CLI; th
 checked with ``make -n`` (its targets exist and expand), since running it is what ``make test`` and
 ``make demo`` themselves do. The install block (``pip install``) runs as a new user runs it: in a
 copy of the project, with a fresh virtual environment's ``python`` and ``lakelog`` first on PATH.
+
+The blocks of "Object stores" start the emulators they use (moto's S3 server and Azurite on their
+fixed ports, fake-gcs-server on a free one) and run, in their order, in a process of their own, from
+the checkout, with no store variable in its environment: in a network namespace of its own where
+``unshare`` allows one, so the fixed ports are free and the servers reach nothing else; they are
+stopped when the blocks are done.
 """
 
 from __future__ import annotations
@@ -19,11 +25,22 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+HEADING_RE = re.compile(r"^## (.*)$", re.MULTILINE)
+OBJECT_STORES = "Object stores: S3, Azure, GCS"
 
 
-def _blocks() -> list[tuple[str, str]]:
+def _blocks(section: str | None = None, other_sections: bool = True) -> list[tuple[str, str]]:
+    """(language, code) of the README's blocks; with ``section``, only those under that ``##`` heading
+    (``other_sections=False``) or only those elsewhere (``other_sections=True``)."""
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        return [(m.group(1), m.group(2)) for m in BLOCK_RE.finditer(f.read())]
+        text = f.read()
+    headings = [(m.start(), m.group(1).strip()) for m in HEADING_RE.finditer(text)]
+    out = []
+    for m in BLOCK_RE.finditer(text):
+        under = next((h for pos, h in reversed(headings) if pos < m.start()), None)
+        if section is None or (under == section) != other_sections:
+            out.append((m.group(1), m.group(2)))
+    return out
 
 
 def test_every_block_has_a_language_the_test_runs():
@@ -32,12 +49,11 @@ def test_every_block_has_a_language_the_test_runs():
     assert sum(lang == "python" for lang, _ in blocks) >= 3
 
 
-def test_python_blocks_run_in_order(spark, azurite, gcs_server, tmp_path, monkeypatch, capsys):
-    """The object-store blocks run on the session's Azurite and fake-gcs-server (their fixtures set the
-    variables a reader sets: AZURITE_BLOB_STORAGE_URL, STORAGE_EMULATOR_HOST)."""
+def test_python_blocks_run_in_order(spark, tmp_path, monkeypatch, capsys):
+    """Those of "Object stores" run with the emulators they start: test_object_store_blocks_start_their_emulators."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__readme__"}
-    for i, (lang, code) in enumerate(_blocks()):
+    for i, (lang, code) in enumerate(_blocks(OBJECT_STORES)):
         if lang != "python":
             continue
         try:
@@ -91,7 +107,7 @@ def test_shell_blocks_run(tmp_path):
     env["PATH"] = _lakelog_wrapper(tmp_path) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     ran = 0
-    for i, (lang, code) in enumerate(_blocks()):
+    for i, (lang, code) in enumerate(_blocks(OBJECT_STORES)):
         if lang != "sh":
             continue
         commands = [line.split("#", 1)[0].strip() for line in code.splitlines()]
@@ -110,3 +126,70 @@ def test_shell_blocks_run(tmp_path):
         assert "error" not in r.stderr, r.stderr
         ran += 1
     assert ran >= 1
+
+
+# Runs the blocks of one README section in order (argv[1]: a JSON list of [language, code]): sh blocks
+# with bash (each starts a server in the background; the next block waits until one more TCP port
+# listens), python blocks in one namespace.
+_SECTION_DRIVER = r"""
+import json, subprocess, sys, time
+
+def listening():
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                n += sum(1 for line in f.readlines()[1:] if line.split()[3] == "0A")
+        except OSError:
+            pass
+    return n
+
+if sys.argv[2] == "netns":
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+namespace = {"__name__": "__readme__"}
+servers = 0
+log = open(sys.argv[3], "w")  # what the servers print
+for i, (lang, code) in enumerate(json.load(open(sys.argv[1]))):
+    if lang == "sh":
+        subprocess.run(["bash", "-euo", "pipefail", "-c", code], check=True, stdout=log, stderr=subprocess.STDOUT)
+        servers += code.count(" &")
+        deadline = time.monotonic() + 120
+        while listening() < servers and time.monotonic() < deadline:
+            time.sleep(0.2)
+        continue
+    try:
+        exec(compile(code, f"README.md object store block {i}", "exec"), namespace)
+    except Exception as e:
+        raise SystemExit(f"README object store block {i} failed: {type(e).__name__}: {e}\n{code}")
+print("all blocks ran")
+"""
+
+
+def test_object_store_blocks_start_their_emulators(tmp_path):
+    import json
+    import signal
+
+    blocks = _blocks(OBJECT_STORES, other_sections=False)
+    assert [lang for lang, _ in blocks].count("sh") >= 2 and [lang for lang, _ in blocks].count("python") >= 4
+    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
+    (tmp_path / "driver.py").write_text(_SECTION_DRIVER)
+    # the reader's shell: this environment's programs (moto_server) first, no store variable set
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "AZURE_", "AZURITE_", "GOOGLE_", "STORAGE_EMULATOR_HOST", "GCE_", "PYTEST_"))}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    isolated = subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+    cmd = (["unshare", "-rn"] if isolated else []) + [sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "blocks.json"),
+                                                      "netns" if isolated else "shared", str(tmp_path / "servers.log")]
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=err, start_new_session=True)
+        try:
+            proc.wait(timeout=600)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the emulators the blocks started, and only them
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    out, err = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err[-5000:]}\nservers:\n{(tmp_path / 'servers.log').read_text()[-3000:]}"
+    assert out.splitlines() == ["2", "2", "2", "all blocks ran"], out

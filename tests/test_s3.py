@@ -108,3 +108,94 @@ def test_store_that_rejects_conditional_put_is_refused(s3_endpoint, s3_faults):
     assert lakelog.write_table(uri, pa.table({"id": [2]}), storage_options=opts) == 1
     assert [n for n in _names(uri) if n.endswith(".json")] == [_commit(0), _commit(1)]
 
+
+
+# ---------------------------------------------------------------- delta-rs' option names
+
+_CLEAN_ENV_SCRIPT = """
+import json, sys
+import pyarrow as pa
+import lakelog
+
+uri, options = sys.argv[1], json.loads(sys.argv[2])
+version = lakelog.write_table(uri, pa.table({"id": [int(sys.argv[3])]}), storage_options=options or None)
+print(json.dumps([version, sorted(lakelog.read_table(uri, storage_options=options or None).column("id").to_pylist())]))
+"""
+
+
+def _clean_env(tmp_path, **variables) -> dict[str, str]:
+    """An environment with no AWS_* variable (nor a profile in a home directory) but ``variables``."""
+    import os
+
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "AWS_CONFIG_FILE": str(home / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"), **variables}
+
+
+def _run_clean(tmp_path, uri: str, options: dict, n: int, **variables) -> list:
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _CLEAN_ENV_SCRIPT, uri, json.dumps(options), str(n)], env=_clean_env(tmp_path, **variables),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_delta_rs_option_names_with_nothing_in_the_environment(s3_endpoint, tmp_path):
+    """deltalake's storage_options, upper and lower case, reach s3fs as its own arguments (they used to
+    reach aiobotocore raw: ``AioSession.__init__() got an unexpected keyword argument 'AWS_ENDPOINT_URL'``)."""
+    uri = s3_endpoint.new_table_uri()
+    options = s3_endpoint.deltalake_options
+    assert _run_clean(tmp_path, uri, options, 1) == [0, [1]]
+    lower = {k.lower(): v for k, v in options.items()}
+    assert _run_clean(tmp_path, uri, lower, 2) == [1, [1, 2]]
+    # object_store's other spellings of the same settings
+    other = {"endpoint": s3_endpoint.url, "access_key_id": "testing", "secret_access_key": "testing", "aws_default_region": "us-east-1",
+             "allow_http": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false", "timeout": "30s", "aws_connect_timeout": "5s", "max_retries": 2}
+    assert _run_clean(tmp_path, uri, other, 3) == [2, [1, 2, 3]]
+    dt_ = deltalake.DeltaTable(uri, storage_options=options)
+    assert sorted(dt_.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_aws_environment_variables_as_deltalake_reads_them(s3_endpoint, tmp_path):
+    """The AWS_* variables deltalake reads work without options, including those botocore does not read
+    itself (AWS_REGION, object_store's AWS_ENDPOINT)."""
+    uri = s3_endpoint.new_table_uri()
+    env = {"AWS_ENDPOINT": s3_endpoint.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+           "AWS_ALLOW_HTTP": "true", "AWS_TIMEOUT": "20s"}
+    assert _run_clean(tmp_path, uri, {}, 1, **env) == [0, [1]]
+    # an option overrides the variable: the endpoint from the options, the credentials from the environment
+    env["AWS_ENDPOINT"] = "http://127.0.0.1:9"
+    assert _run_clean(tmp_path, uri, {"AWS_ENDPOINT_URL": s3_endpoint.url}, 2, **env) == [1, [1, 2]]
+    assert sorted(deltalake.DeltaTable(uri, storage_options=s3_endpoint.deltalake_options).to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+
+
+def test_unknown_and_unsupported_s3_options_are_refused_by_name(s3_endpoint):
+    from lakelog.errors import InvalidArgumentError
+
+    uri = s3_endpoint.new_table_uri()
+    with pytest.raises(InvalidArgumentError, match=r"AWS_ENDPOIT_URL.*aws_endpoint_url"):
+        lakelog.write_table(uri, pa.table({"id": [1]}), storage_options={"AWS_ENDPOIT_URL": s3_endpoint.url})
+    with pytest.raises(InvalidArgumentError, match="AWS_S3_LOCKING_PROVIDER.*DynamoDB"):
+        lakelog.read_table(uri, storage_options={**s3_endpoint.deltalake_options, "AWS_S3_LOCKING_PROVIDER": "dynamodb"})
+    for bad in ({"timeout": "30"}, {"timeout": "soon"}, {"max_retries": "-1"}, {"AWS_ALLOW_HTTP": "maybe"}, {"retry_timeout": "3m"}):
+        with pytest.raises(InvalidArgumentError, match=next(iter(bad)).lower()):
+            lakelog.Table(uri, storage_options={**s3_endpoint.deltalake_options, **bad})
+
+
+def test_allow_unsafe_rename_is_single_writer(s3_endpoint, s3_faults):
+    """delta-rs' AWS_S3_ALLOW_UNSAFE_RENAME (commits without concurrency protection, for a single writer)
+    is lakelog's single_writer: on a store that rejects conditional PUTs, commits go through."""
+    bucket = "lakelog-rejects-conditional-unsafe"
+    s3_endpoint.make_bucket(bucket)
+    s3_faults.reject_conditional.add(bucket)
+    uri = s3_endpoint.new_table_uri(bucket)
+    with pytest.raises(StorageError, match="does not support conditional PUT"):
+        lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=s3_endpoint.deltalake_options)
+    unsafe = {**s3_endpoint.deltalake_options, "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    assert lakelog.write_table(uri, pa.table({"id": [1]}), storage_options=unsafe) == 0
+    assert lakelog.write_table(uri, pa.table({"id": [2]}), storage_options=unsafe) == 1
+    assert sorted(lakelog.read_table(uri, storage_options=unsafe).column("id").to_pylist()) == [1, 2]

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pytest
 
 import lakelog.spark_expressions as se
-from lakelog.errors import PredicateError
+from lakelog import sql_java_floats
+from lakelog.errors import CollationMismatchError, PredicateError, UnsupportedExpressionError
 from tests import spark_expression_cases as cases
 
 FULL = os.environ.get("LAKELOG_SPARK_DIFF_FULL") == "1"
@@ -83,7 +84,7 @@ def spark_eval(spark, table: pa.Table, exprs: list[str]) -> dict[str, tuple[str,
             jvm.org.apache.spark.sql.catalyst.expressions.TryEval(parse(text)))
         return Column(jvm.org.apache.spark.sql.Column(node))
 
-    df = spark.createDataFrame(table)
+    df = _collated(spark.createDataFrame(table), table.schema)
 
     def run(batch):
         # one column per expression: TryEval(named_struct('v', x)) is NULL where x raises; the batches are read as
@@ -113,6 +114,18 @@ def spark_eval(spark, table: pa.Table, exprs: list[str]) -> dict[str, tuple[str,
     for start in range(0, len(exprs), 150):
         run_or_split(exprs[start:start + 150])
     return results
+
+
+def _collated(df, schema: pa.Schema):
+    """``df`` with the strings ``schema``'s fields declare collated (``__COLLATIONS``) as Spark's collated strings."""
+    from pyspark.sql import functions as F
+
+    from spark_ext.collation_types import spark_collations
+
+    collated = spark_collations(df.schema, schema)
+    if collated == df.schema:
+        return df
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in collated.fields])
 
 
 def _query(con, text: str, sql: str) -> pa.Table:
@@ -212,6 +225,7 @@ def test_lakelog_evaluates_table_expressions_exactly_as_spark(spark, seed):
     spark_res = spark_eval(spark, table, exprs)
     spark_time = time.monotonic() - started
     con = duckdb.connect()
+    sql_java_floats.register(con)  # (as lakelog's engine: Java's text of doubles and floats)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET threads = 1")
     problems, checked, refusals = compare(spark_res, table, exprs, con)
@@ -219,3 +233,42 @@ def test_lakelog_evaluates_table_expressions_exactly_as_spark(spark, seed):
           f"Spark {spark_time:.1f}s, total {time.monotonic() - started:.1f}s; {len(problems)} differences, "
           f"{refusals} values lakelog refuses by design")
     assert not problems, "\n".join(problems[:60]) + (f"\n... and {len(problems) - 60} more" if len(problems) > 60 else "")
+
+
+# ---------------------------------------------------------------- collated strings
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_collated_strings_compare_as_spark(spark, seed):
+    """Columns under UTF8_LCASE (top level, in a struct, in an array) beside a UTF8_BINARY one: every
+    comparison, search, CASE, COALESCE and string function gives Spark's value and type (a string keeps
+    its collation), and what Spark's analysis refuses (two columns' different collations) lakelog refuses."""
+    table = cases.collated_table(random.Random(seed), ROWS * 2)
+    exprs = cases.COLLATION_CASES
+    spark_res = spark_eval(spark, table, exprs)
+    refused = sorted(x for x in exprs if spark_res[x][0].startswith("ANALYSIS"))
+    assert len(refused) >= 13, refused  # (the mismatch cases are refused by Spark: the frame's strings are collated)
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    problems, checked, refusals = compare(spark_res, table, exprs, con)
+    print(f"\n{len(exprs)} collated expressions x {table.num_rows} rows ({checked} values); {len(problems)} differences, "
+          f"{refusals} values lakelog refuses by design")
+    assert not problems, "\n".join(problems[:60])
+    for x in refused:
+        with pytest.raises(CollationMismatchError) as e:
+            se.translate(x, se.columns_of(table.schema), "expression")
+        assert "COLLATION_MISMATCH" in str(e.value) and e.value.error_class.startswith("COLLATION_MISMATCH"), x
+
+
+def test_searches_under_lcase_lakelog_cannot_match_are_refused_by_name():
+    """replace, LIKE and TRIM of characters under UTF8_LCASE, and comparisons under ICU collations, are
+    refused naming the collation, never evaluated in binary."""
+    columns = se.columns_of(pa.schema(cases.COLLATED_COLUMNS))
+    for x in cases.COLLATION_REFUSED:
+        with pytest.raises(UnsupportedExpressionError, match="UTF8_LCASE"):
+            se.translate(x, columns, "CHECK constraint c")
+    unicode = pa.field("u", pa.string(), metadata={b"delta.collations": b'{"u":"icu.UNICODE"}'})
+    for x in ["u = 'a'", "u IN ('a')", "contains(u, 'a')", "u < 'b'"]:
+        with pytest.raises(UnsupportedExpressionError, match="UNICODE"):
+            se.translate(x, se.columns_of([unicode]), "CHECK constraint c")
+    assert str(se.translate("upper(u)", se.columns_of([unicode]), "x").type) == "string collate UNICODE"

@@ -14,6 +14,12 @@ import pytest
 
 import lakelog
 from spark_ext import sql
+from tests.spark_session import PLAIN
+
+# spark_ext.sql's own machinery, which runs statements on sessions built without spark_ext.configure (on one
+# built with it, spark_ext.sql is spark.sql: tests/test_spark_catalog*.py): test_spark_sql_plain.py runs
+# this module on such a session, in a process of its own.
+pytestmark = pytest.mark.skipif(not PLAIN, reason="runs in test_spark_sql_plain.py's plain session")
 from spark_ext.sql import SqlError
 
 ROWS = pa.table({"id": pa.array([1, 2, 3, 4, 5, 6], pa.int64()), "x": pa.array([10, 20, None, 40, 50, 60], pa.int64()),
@@ -93,7 +99,7 @@ def test_statements_on_a_generated_always_identity_column_are_refused(spark, tmp
     sql(spark, f"INSERT INTO {ref} (s) VALUES ('c')")
     sql(spark, f"MERGE INTO {ref} AS t USING src ON t.s = src.s WHEN NOT MATCHED THEN INSERT (s) VALUES (src.s)")
     ids = sorted(r["id"] for r in lakelog.read_table(path).to_pylist())
-    assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' ranges: beyond 2, not dense)
+    assert ids[:2] == [1, 2] and len(ids) == len(set(ids)) == 3 + SOURCE.num_rows  # (Spark tasks' values: beyond 2, not dense)
 
 
 def test_catalog_table_created_using_lakelog_takes_insert_select_and_time_travel(spark, tmp_path, table):  # (table: the src view)

@@ -4,12 +4,16 @@ opens for it."""
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
 import lakelog
+from lakelog.dml.file_rewrites import TableState
 from lakelog.errors import InvalidArgumentError
 from lakelog.storage import resolve_location
 from tests.table_files import table_fs
@@ -56,6 +60,31 @@ def test_relative_and_home_paths_name_what_delta_rs_names(tmp_path, monkeypatch)
     # A plain path is literal: '%20' in it is three characters, as delta-rs writes it.
     lakelog.write_table("a%20b", pa.table({"id": [3]}))
     assert os.path.isdir(tmp_path / "a%20b" / "_delta_log")
+
+
+_WRITE_SHIPPED_PLAN = """
+import pickle, sys
+import pyarrow as pa
+plan = pickle.load(sys.stdin.buffer)
+sys.stdout.buffer.write(pickle.dumps(plan.write(pa.table({"id": [1, 2]}))))
+"""
+
+
+def test_a_plan_for_a_relative_path_is_written_from_any_working_directory(tmp_path, monkeypatch):
+    """A WritePlan is shipped to the processes that write its files (a Spark executor runs in a work
+    directory of its own); its relative path used to name another directory there, so the commit named
+    files that were not in the table. A plan, and a copy-on-write rewrite's TableState, hold the
+    table's absolute location."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    plan = lakelog.plan_write("rel/t", pa.schema([("id", pa.int64())]))
+    r = subprocess.run([sys.executable, "-c", _WRITE_SHIPPED_PLAN], input=pickle.dumps(plan), cwd=elsewhere, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert plan.commit(pickle.loads(r.stdout)) == 0
+    assert _rows("rel/t") == [1, 2] and _peer_rows(str(tmp_path / "rel" / "t")) == [1, 2]
+    assert os.listdir(elsewhere) == []
+    assert TableState.of(lakelog.Table("rel/t").snapshot, None).path == str(tmp_path / "rel" / "t")
 
 
 @pytest.mark.parametrize(

@@ -238,6 +238,20 @@ def test_manifests_on_object_stores(object_store):
             assert Storage(uri, opts).fs.exists(line.split("://", 1)[1] if "://" in line else line)
 
 
+def test_manifests_name_files_as_the_store_names_them(object_store):
+    """A table URL with a percent-escape names the decoded path (as delta-rs and the stores take it): the
+    manifests list the files as Hadoop prints that path (``.../my table/...``), so a reader opens them."""
+    uri, opts = object_store.uri.rsplit("/", 1)[0] + "/my%20table", object_store.storage_options
+    lakelog.write_table(uri, _data(range(5)), partition_by=["p"], configuration=ON, storage_options=opts)
+    decoded = uri.replace("%20", " ")
+    fs = Storage(uri, opts).fs
+    lines = [line for lines in _manifests(uri, opts).values() for line in lines]
+    assert len(lines) == len(lakelog.Table(uri, storage_options=opts).files()) == 5
+    for line in lines:
+        assert line.startswith(decoded + "/"), line
+        assert fs.exists(line.split("://", 1)[1])
+
+
 def test_spark_writes_keep_the_manifests(spark, tmp_path):
     from spark_ext import LakelogTable
 

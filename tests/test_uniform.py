@@ -458,21 +458,23 @@ def test_partition_columns_whose_names_avro_does_not_allow(tmp_path):
 def test_spark_writes_and_row_level_changes_keep_the_iceberg_metadata(spark, tmp_path):
     """Spark's writes commit through the same transaction: a format("lakelog") append and LakelogTable's
     update, merge and delete (files written by Spark's tasks) each get their Iceberg snapshot."""
-    from pyiceberg.expressions import EqualTo
+    from pyiceberg.expressions import EqualTo, IsNull
 
     from spark_ext import LakelogTable
 
     path = str(tmp_path / "t")
     lakelog.write_table(path, data(range(6)), partition_by=["part"], configuration=UNIFORM)
-    spark.createDataFrame([(6, "a", "n6", 3.0), (7, "c", None, 3.5)], "id long, part string, name string, score double") \
+    # ('' is a null partition value: the files' copy of the partition column, which Iceberg readers read, too)
+    spark.createDataFrame([(6, "a", "n6", 3.0), (7, "c", None, 3.5), (9, "", "e", 1.0)], "id long, part string, name string, score double") \
         .write.format("lakelog").mode("append").save(path)
     t = LakelogTable.forPath(spark, path)
     t.update("id = 1", {"score": "-1.0"})
     src = spark.createDataFrame([(2, "b", "m2", 9.0), (8, "b", "n8", 4.0)], "id long, part string, name string, score double")
     t.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    t.update("id = 9", {"score": "2.0"})
     t.delete("id = 3")
-    assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8]
-    by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b")])
+    assert sorted(lakelog.Table(path).to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    by_version = check_iceberg(path, [(EqualTo("part", "b"), pc.field("part") == "b"), (IsNull("part"), pc.field("part").is_null())])
     assert sorted(by_version) == list(range(lakelog.Table(path).version + 1))
 
 
@@ -485,7 +487,7 @@ def test_manifest_merging_leaves_full_manifests_alone(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     lakelog.write_table(path, data(range(40)), configuration=UNIFORM)
     first = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path)).current_snapshot().manifest_list
-    big = [m for m in convert.read_manifest_list(open(first, "rb").read())][0]
+    big = [m for m in convert.read_manifest_list(open(first.removeprefix("file:"), "rb").read())][0]
     monkeypatch.setattr(convert, "MERGE_TARGET_BYTES", big["manifest_length"])  # the first manifest is "full"
     for k in range(8):
         lakelog.write_table(path, data(range(100 + k, 101 + k)), mode="append")
@@ -496,3 +498,145 @@ def test_manifest_merging_leaves_full_manifests_alone(tmp_path, monkeypatch):
     assert any(m.existing_files_count for m in manifests)  # small ones were merged
     assert sum(m.manifest_length < big["manifest_length"] for m in manifests) <= convert.MERGE_AT + 1
     check_iceberg(path)
+
+
+# ---------------------------------------------------------------- what Iceberg readers see: values and locations
+
+def _pv_rows(ids, s, b) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids]), "s": pa.array(s, pa.string()),
+                     "b": pa.array(b, pa.binary()), "d": pa.array([-0.0 if i % 2 else 1.5 for i in ids], pa.float64())})
+
+
+def _deltalake_rows(path) -> list:
+    import deltalake
+
+    return rows(pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("SELECT * FROM t").read_all()))
+
+
+def test_iceberg_reads_the_logged_partition_values_on_every_write_path(tmp_path):
+    """An empty string or binary partition value is null in the log (as Spark logs it): the partition
+    columns' copy inside the data files, which Iceberg readers read, holds null too, on every path
+    that writes files, so pyiceberg, lakelog and deltalake read the same rows and filters agree."""
+    from pyiceberg.expressions import EqualTo, IsNull, NotNull
+
+    path = str(tmp_path / "t")
+    f = pc.field
+    filters = [(IsNull("s"), f("s").is_null()), (EqualTo("s", ""), f("s") == ""), (NotNull("s"), f("s").is_valid()),
+               (EqualTo("s", "x"), f("s") == "x"), (IsNull("b"), f("b").is_null())]
+    steps = [
+        lambda: lakelog.write_table(path, _pv_rows(range(6), ["", "x", None, "", "y", "x"], [b"", b"q", None, b"", b"", b"q"]),
+                                    partition_by=["s", "b", "d"], configuration=UNIFORM),
+        lambda: lakelog.write_table(path, _pv_rows([6, 7], ["", "x"], [b"", b""]), mode="append"),
+        lambda: lakelog.Table(path).update({"v": "'u'"}, "id = 0"),
+        lambda: lakelog.Table(path).delete("id = 3"),
+        lambda: lakelog.Table(path).merge(_pv_rows([1, 8], ["", ""], [b"", None]), "target.id = source.id")
+        .when_matched_update_all().when_not_matched_insert_all().execute(),
+        lambda: lakelog.write_table(path, _pv_rows([9], ["", ], [b""]), mode="overwrite", predicate="id >= 8"),
+        lambda: lakelog.write_table(path, _pv_rows([10], [""], [b""]), mode="overwrite", partition_overwrite="dynamic"),
+        lambda: lakelog.Table(path).optimize(),
+    ]
+    for step in steps:
+        step()
+        check_iceberg(path, filters)
+        assert _deltalake_rows(path) == rows(lakelog.read_table(path))
+    ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
+    assert ice.scan(row_filter=EqualTo("s", "")).to_arrow().num_rows == 0
+    # (the dynamic overwrite replaced the partition (null, null, 1.5) of rows 0, 2 and 6)
+    assert sorted(ice.scan(row_filter=IsNull("s")).to_arrow().column("id").to_pylist()) == [1, 9, 10]
+    assert rows(ice.scan().to_arrow()) == rows(lakelog.read_table(path))
+
+
+def _own_url(backend) -> str:
+    """A fresh table URL on ``backend``'s store, in the form a Hadoop/Iceberg user writes it: ``s3a://``,
+    ``abfss://container@account.dfs.core.windows.net/...`` (Azurite's account, reached through the
+    emulator's options), ``gcs://``; a plain absolute path locally."""
+    uri = backend.new_uri()
+    if backend.kind == "s3":
+        return "s3a://" + uri.removeprefix("s3://")
+    if backend.kind == "azure":
+        from lakelog.storage.azure import EMULATOR_ACCOUNT
+
+        container, rest = uri.removeprefix("az://").split("/", 1)
+        return f"abfss://{container}@{EMULATOR_ACCOUNT}.dfs.core.windows.net/{rest}"
+    if backend.kind == "gcs":
+        return "gcs://" + uri.removeprefix("gs://")
+    return uri
+
+
+def _iceberg_properties(backend) -> dict[str, str]:
+    """pyiceberg's FileIO properties reaching the store's emulator."""
+    ep = backend.endpoint
+    if backend.kind == "s3":
+        return {"s3.endpoint": ep.url, "s3.access-key-id": ep.access_key, "s3.secret-access-key": ep.secret_key, "s3.region": ep.region}
+    if backend.kind == "azure":
+        from lakelog.storage.azure import EMULATOR_ACCOUNT, EMULATOR_KEY
+
+        return {"adls.connection-string": f"DefaultEndpointsProtocol=http;AccountName={EMULATOR_ACCOUNT};AccountKey={EMULATOR_KEY};"
+                                          f"BlobEndpoint={ep.emulator.url}/{EMULATOR_ACCOUNT};"}
+    if backend.kind == "gcs":
+        # (pyarrow's client: gcsfs's, which pyiceberg's fsspec IO opens, asks a gRPC API the emulator lacks, 60 s a bucket)
+        return {"py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO", "gcs.service.host": ep.emulator.url, "gcs.oauth2.token": "emulator",
+                "gcs.oauth2.token-expires-at": str(int(time.time() * 1000) + 3_600_000)}
+    return {}
+
+
+def _iceberg_at(backend, url: str):
+    st = backend.storage(url)
+    n = int(st.read(st.join("metadata", "version-hint.text")))
+    location = "file:" + st.root if backend.kind == "local" else url
+    return pyiceberg_table.StaticTable.from_metadata(f"{location}/metadata/v{n}.metadata.json", properties=_iceberg_properties(backend))
+
+
+def _iceberg_reads_each_version(backend, url: str, ice) -> None:
+    for snap in ice.snapshots():
+        v = int(snap.summary["delta-version"])
+        theirs = ice.scan(snapshot_id=snap.snapshot_id).to_arrow()
+        assert rows(theirs) == rows(lakelog.Table(url, version=v, storage_options=backend.storage_options).to_pyarrow()), v
+
+
+def test_iceberg_locations_are_the_tables_own_url(backend):
+    """The Iceberg ``location`` and every manifest list, manifest and data file path is the table's own
+    URL, as Delta's UniForm writes it (a Hadoop path): scheme and authority as given, ``file:`` and the
+    absolute path locally. pyiceberg reads the table there; deltalake reads the same URL."""
+    url = _own_url(backend)
+    opts = backend.storage_options
+    lakelog.write_table(url, data(range(6)), partition_by=["part"], configuration=UNIFORM, storage_options=opts)
+    lakelog.write_table(url, data(range(6, 9)), mode="append", storage_options=opts)
+    lakelog.Table(url, storage_options=opts).delete("id = 4")
+    expected = "file:" + backend.storage(url).root if backend.kind == "local" else url
+    ice = _iceberg_at(backend, url)
+    assert ice.metadata.location == expected
+    assert all(e["metadata-file"].startswith(expected + "/metadata/v") for e in ice.metadata.model_dump(by_alias=True)["metadata-log"])
+    for snap in ice.snapshots():
+        assert snap.manifest_list.startswith(expected + "/metadata/snap-")
+        for m in snap.manifests(ice.io):
+            assert m.manifest_path.startswith(expected + "/metadata/")
+            for e in m.fetch_manifest_entry(ice.io, discard_deleted=False):
+                rel = e.data_file.file_path.removeprefix(expected + "/")
+                assert rel != e.data_file.file_path and "://" not in rel and ":" not in rel.split("/", 1)[0], e.data_file.file_path
+    _iceberg_reads_each_version(backend, url, ice)
+    assert [s.summary["delta-version"] for s in ice.snapshots()] == ["0", "1", "2"]
+    peer_url = "gs://" + url.removeprefix("gcs://") if backend.kind == "gcs" else url  # (delta-rs reads gs://, not gcs://)
+    assert rows(backend.peer_sql("SELECT * FROM t", uri=peer_url)) == rows(lakelog.read_table(url, storage_options=opts))
+
+
+def test_writers_naming_the_table_by_other_urls_keep_its_iceberg_history_right(backend):
+    """Files a writer listed under one form of the table's URL are removed by a writer that names it by
+    another (``s3://`` and ``s3a://``, ``az://`` and ``abfss://``, ``gs://`` and ``gcs://``, a path and
+    ``file://``, or the forms older versions wrote): the removal matches them by their path."""
+    url = _own_url(backend)
+    other = backend.storage(url).root if backend.kind == "local" else backend.new_uri()
+    if backend.kind == "local":
+        other = "file://" + other
+    else:  # the same table under the store's other spelling
+        other = {"s3": "s3://", "azure": "az://", "gcs": "gs://"}[backend.kind] + backend.storage(url).root.lstrip("/")
+    opts = backend.storage_options
+    lakelog.write_table(url, data(range(6)), partition_by=["part"], configuration=UNIFORM, storage_options=opts)
+    lakelog.Table(other, storage_options=opts).delete("id = 1")
+    lakelog.write_table(other, data(range(6, 8)), mode="append", storage_options=opts)
+    lakelog.Table(url, storage_options=opts).update({"name": "'u'"}, "id < 3")
+    lakelog.write_table(url, data(range(2, 4)), mode="overwrite", predicate="id >= 2 AND id < 4", storage_options=opts)
+    ice = _iceberg_at(backend, url)
+    _iceberg_reads_each_version(backend, url, ice)
+    assert len(ice.snapshots()) == 5

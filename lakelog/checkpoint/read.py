@@ -250,12 +250,15 @@ class _ParquetFile:
         except FileNotFoundError:
             raise  # the caller falls back to another checkpoint
         except (OSError, pa.ArrowException) as e:
+            storage.raise_if_unanswered(e, info.path)
             raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
+        self._storage = storage
         try:
             self._pf = parquet_file(self._file)
             self.names = set(self._pf.schema_arrow.names)
         except (OSError, pa.ArrowException) as e:
             self._file.close()
+            storage.raise_if_unanswered(e, info.path)
             raise CorruptLogError(f"checkpoint {name} is unreadable ({e})") from None
         self.columns = [c for c in columns if c in self.names]
         self.deferred: tuple[str, ...] = ()  # add fields left for later (``lakelog.checkpoint.deferred``)
@@ -270,6 +273,7 @@ class _ParquetFile:
         try:
             return kept_bytes(self._file, self._pf.metadata, self._file.size(), self.deferred)
         except (OSError, pa.ArrowException, ValueError) as e:
+            self._storage.raise_if_unanswered(e, self.info.path)
             raise CorruptLogError(f"checkpoint {self.name} is unreadable ({e})") from None
 
     def defer_stats(self) -> None:
@@ -302,6 +306,7 @@ class _ParquetFile:
                 self.run = run
                 yield pf.read_row_groups(run, columns=self.columns)
         except (OSError, pa.ArrowException) as e:
+            self._storage.raise_if_unanswered(e, self.info.path)
             raise CorruptLogError(f"checkpoint {self.name} is unreadable ({e})") from None
 
     def close(self) -> None:

@@ -120,6 +120,7 @@ def _read_one(storage, sidecar: Sidecar, checkpoint: str, columns: list[str]) ->
     except FileNotFoundError:
         raise CorruptLogError(f"sidecar {sidecar.name} of checkpoint {checkpoint} is missing from _delta_log/{SIDECARS}/") from None
     except (OSError, pa.ArrowException) as e:
+        storage.raise_if_unanswered(e, path)
         raise CorruptLogError(f"sidecar {sidecar.name} of checkpoint {checkpoint} is unreadable ({e})") from None
 
 

@@ -17,7 +17,7 @@ import re
 import shlex
 import sys
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 from .output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CommandFailed, UsageError
 from .parser import build_parser
 
@@ -91,6 +91,27 @@ def arrow_pool_for(command: str | None, environ: dict[str, str], modules: dict[s
     if command in REWRITING_COMMANDS and "ARROW_DEFAULT_MEMORY_POOL" not in environ and "pyarrow" not in modules:
         return REWRITE_ARROW_POOL
     return None
+
+
+def run() -> NoReturn:
+    """The ``lakelog`` console script and ``python -m lakelog.cli``: ``main()``, then leave the process at
+    once with its exit code.
+
+    Reading an object store, Arrow's I/O threads call lakelog's Python filesystem (``Store.arrow_fs``);
+    a scan stopped early (``show --limit``, a failed read in ``check``) leaves some at work. Once the
+    interpreter shuts down, CPython ends such a thread mid-call, which aborts the process ("terminate
+    called without an active exception", exit -6) after the command has finished and printed.
+    lakelog waits for its own such calls at exit (``lakelog.storage.base._ArrowCalls``); the command
+    line goes further, since its exit codes are an API: the command's work is done and its output
+    flushed here, so no thread left by any native library decides the exit status.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away (``| head``): as main treats it
+            pass
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,5 @@
 """``python -m lakelog.cli``."""
 
-import sys
+from . import run
 
-from . import main
-
-sys.exit(main())
+run()

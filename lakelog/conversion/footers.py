@@ -85,6 +85,7 @@ def _read_footer(storage: Storage, rel: str) -> Footer:
     except FileNotFoundError:
         raise MissingDataFileError(f"{rel!r} disappeared while converting; retry") from None
     except (pa.ArrowException, OSError, ValueError) as e:
+        storage.raise_if_unanswered(e, storage.join(rel))
         raise ConvertError(f"{rel!r} is not a readable Parquet file ({e}); remove or repair it before converting") from None
     return Footer(_with_geo_types(_with_int96_as_utc(schema, md), md, rel), md)
 

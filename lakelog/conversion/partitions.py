@@ -295,6 +295,7 @@ def check_stored_partition_values(
         try:
             data = read_parquet(storage.join(rel), columns=stored, filesystem=storage.arrow_fs)
         except (pa.ArrowException, OSError) as e:
+            storage.raise_if_unanswered(e, storage.join(rel))
             raise ConvertError(f"{rel!r} is not a readable Parquet file ({e})") from None
         for c in stored:
             t = schema.field(c).type

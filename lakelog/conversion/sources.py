@@ -45,7 +45,8 @@ class SourceFile:
 def is_dir(storage: Storage, path: str) -> bool:
     try:
         return bool(storage.fs.isdir(path))
-    except (FileNotFoundError, OSError):
+    except (FileNotFoundError, OSError) as e:
+        storage.raise_if_unanswered(e, path, "exists")  # no answer is not "no directory"
         return False
 
 
@@ -54,7 +55,8 @@ def list_tree(storage: Storage) -> dict[str, SourceFile]:
     root = storage.root.rstrip("/")
     storage.fs.invalidate_cache()
     try:
-        found = storage.fs.find(root, withdirs=False, detail=True)
+        with storage.store.answering("list_files", root):
+            found = storage.fs.find(root, withdirs=False, detail=True)
     except FileNotFoundError:
         found = {}
     if not found and not is_dir(storage, root):

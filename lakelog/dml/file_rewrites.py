@@ -36,8 +36,8 @@ class TableState:
     domains: dict[str, DomainMetadata]
 
     @classmethod
-    def of(cls, snapshot: Snapshot, path: str, storage_options: dict[str, Any] | None) -> "TableState":
-        return cls(path, storage_options, snapshot.version, snapshot.protocol, snapshot.metadata, dict(snapshot.domains))
+    def of(cls, snapshot: Snapshot, storage_options: dict[str, Any] | None) -> "TableState":
+        return cls(snapshot.storage.location, storage_options, snapshot.version, snapshot.protocol, snapshot.metadata, dict(snapshot.domains))
 
     def snapshot(self) -> Snapshot:
         storage = Storage(self.path, self.storage_options)

@@ -128,8 +128,9 @@ def _source_table(source: Any) -> pa.Table:
     schema, batches = to_arrow_stream(source)
     t = pa.Table.from_batches(list(batches), schema=schema)
     cols = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in t.columns]
+    fields = [pa.field(f.name, c.type, True, f.metadata) for f, c in zip(t.schema, cols)]  # (field metadata kept: collations)
     # As every write path: nanoseconds are stored only when exact in microseconds (the engine would round).
-    return to_microseconds(pa.table(cols, names=t.column_names), "merge source")
+    return to_microseconds(pa.Table.from_arrays(cols, schema=pa.schema(fields)), "merge source")
 
 
 class _Merge:
@@ -161,7 +162,7 @@ class _Merge:
             targets = ColumnNames(self.target_names)
             new = [f for f in self.src.schema if f.name not in targets]
             if new:
-                added = [pa.field(f.name, t.type, True) for f, t in zip(new, canonical_schema(pa.schema(new)))]
+                added = [collations.keep(pa.field(f.name, t.type, True), t) for f, t in zip(new, canonical_schema(pa.schema(new)))]
         out = pa.schema(list(op.schema) + added)
         src_names = ColumnNames(self.src.column_names)
         out_names = ColumnNames(out.names)
@@ -191,7 +192,7 @@ class _Merge:
             schema = pa.schema(fields)
             check_column_names(schema, mapped=op.snapshot.column_mapping.active)
             metadata = evolved_metadata(op.snapshot, schema)
-            protocol = plan_protocol(schema, op.snapshot.protocol)
+            protocol = plan_protocol(schema, op.snapshot.protocol, metadata.configuration, metadata.schema_string)
             op.evolve_schema(schema, metadata, [protocol] if protocol is not None else [])
         self.out_schema = op.schema
         if op.features is not None:
@@ -253,7 +254,9 @@ class _Merge:
                 tree = eng.check_predicate(c.condition, rel, f"condition of the {label}")
                 self._condition_sql[id(c)] = (collated and collated_sql(tree, collation_of, c.condition)) or c.condition
             for col, expr in (c.assignments or {}).items():
-                eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
+                tree = eng.check_value(expr, rel, self.out_schema.field(col).type, f"{label}: expression for column {col!r}")
+                if collated:  # (a new value's comparisons of collated target columns too)
+                    c.assignments[col] = collated_sql(tree, collation_of, expr, value=True) or expr
 
     def _resolve_target(self, ref: tuple[str, ...]) -> str | None:
         targets, sources = ColumnNames(self.target_names), ColumnNames(self.src.column_names)

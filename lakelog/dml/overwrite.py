@@ -39,11 +39,11 @@ def _evolve(op: RowLevelOperation, plan: WritePlan) -> None:
     """Commit the schema the plan settled on (schema_mode='merge' may add columns) and configuration."""
     snap = op.snapshot
     conf = {**snap.configuration, **(plan.configuration or {})}
-    if plan.schema == snap.schema and conf == snap.configuration:
+    if plan.schema.equals(snap.schema, check_metadata=True) and conf == snap.configuration:
         return
     planned = [plan.column_mapping.schema_string] if plan.column_mapping is not None else []
     metadata = evolved_metadata(snap, plan.schema, plan.configuration, planned)
-    protocol = plan_protocol(plan.schema, snap.protocol, metadata.configuration)
+    protocol = plan_protocol(plan.schema, snap.protocol, metadata.configuration, metadata.schema_string)
     op.evolve_schema(plan.schema, metadata, [protocol] if protocol is not None else [])
 
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, decode_path, now_ms
-from ..errors import InvalidArgumentError, LakelogError, SymlinkManifestError, UnsupportedFeatureError
+from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
 from ..deletion_vectors import DeletionVectors
 from ..scan import files_dataset
@@ -380,6 +380,8 @@ class RowLevelOperation(FileReads):
             return d.version
         except SymlinkManifestError:
             raise  # after the commit: its files are referenced
+        except StorageUnavailableError:
+            raise  # the store did not answer: the commit may have landed, so its files stay
         except LakelogError:
             self._discard(adds)  # nothing was committed: the new files are unreferenced
             self._discard_changes()

@@ -13,15 +13,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import collations
 from ..assignment_types import check_assignment, value_types
 from ..errors import PredicateError
 from ..schema import ColumnNames
-from ..sql import parse_expression, quote_ident, table_columns, value_expressions
+from ..sql import collated_sql, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
 from .copy_on_write import CopyOnWrite, NewValues
 from .exact_values import ExactValues, exact_values
 from .file_groups import Group, split_by_file
+from .predicate import table_collation_of
 from .rewrite import FILE, RowLevelOperation, compile_predicate, predicate_parameter, rows_at, run
 
 
@@ -56,6 +58,9 @@ def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: 
     types = value_types(op.engine, list(out.values()), relation, [f"expression for column {c!r}" for c in out])
     for (col, expr), value in zip(out.items(), types):
         check_assignment(op.engine, expr, trees[col], col, op.schema.field(col).type, value, what=what)
+    if collations.table_collations(op.schema):  # comparisons of collated columns in a value compare under their collation
+        collation_of = table_collation_of(op.schema)
+        out = {col: collated_sql(trees[col], collation_of, expr, value=True) or expr for col, expr in out.items()}
     return out
 
 

@@ -19,7 +19,7 @@ from ..actions import AddFile, CommitInfo, Metadata, RemoveFile, decode_path
 from ..data_files import physical_rows
 from ..errors import UnsupportedFeatureError
 from ..storage import Storage
-from .files import table_location, to_storage_path, write_file
+from .files import path_part, table_location, to_storage_path, write_file
 from .manifests import ADDED, DELETED, EXISTING, Spec, as_pairs, decimal_size, manifest_file, read_entries, read_manifest_list, write_manifest, write_manifest_list
 from .metadata import DELTA_TIMESTAMP, DELTA_VERSION, NAME_MAPPING, IcebergMetadata
 from .schema import IcebergSchema, partition_spec
@@ -143,7 +143,10 @@ class Converter:
         sid, seq = snapshot_id(self.meta.uuid, change.version), self.meta.next_sequence_number()
         kept: list[dict] = []
         deleted_files = deleted_records = 0
-        removed = {f"{self.location}/{p}" for p in change.removed}
+        # (by path alone: older entries may name the table by another form of its URL, e.g. written by a
+        # writer that opened it as abfs://container/path, or by an older lakelog)
+        root = path_part(self.location).rstrip("/")
+        removed = {f"{root}/{p}" for p in change.removed}
         for mf in self._current_manifests():
             if mf["content"] == 0 and mf["added_files_count"] + mf["existing_files_count"] == 0:
                 continue  # only deleted entries, already reported by the snapshot that deleted them
@@ -152,12 +155,12 @@ class Converter:
                 continue
             mspec = self._spec(mf["partition_spec_id"])
             entries = [e for e in read_entries(self._read(mf["manifest_path"]), mf, mspec) if e["status"] != DELETED]
-            if not any(e["data_file"]["file_path"] in removed for e in entries):
+            if not any(path_part(e["data_file"]["file_path"]) in removed for e in entries):
                 kept.append(mf)
                 continue
             out = []
             for e in entries:
-                if e["data_file"]["file_path"] in removed:
+                if path_part(e["data_file"]["file_path"]) in removed:
                     out.append({**e, "status": DELETED, "snapshot_id": sid})
                     deleted_files += 1
                     deleted_records += e["data_file"]["record_count"]

@@ -7,11 +7,29 @@ import os
 import uuid
 
 from ..storage import Storage
+from ..storage.location import table_url, url_scheme
 
 
 def table_location(storage: Storage) -> str:
-    """The table root as an Iceberg location: an absolute path locally, else ``scheme://bucket/path``."""
-    return storage.root if storage.is_local else f"{storage.protocol}://{storage.root}"
+    """The table root as an Iceberg location: the table's own URL, as Delta's UniForm writes it
+    (``storage.location.table_url``: ``file:/absolute/path`` locally, else the URL the table was opened
+    with, e.g. ``abfss://container@account.dfs.core.windows.net/path`` or ``s3a://bucket/path``).
+    ``az://`` (fsspec's name, which Iceberg readers do not know) is written ``abfs://``."""
+    if not storage.is_local and url_scheme(storage.uri) == "az":
+        return f"abfs://{storage.root.strip('/')}"
+    return table_url(storage.uri, storage.root if storage.is_local else None)
+
+
+def path_part(location: str) -> str:
+    """A location's path, without its scheme and authority: what stays the same however a writer
+    spelled the table's URL (``abfs://c/t`` and ``abfss://c@account.dfs.core.windows.net/t``: ``/t``)."""
+    if "://" in location:
+        rest = location.split("://", 1)[1]
+        i = rest.find("/")
+        return rest[i:] if i >= 0 else ""
+    if location.startswith("file:"):
+        return location[len("file:"):]
+    return location
 
 
 def write_file(storage: Storage, path: str, data: bytes, *, exclusive: bool = False, unique: bool = False) -> None:
@@ -52,6 +70,12 @@ def write_file(storage: Storage, path: str, data: bytes, *, exclusive: bool = Fa
 
 
 def to_storage_path(storage: Storage, location: str) -> str:
+    """The store's path of a file the Iceberg metadata names by ``location`` (under the table root,
+    whichever form of the table's URL named it)."""
+    root = path_part(table_location(storage)).rstrip("/")
+    path = path_part(location)
+    if path.startswith(root + "/"):
+        return storage.join(path[len(root) + 1:])
     if not storage.is_local and "://" in location:
         return location.split("://", 1)[1]
     return location

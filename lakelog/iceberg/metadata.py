@@ -184,6 +184,7 @@ def write_next(storage: Storage, meta: IcebergMetadata, location: str, now_ms: i
     """Write ``meta`` as the next metadata file, then the hint. FileExistsError when another writer
     wrote that number first (nothing of this call is visible then)."""
     n = meta.n + 1
+    meta.raw["location"] = location  # the table's URL as this writer names it (earlier ones may have named it otherwise)
     if meta.n:
         log = meta.raw["metadata-log"]
         log.append({"timestamp-ms": now_ms, "metadata-file": f"{location}/{METADATA_DIR}/{metadata_name(meta.n)}"})

@@ -14,6 +14,7 @@ from ..snapshot import Snapshot, commit_times
 from ..versions import as_version
 from ..storage import Storage
 from ..errors import InvalidArgumentError, VersionNotFoundError
+from ..writer_features.identity import with_merged_high_water_marks
 from .commits import MaintenanceTransaction
 
 
@@ -41,8 +42,10 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     Files of the current version that the old one lacks are removed, files of the old version that the
     current one lacks are re-added (they must still exist: a vacuumed version cannot be restored,
     ``VersionNotFoundError`` names the missing files), and the old metadata (schema, partitioning,
-    properties) comes back when it differs. The protocol is never downgraded. Restoring the current
-    version commits nothing. Returns Spark's RESTORE metrics plus ``version`` and ``restoredVersion``.
+    properties) comes back when it differs, except that identity columns keep the current version's
+    high water marks where they are further on (as Delta: values issued since are never issued again).
+    The protocol is never downgraded. Restoring the current version commits nothing. Returns Spark's
+    RESTORE metrics plus ``version`` and ``restoredVersion``.
     """
     current = Snapshot.load(storage)
     current.check_writable()
@@ -65,7 +68,9 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
         "restoredFilesSize": sum(a.size for a in to_add),
     }
     result = dict(metrics, restoredVersion=old.version, version=current.version)
-    meta_changed = _metadata_differs(old.metadata, current.metadata)
+    # The identity values issued since stay issued: the restored schema keeps the newest high water marks.
+    restored = replace(old.metadata, schema_string=with_merged_high_water_marks(old.metadata.schema_string, current.metadata.schema_string))
+    meta_changed = _metadata_differs(restored, current.metadata)
     if old.version == current.version or (not to_add and not to_remove and not meta_changed):
         return result
     dv_files = {dv for a in to_add if (dv := referenced_dv_file(storage, a)) is not None}
@@ -78,7 +83,7 @@ def restore(storage: Storage, *, version: int | None = None, timestamp: Any = No
     ts = now_ms()
     actions: list[Action] = []
     if meta_changed:
-        actions.append(old.metadata)
+        actions.append(restored)
     actions.extend(a.remove(ts, data_change=True) for a in to_remove)
     actions.extend(
         # (row tracking: a restored file keeps its baseRowId and defaultRowCommitVersion, so its rows get

@@ -88,7 +88,8 @@ def _walk_table_files(storage: Storage, partition_columns: list[str]) -> list[tu
 
     storage.fs.invalidate_cache(root)
     try:
-        found = storage.fs.find(root, detail=True, withdirs=False)
+        with storage.store.answering("list_files", root):
+            found = storage.fs.find(root, detail=True, withdirs=False)
     except FileNotFoundError:
         return out
     prefix = root + "/"
@@ -231,7 +232,8 @@ def _delete_files(storage: Storage, rels: list[str], progress: Progress | None) 
     for i in range(0, total, _DELETE_CHUNK):
         chunk = [storage.join(r) for r in rels[i : i + _DELETE_CHUNK]]
         try:
-            storage.fs.rm(chunk)
+            with storage.store.answering("delete", chunk[0]):
+                storage.fs.rm(chunk)
         except FileNotFoundError:
             for p in chunk:
                 try:

@@ -9,8 +9,10 @@ raises. It accepts only what is in its table (``catalog.ENTRIES``, rendered into
 ``specs/spark-expressions.md``); anything else is refused by name with ``UnsupportedExpressionError``,
 never approximated. Timestamps are evaluated in UTC (Spark with ``spark.sql.session.timeZone=UTC``).
 
-Expressions users pass to the Python API (``update``, ``merge``, predicates) are DuckDB SQL and do not
-come here."""
+Strings compare under their collations as Spark's do (``collation``: a table column's ``__COLLATIONS``,
+UTF8_LCASE lower-cased, two columns' different collations an error). Expressions users pass to the
+Python API (``update``, ``merge``, predicates) are DuckDB SQL and do not come here (they compare
+collated columns through ``lakelog.collations``)."""
 
 from __future__ import annotations
 
@@ -20,18 +22,19 @@ from typing import Iterable
 import pyarrow as pa
 
 from ..errors import PredicateError
-from . import arithmetic, casts, conditional, dates, numeric, operators, strings  # noqa: F401  (they register their functions)
+from . import arithmetic, casts, collation, conditional, dates, numeric, operators, strings  # noqa: F401  (they register their functions)
 from .catalog import ENTRIES, KINDS, Sql
 from .casts import CASTS
 from .translate import Translator, referenced_columns
-from .types import SparkType, from_arrow
+from .types import SparkType, from_arrow, of_field
 
 Columns = tuple[tuple[str, SparkType], ...]
 
 
 def columns_of(schema: pa.Schema | Iterable[pa.Field]) -> Columns:
-    """The (name, Spark type) of each column of an Arrow schema, as ``translate`` takes them."""
-    return tuple((f.name, from_arrow(f.type)) for f in schema)
+    """The (name, Spark type) of each column of an Arrow schema, as ``translate`` takes them: strings
+    under the collations the fields' ``__COLLATIONS`` give (``lakelog.collations``)."""
+    return tuple((f.name, of_field(f)) for f in schema)
 
 
 @lru_cache(maxsize=1024)

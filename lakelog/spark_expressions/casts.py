@@ -1,9 +1,9 @@
 """Spark's CAST in ANSI mode, one source/target pair at a time, and ``try_cast`` (NULL where CAST errors).
 
 Every pair lakelog accepts is listed in ``CASTS`` (the spec's table). A pair Spark allows but lakelog
-cannot compute exactly is refused by name, with the reason: casting a float or double to a string or
-a decimal goes through Java's ``Double.toString``, whose digits differ between Java 17 and Java 21 for
-some values, so Spark's own result depends on its JVM."""
+cannot compute exactly is refused by name, with the reason. A float or double cast to a string is
+Java's ``Double.toString`` / ``Float.toString`` as Java 17 prints it (``lakelog.sql_java_floats``);
+cast to a decimal (Spark rounds the digits of that text) it is refused."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .types import SparkType
 
 _INVALID = "CAST_INVALID_INPUT"
 _OVERFLOW = "CAST_OVERFLOW"
-_JVM = "Spark formats the value with Java's Double.toString, whose digits differ between Java 17 and 21 for some values"
+_JVM = "Spark rounds the digits of Java's Double.toString, which lakelog does not do for decimals"
 _INT_NAMES = ("tinyint", "smallint", "int", "bigint")
 
 CASTS: dict[tuple[str, str], str] = {}  # (source family, target family) -> note
@@ -37,6 +37,9 @@ _pair(("float", "double"), _INT_NAMES,
       "truncated toward zero; NaN, infinities and values out of range are errors, except that 2^63 as a float or double "
       "gives 9223372036854775807 for bigint, as Spark's range check lets it through")
 _pair(("float", "double"), ("float", "double"), "widened exactly, or rounded to the nearest float (beyond its range: infinity, as in Spark)")
+_pair(("float", "double"), ("string",),
+      "Java 17's Double.toString / Float.toString, as Spark on Java 17: 1.0E7, 1234567.0, 0.001, 1.0E-4, -0.0, NaN, Infinity "
+      "(Java 19 and later print the shortest digits, which differ for a few values: Spark's own text depends on its JVM)")
 _pair(("decimal",), _INT_NAMES, "truncated toward zero; an error where it does not fit")
 _pair(("decimal",), ("float", "double"), "the nearest float or double (correctly rounded)")
 _pair(("decimal",), ("decimal",), "rounded HALF_UP to the target scale; an error where it does not fit")
@@ -84,13 +87,18 @@ def cast_node(tr, n: exp.Expression) -> Sql:
         tr.refuse("CAST ... FORMAT")
     value = tr.node(n.this)
     safe = isinstance(n, exp.TryCast) and bool(n.args.get("safe"))
-    return cast(tr, value, target, try_=safe)
+    return cast(tr, value, _explicit_target(value, target), try_=safe)
+
+
+def _explicit_target(value: Sql, target: SparkType) -> SparkType:
+    # A string CAST to STRING keeps its collation's strength (a column's stays implicit), as in Spark.
+    return target.with_strength(value.type.strength) if value.type.name == "string" else target
 
 
 @function(tuple(_TYPE_FUNCTIONS), "cast", "`int(x)` and the like are CAST(x AS int)")
 def type_function(tr, args, name):
     (value,) = tr.args(args, name, 1)
-    return cast(tr, value, _TYPE_FUNCTIONS[name])
+    return cast(tr, value, _explicit_target(value, _TYPE_FUNCTIONS[name]))
 
 
 NODES[exp.Cast] = NODES[exp.TryCast] = cast_node
@@ -100,6 +108,8 @@ def cast(tr, s: Sql, t: SparkType, implicit: object = False, try_: bool = False)
     """Spark's ``CAST(s AS t)`` (ANSI), or ``try_cast`` with ``try_``."""
     if s.type == t:
         return s
+    if s.type.name == t.name == "string":  # (a collation decides how strings compare, not their value)
+        return Sql(s.text, t, s.fails, s.value, s.literal)
     key = (family(s.type), family(t))
     if key not in CASTS:
         _refuse_pair(tr, s.type, t, implicit)
@@ -121,7 +131,7 @@ def cast(tr, s: Sql, t: SparkType, implicit: object = False, try_: bool = False)
 
 def _refuse_pair(tr, source: SparkType, target: SparkType, implicit) -> None:
     what = f"{'an implicit ' if implicit else ''}CAST from {source} to {target}"
-    if source.name in ("float", "double") and target.name in ("string", "decimal"):
+    if source.name in ("float", "double") and target.name == "decimal":
         tr.refuse(what, _JVM)
     if source.name in ("struct", "other") or target.name in ("struct", "other"):
         tr.refuse(what)
@@ -149,6 +159,8 @@ def _CAST_SQL(key: tuple[str, str], s: Sql, t: SparkType, fail, duck_cast: str) 
         # DuckDB raises where the value does not fit, as Spark does in ANSI mode
         return f"{duck_cast}({x} AS {t.duckdb})", dst in _INT_NAMES + ("decimal",)
     if src in ("float", "double"):
+        if dst == "string":  # (Java's Double/Float.toString: lakelog.sql_java_floats)
+            return f"{'spark_float_text' if src == 'float' else 'spark_double_text'}({x})", False
         if dst in ("float", "double"):
             if dst == "float":
                 # Java rounds to the nearest float and overflows to infinity; DuckDB raises there

@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from . import types as T
 from .catalog import NODES, Sql, entry, quote
+from .collation import keys, refuse_collated, resolve
 from .translate import Translator, _describe
 
 def _node(*classes):
@@ -86,9 +87,11 @@ _COMPARABLE = {"boolean", "tinyint", "smallint", "int", "bigint", "float", "doub
 def compare(tr: Translator, a: Sql, b: Sql, op: str) -> Sql:
     """Spark's ``a op b`` (op one of = <> < <= > >= <=>): both sides cast to their common type; NaN equals
     NaN and is above every other number, -0.0 equals 0.0 (DuckDB orders floats the same way)."""
-    (a, b), t = tr.common([a, b], f"the comparison {op}")
+    (a, b), t = tr.common([a, b], f"the comparison {op}", sensitive=True)
     if t.name not in _COMPARABLE:
         tr.refuse(f"the comparison {op} of {t}")
+    if t.name == "string":
+        a, b = keys(tr, [a, b], t, f"the comparison {op}")
     if op == "<=>":
         return Sql(f"({a.text} IS NOT DISTINCT FROM {b.text})", T.BOOLEAN, a.fails or b.fails)
     return tr.null_skip([a, b], lambda x, y: f"({x} {op} {y})", T.BOOLEAN)
@@ -128,9 +131,11 @@ def _in(tr: Translator, n: exp.In) -> Sql:
     items = [tr.node(e) for e in n.expressions]
     if not items:
         tr.invalid("IN needs at least one value")
-    (value, *items), t = tr.common([value, *items], "IN")
+    (value, *items), t = tr.common([value, *items], "IN", sensitive=True)
     if t.name not in _COMPARABLE:
         tr.refuse(f"IN of {t}")
+    if t.name == "string":
+        value, *items = keys(tr, [value, *items], t, "IN")
     if not any(i.fails for i in items):
         return tr.null_skip([value], lambda v: f"({v} IN ({', '.join(i.text for i in items)}))", T.BOOLEAN,
                             fails=any(i.fails for i in items))
@@ -142,7 +147,8 @@ def _in(tr: Translator, n: exp.In) -> Sql:
 
 entry(("=", "==", "<>", "!=", "<", "<=", ">", ">=", "<=>", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"), "operator",
       "both sides cast to their common type (a string compared with a date or timestamp is cast to it); NaN = NaN "
-      "and NaN is above every other number, -0.0 = 0.0; strings and binaries compare by bytes")
+      "and NaN is above every other number, -0.0 = 0.0; strings and binaries compare by bytes, strings under UTF8_LCASE "
+      "as their lower-cased forms (see COLLATE)")
 entry(("BETWEEN", "NOT BETWEEN"), "operator", "`a >= low AND a <= high`, each side coerced on its own, as Spark rewrites it")
 entry(("IN", "NOT IN"), "operator",
       "a list of values (no subquery); NULL when no item equals and one is NULL; items after the first equal one are not evaluated")
@@ -217,6 +223,8 @@ def _like(tr: Translator, n: exp.Expression, escape: str = "\\") -> Sql:
         return Sql("CAST(NULL AS BOOLEAN)", T.BOOLEAN, value.fails)
     if n.args.get("escape") is not None:
         tr.refuse("LIKE ... ESCAPE in this form")
+    refuse_collated(tr, resolve(tr, [value, pattern], "LIKE", sensitive=True), "LIKE",
+                    "Spark matches it as a case-insensitive Java regular expression, character by character")
     duck = like_pattern(tr, pattern.value, escape)
     negate = "NOT " if n.args.get("negate") else ""
     return Sql(f"({value.text} {negate}LIKE {quote(duck)} ESCAPE '\\')", T.BOOLEAN, value.fails)
@@ -232,4 +240,5 @@ def _escape(tr: Translator, n: exp.Escape) -> Sql:
 
 entry(("LIKE", "NOT LIKE"), "operator",
       "pattern a string literal; `_` one character, `%` any characters (newlines too); escape `\\` unless ESCAPE says "
-      "otherwise; Spark's refusal of an escape before another character is kept")
+      "otherwise; Spark's refusal of an escape before another character is kept; refused under UTF8_LCASE (Spark matches "
+      "case-insensitively character by character)")

@@ -1,14 +1,17 @@
 """Spark's string functions. Positions and lengths count characters (Unicode code points), as Spark's
 ``UTF8String`` does; arguments that are not strings are cast to strings as Spark casts them implicitly
-(integers, decimals, dates, timestamps, booleans; a float or double is refused, see ``casts``)."""
+(integers, decimals, dates, timestamps, booleans; a float or double is refused, see ``casts``). A
+function that changes a string keeps its collation; searches (``contains``, ``instr``...) search under
+it (``collation``)."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from . import types as T
-from .casing import LOWER, UPPER
-from .catalog import NODES, Sql, entry, function, quote, raise_sql
+from ..case_mapping import LOWER, UPPER, mapped
+from .catalog import NODES, Sql, entry, function, raise_sql
+from .collation import coerce, dotted_i_guard, ends_inside, lcase_sql, refuse_collated, searches_lcase, starts_inside
 from .translate import Translator
 
 _INT_TYPES = ("tinyint", "smallint", "int")
@@ -55,31 +58,23 @@ def bit_length(tr, args, name):
     return Sql(f"CAST(strlen({s.text}) * 8 AS INTEGER)", T.INT, s.fails)
 
 
-def _mapped(text: str, table: dict[str, str], duck: str) -> str:
-    chained = text
-    for k, v in table.items():
-        chained = f"replace({chained}, {quote(k)}, {quote(v)})"
-    # the table only matters outside ASCII
-    return f"(CASE WHEN regexp_matches({text}, '[^\\x00-\\x7f]') THEN {duck}({chained}) ELSE {duck}({text}) END)"
-
-
 @function(("upper", "ucase"), "string", "Spark's (ICU's) full case mapping: DuckDB's upper, with Spark's result for the "
-          "characters where they differ (casing.UPPER: ß is SS, ...)")
+          "characters where they differ (case_mapping.UPPER: ß is SS, ...)")
 def upper(tr, args, name):
     (s,) = tr.args(args, name, 1)
     s = string_arg(tr, s, name)
-    return Sql(_mapped(s.text, UPPER, "upper"), T.STRING, s.fails)
+    return Sql(mapped(s.text, UPPER, "upper"), s.type, s.fails)
 
 
-@function(("lower", "lcase"), "string", "as upper (casing.LOWER: İ is i + U+0307, ...); a string holding Σ (GREEK CAPITAL "
+@function(("lower", "lcase"), "string", "as upper (case_mapping.LOWER: İ is i + U+0307, ...); a string holding Σ (GREEK CAPITAL "
           "LETTER SIGMA, whose lower case depends on its neighbours in Spark) is an error")
 def lower(tr, args, name):
     (s,) = tr.args(args, name, 1)
     s = string_arg(tr, s, name)
-    body = _mapped(s.text, LOWER, "lower")
+    body = mapped(s.text, LOWER, "lower")
     sigma = f"contains({s.text}, '\u03a3')"
     text = f"(CASE WHEN {sigma} THEN {raise_sql('UNSUPPORTED', 'lakelog does not lower-case Σ (Spark applies the final-sigma rule)')} ELSE {body} END)"
-    return Sql(text, T.STRING, True)
+    return Sql(text, s.type, True)
 
 
 # ---------------------------------------------------------------- trimming
@@ -88,9 +83,10 @@ def _trim(tr, s: Sql, chars: Sql | None, where: str, name: str) -> Sql:
     s = string_arg(tr, s, name)
     fn = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[where]
     if chars is None:
-        return Sql(f"{fn}({s.text}, ' ')", T.STRING, s.fails)  # Spark trims spaces only, not tabs or newlines
-    chars = string_arg(tr, chars, name)
-    return tr.null_skip([s, chars], lambda a, b: f"{fn}({a}, {b})", T.STRING)
+        return Sql(f"{fn}({s.text}, ' ')", s.type, s.fails)  # Spark trims spaces only, not tabs or newlines
+    (s, chars), t = coerce(tr, [s, string_arg(tr, chars, name)], f"{name}()", sensitive=True)
+    refuse_collated(tr, t, f"{name}() of characters", "Spark compares each character with the trimmed characters lower-cased")
+    return tr.null_skip([s, chars], lambda a, b: f"{fn}({a}, {b})", t)
 
 
 def trim_node(tr, n: exp.Trim) -> Sql:
@@ -103,7 +99,7 @@ def trim_node(tr, n: exp.Trim) -> Sql:
 
 @function(("trim", "ltrim", "rtrim", "btrim"), "string",
           "spaces (only U+0020) from both ends / the start / the end; TRIM([BOTH|LEADING|TRAILING] chars FROM s) and btrim(s, chars) "
-          "remove any of the characters in chars")
+          "remove any of the characters in chars (refused under UTF8_LCASE)")
 def trim_function(tr, args, name):
     where = {"ltrim": "LEADING", "rtrim": "TRAILING"}.get(name, "BOTH")
     if name == "btrim":
@@ -128,9 +124,9 @@ def substring_sql(s: str, pos: str, length: str | None) -> str:
 def _substring(tr, s: Sql, pos: Sql, length: Sql | None, name: str) -> Sql:
     s, pos = string_arg(tr, s, name), int_arg(tr, pos, name)
     if length is None:
-        return tr.null_skip([s, pos], lambda a, b: substring_sql(a, b, None), T.STRING, propagates=False)
+        return tr.null_skip([s, pos], lambda a, b: substring_sql(a, b, None), s.type, propagates=False)
     length = int_arg(tr, length, name)
-    return tr.null_skip([s, pos, length], substring_sql, T.STRING, propagates=False)
+    return tr.null_skip([s, pos, length], substring_sql, s.type, propagates=False)
 
 
 def substring_node(tr, n: exp.Substring) -> Sql:
@@ -157,24 +153,32 @@ def right(tr, args, name):
     s, n = string_arg(tr, s, name), int_arg(tr, n, name)
     # Spark: if (n <= 0) '' else substring(s, -n)
     body = lambda a, b: f"(CASE WHEN {b} <= 0 THEN '' ELSE {substring_sql(a, f'(-{b})', None)} END)"  # noqa: E731
-    return tr.null_skip([s, n], body, T.STRING, propagates=False)
+    return tr.null_skip([s, n], body, s.type, propagates=False)
 
 
 def _locate(tr, sub: Sql, s: Sql, pos: Sql | None, name: str) -> Sql:
-    sub, s = string_arg(tr, sub, name), string_arg(tr, s, name)
+    (sub, s), t = coerce(tr, [string_arg(tr, sub, name), string_arg(tr, s, name)], f"{name}()", sensitive=True)
+    lcase = searches_lcase(tr, t, f"{name}()")
+    key = lcase_sql if lcase else (lambda x: x)
+
+    def first(x: str, y: str) -> str:
+        # (under UTF8_LCASE a key's position is the string's where no İ precedes it)
+        found = f"instr({key(x)}, {key(y)})"
+        return dotted_i_guard(x, f"{found} > 0", found) if lcase else found
+
     if pos is None:
-        return tr.null_skip([s, sub], lambda a, b: f"CAST(instr({a}, {b}) AS INTEGER)", T.INT)
+        return tr.null_skip([s, sub], lambda a, b: f"CAST({first(a, b)} AS INTEGER)", T.INT, fails=lcase)
     pos = int_arg(tr, pos, name)
     # Spark's StringLocate: a NULL start gives 0; a start below 1 gives 0; else the first match at or after start
-    tail = f"substring({s.text}, {pos.text})"
-    found = f"instr({tail}, {sub.text})"
+    found = first(f"substring({s.text}, {pos.text})", sub.text)
     text = (f"(CASE WHEN {pos.text} IS NULL THEN 0 WHEN {sub.text} IS NULL OR {s.text} IS NULL THEN NULL "
             f"WHEN {pos.text} < 1 THEN 0 WHEN {sub.text} = '' THEN 1 WHEN {found} = 0 THEN 0 "
             f"ELSE CAST({found} + {pos.text} - 1 AS INTEGER) END)")
-    return Sql(text, T.INT, sub.fails or s.fails or pos.fails)
+    return Sql(text, T.INT, sub.fails or s.fails or pos.fails or lcase)
 
 
-@function("instr", "string", "instr(s, sub): the 1-based position of the first sub in s, 0 when absent (1 for '')")
+@function("instr", "string", "instr(s, sub): the 1-based position of the first sub in s, 0 when absent (1 for ''); under UTF8_LCASE "
+          "of the first match of the lower-cased forms (a match after an İ is refused)")
 def instr(tr, args, name):
     s, sub = tr.args(args, name, 2)
     return _locate(tr, sub, s, None, name)
@@ -197,8 +201,8 @@ def position_node(tr, n: exp.StrPosition) -> Sql:
 def _concat(tr, parts: list[Sql], name: str) -> Sql:
     if not parts:
         return Sql("''", T.STRING, value="")
-    parts = [string_arg(tr, p, name) for p in parts]
-    return Sql("(" + " || ".join(p.text for p in parts) + ")", T.STRING, any(p.fails for p in parts))
+    parts, t = coerce(tr, [string_arg(tr, p, name) for p in parts], f"{name}()")
+    return Sql("(" + " || ".join(p.text for p in parts) + ")", t, any(p.fails for p in parts))
 
 
 @function("concat", "string", "NULL when any argument is NULL; non-string arguments cast to strings")
@@ -218,21 +222,22 @@ entry("||", "string", "concat(a, b)")
 def concat_ws(tr, args, name):
     if not args:
         tr.invalid("concat_ws() needs a separator")
-    sep, *parts = [string_arg(tr, tr.node(a), name) for a in args]
+    (sep, *parts), t = coerce(tr, [string_arg(tr, tr.node(a), name) for a in args], f"{name}()")
     if not parts:
-        return Sql(f"(CASE WHEN {sep.text} IS NULL THEN NULL ELSE '' END)", T.STRING, sep.fails)
-    return Sql(f"concat_ws({sep.text}, {', '.join(p.text for p in parts)})", T.STRING, sep.fails or any(p.fails for p in parts))
+        return Sql(f"(CASE WHEN {sep.text} IS NULL THEN NULL ELSE '' END)", t, sep.fails)
+    return Sql(f"concat_ws({sep.text}, {', '.join(p.text for p in parts)})", t, sep.fails or any(p.fails for p in parts))
 
 
 def _pad(tr, args, name, left: bool) -> Sql:
     s, n, *pad = tr.args(args, name, 2, 3)
     s, n = string_arg(tr, s, name), int_arg(tr, n, name)
     pad = string_arg(tr, pad[0], name) if pad else Sql("' '", T.STRING, value=" ")
+    (s, pad), t = coerce(tr, [s, pad], f"{name}()")
     fn = "lpad" if left else "rpad"
     # Spark: no padding to do (or nothing to pad with): the first n characters
     body = lambda a, b, c: (f"(CASE WHEN {b} - length({a}) <= 0 OR {c} = '' THEN substring({a}, 1, greatest({b}, 0)) "  # noqa: E731
                             f"ELSE {fn}({a}, {b}, {c}) END)")
-    return tr.null_skip([s, n, pad], body, T.STRING, propagates=False)
+    return tr.null_skip([s, n, pad], body, t, propagates=False)
 
 
 @function("lpad", "string", "lpad(s, n[, pad]): s cut or padded on the left to n characters with pad repeated (default ' '); "
@@ -246,33 +251,45 @@ def rpad(tr, args, name):
     return _pad(tr, args, name, False)
 
 
-@function("replace", "string", "replace(s, search[, replacement]): every search replaced (default ''); an empty search leaves s")
+@function("replace", "string", "replace(s, search[, replacement]): every search replaced (default ''); an empty search leaves s; refused under "
+          "UTF8_LCASE")
 def replace(tr, args, name):
     s, search, *rep = tr.args(args, name, 2, 3)
     parts = [string_arg(tr, s, name), string_arg(tr, search, name)]
     parts.append(string_arg(tr, rep[0], name) if rep else Sql("''", T.STRING, value=""))
-    return tr.null_skip(parts, lambda a, b, c: f"replace({a}, {b}, {c})", T.STRING)
+    parts, t = coerce(tr, parts, f"{name}()", sensitive=True)
+    refuse_collated(tr, t, f"{name}()", "Spark finds the occurrences case-insensitively and keeps the rest of the string as it is")
+    return tr.null_skip(parts, lambda a, b, c: f"replace({a}, {b}, {c})", t)
 
 
 @function("repeat", "string", "repeat(s, n): '' for n <= 0")
 def repeat(tr, args, name):
     s, n = tr.args(args, name, 2)
     s, n = string_arg(tr, s, name), int_arg(tr, n, name)
-    return tr.null_skip([s, n], lambda a, b: f"repeat({a}, greatest({b}, 0))", T.STRING, propagates=False)
+    return tr.null_skip([s, n], lambda a, b: f"repeat({a}, greatest({b}, 0))", s.type, propagates=False)
 
 
-def _predicate(duck: str):
+def _predicate(duck: str, splits):
     def handler(tr, args, name):
         s, sub = tr.args(args, name, 2)
-        s, sub = string_arg(tr, s, name), string_arg(tr, sub, name)
-        return tr.null_skip([s, sub], lambda a, b: f"{duck}({a}, {b})", T.BOOLEAN)
+        (s, sub), t = coerce(tr, [string_arg(tr, s, name), string_arg(tr, sub, name)], f"{name}()", sensitive=True)
+        if not searches_lcase(tr, t, f"{name}()"):
+            return tr.null_skip([s, sub], lambda a, b: f"{duck}({a}, {b})", T.BOOLEAN)
+        # (a match of the keys that begins or ends inside an İ's two code points is none in Spark)
+        def body(a: str, b: str) -> str:
+            found = f"{duck}({lcase_sql(a)}, {lcase_sql(b)})"
+            return dotted_i_guard(a, f"{found} AND ({splits(lcase_sql(b))})", found)
+
+        return tr.null_skip([s, sub], body, T.BOOLEAN, fails=True)
 
     return handler
 
 
-function("startswith", "string", "TRUE for an empty prefix")(_predicate("starts_with"))
-function("endswith", "string", "TRUE for an empty suffix")(_predicate("ends_with"))
-function("contains", "string", "TRUE for an empty string")(_predicate("contains"))
+_SEARCH_NOTE = "; under UTF8_LCASE the lower-cased forms are searched (a string holding İ where a match could split it is refused)"
+function("startswith", "string", "TRUE for an empty prefix" + _SEARCH_NOTE)(_predicate("starts_with", ends_inside))
+function("endswith", "string", "TRUE for an empty suffix" + _SEARCH_NOTE)(_predicate("ends_with", starts_inside))
+function("contains", "string", "TRUE for an empty string" + _SEARCH_NOTE)(
+    _predicate("contains", lambda key: f"{starts_inside(key)} OR {ends_inside(key)}"))
 
 
 @function("ascii", "string", "the code point of the first character, 0 for ''")

@@ -23,6 +23,7 @@ from sqlglot.errors import SqlglotError
 from ..errors import PredicateError, UnsupportedExpressionError
 from . import types as T
 from .catalog import FUNCTIONS, NODES, Sql, entry, quote, raise_sql
+from .collation import resolve
 from .types import SparkType
 
 
@@ -119,11 +120,13 @@ class Translator:
             return s
         return cast(self, s, t, implicit=context or True)
 
-    def common(self, items: list[Sql], context: str) -> tuple[list[Sql], SparkType]:
-        """``items`` cast to the one type Spark gives them all (CASE branches, COALESCE, IN, comparisons)."""
+    def common(self, items: list[Sql], context: str, sensitive: bool = False) -> tuple[list[Sql], SparkType]:
+        """``items`` cast to the one type Spark gives them all (CASE branches, COALESCE, IN, comparisons);
+        strings take the collation Spark's collation coercion gives them (``collation.resolve``;
+        ``sensitive``: the operation compares them)."""
         t = items[0].type
         for s in items[1:]:
-            w = T.wider(t, s.type)
+            w = t if t.name == s.type.name == "string" else T.wider(t, s.type)
             if w is None:
                 w = _string_to_datetime(t, s.type)
             if w is None:
@@ -132,6 +135,8 @@ class Translator:
                                 "Spark casts the string implicitly there; write the CAST you mean, e.g. CAST(x AS BIGINT)")
                 self.invalid(f"{context} cannot mix {t} and {s.type}")
             t = w
+        if t.name == "string":
+            t = resolve(self, items, context, sensitive)
         return [self.cast(s, t, context) for s in items], t
 
     def expect(self, s: Sql, context: str, *kinds: str) -> Sql:
@@ -223,7 +228,7 @@ def _column(tr: Translator, n: exp.Column) -> Sql:
             tr.invalid(f"{'.'.join(parts)}: no field {p!r} in {t}")
         name, t = field
         sql = f"struct_extract({sql}, {quote(name)})"
-    return Sql(sql, t)
+    return Sql(sql, t.with_strength(T.IMPLICIT))  # (a column's collation: implicit)
 
 
 def _dot(tr: Translator, n: exp.Dot) -> Sql:
@@ -233,7 +238,7 @@ def _dot(tr: Translator, n: exp.Dot) -> Sql:
     field = next(((f, t) for f, t in base.type.fields if f.lower() == n.name.lower()), None)
     if field is None:
         tr.invalid(f"no field {n.name!r} in {base.type}")
-    return Sql(f"struct_extract({base.text}, {quote(field[0])})", field[1], base.fails)
+    return Sql(f"struct_extract({base.text}, {quote(field[0])})", field[1].with_strength(T.IMPLICIT), base.fails)
 
 
 def _bracket(tr: Translator, n: exp.Bracket) -> Sql:
@@ -244,7 +249,7 @@ def _bracket(tr: Translator, n: exp.Bracket) -> Sql:
     if not (index.type.integral or index.type.void):
         tr.invalid(f"an array index is an integer, not {index.type}")
     index = tr.cast(index, T.LONG)
-    element = base.type.fields[0][1]
+    element = base.type.fields[0][1].with_strength(T.IMPLICIT)
     # Spark (ANSI): 0-based; an index outside the array is an error (INVALID_ARRAY_INDEX)
     bad = raise_sql("INVALID_ARRAY_INDEX", "the index is outside the array")
     return tr.null_skip([base, index], lambda a, i: f"(CASE WHEN {i} < 0 OR {i} >= len({a}) THEN {bad} ELSE {a}[{i} + 1] END)", element,

@@ -4,23 +4,40 @@ Spark's rules for the type of a mixed expression (Spark 4, ANSI mode: ``AnsiType
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
+import orjson
 import pyarrow as pa
 
+from .. import collations
+
 MAX_PRECISION = 38
+BINARY_COLLATION = "UTF8_BINARY"
+INDETERMINATE = "INDETERMINATE"  # two implicit collations met (Spark's indeterminate collation)
+# How a string's collation was given (Spark's collation precedence: an explicit COLLATE wins over the
+# implicit collation of a column, which wins over the default collation of a literal or a new string).
+EXPLICIT, IMPLICIT, DEFAULT = "explicit", "implicit", "default"
 
 
 @dataclass(frozen=True)
 class SparkType:
-    """A Spark SQL type: ``name`` as Spark's ``simpleString`` spells it (``int``, ``decimal``, ``struct``...)."""
+    """A Spark SQL type: ``name`` as Spark's ``simpleString`` spells it (``int``, ``decimal``, ``struct``...).
+
+    A string has a ``collation`` (Spark's name: ``UTF8_BINARY``, ``UTF8_LCASE``, ``UNICODE``...) and its
+    ``strength`` (how it was given: ``explicit``, ``implicit`` or ``default``), which decide the
+    collation an operation on several strings compares under; the strength is no part of the type's
+    identity, as in Spark."""
 
     name: str
     precision: int = 0
     scale: int = 0
     fields: tuple[tuple[str, "SparkType"], ...] = ()
+    collation: str = BINARY_COLLATION
+    strength: str = field(default=DEFAULT, compare=False)
 
     def __str__(self) -> str:
+        if self.name == "string" and self.collation != BINARY_COLLATION:
+            return f"string collate {self.collation}"
         if self.name == "decimal":
             return f"decimal({self.precision},{self.scale})"
         if self.name == "struct":
@@ -80,6 +97,14 @@ class SparkType:
     def atomic(self) -> bool:
         return self.name not in ("struct", "array", "other")
 
+    @property
+    def collated(self) -> bool:
+        """A string under a collation other than UTF8_BINARY (comparisons and searches depend on it)."""
+        return self.name == "string" and self.collation != BINARY_COLLATION
+
+    def with_strength(self, strength: str) -> "SparkType":
+        return self if self.name != "string" or self.strength == strength else replace(self, strength=strength)
+
 
 def decimal(precision: int, scale: int) -> SparkType:
     return SparkType("decimal", precision, scale)
@@ -130,6 +155,38 @@ def from_arrow(t: pa.DataType) -> SparkType:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return SparkType("array", fields=(("element", from_arrow(t.value_type)),))
     return SparkType("other")
+
+
+def string(collation: str = BINARY_COLLATION, strength: str = DEFAULT) -> SparkType:
+    return SparkType("string", collation=collation, strength=strength)
+
+
+def of_field(f: pa.Field) -> SparkType:
+    """The Spark type of a table column read as Arrow field ``f``: its strings (at any depth) under the
+    collations its ``__COLLATIONS`` gives (``lakelog.collations``), with a column's implicit strength."""
+    raw = (f.metadata or {}).get(collations.ARROW_KEY)
+    paths = orjson.loads(raw) if raw is not None else {}
+    return _collated(f.type, f.name, paths if isinstance(paths, dict) else {})
+
+
+def _collated(t: pa.DataType, path: str, paths: dict) -> SparkType:
+    if pa.types.is_struct(t):
+        return SparkType("struct", fields=tuple((t.field(i).name, of_field(t.field(i))) for i in range(t.num_fields)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return SparkType("array", fields=(("element", _collated(t.value_type, f"{path}.element", paths)),))
+    out = from_arrow(t)
+    if out.name == "string":
+        identifier = paths.get(path)
+        c = collations.parse(identifier) if isinstance(identifier, str) else None
+        return string(BINARY_COLLATION if c is None or c.binary else spark_collation_name(c), IMPLICIT)
+    return out
+
+
+def spark_collation_name(c: "collations.Collation") -> str:
+    """Spark's name of a collation (``UTF8_LCASE``, ``UNICODE``, ``de``...): an identifier without its
+    provider and version."""
+    name = c.identifier.split(".")[1]
+    return {"utf8_binary": BINARY_COLLATION, "utf8_lcase": "UTF8_LCASE", "unicode": "UNICODE"}.get(name.lower(), name)
 
 
 def decimal_of(t: SparkType, literal: int | None = None) -> SparkType:

@@ -9,7 +9,10 @@ emulators ignore the condition), and refuses to commit if it does not.
 
 One module per store (``local``, ``memory``, ``s3``, ``azure``, ``gcs``) behind the ``Store`` seam
 (``base``); ``Storage`` (``core``) is what the rest of lakelog uses. ``options`` translates delta-rs'
-storage option names for Azure and GCS.
+storage option names for S3, Azure and GCS; ``policy`` reads the request options (``timeout``,
+``connect_timeout``, ``max_retries``) that bound every request to them, and recognises an endpoint that
+did not answer, which ``Storage`` and the stores' Arrow filesystems raise as ``StorageTimeoutError`` /
+``StorageUnavailableError`` (``lakelog.errors``).
 
 ``storage_options`` keys that start with ``lakelog.`` are lakelog's own and are not passed to fsspec:
 

@@ -4,6 +4,14 @@ adlfs's ``pipe_file(mode="create")`` uploads with ``overwrite=False``, which the
 ``If-None-Match: *``; the answers are typed here (409 ``BlobAlreadyExists`` and 412 ``ConditionNotMet``:
 the name exists). The create itself is never retried by the SDK: an answer with an unknown outcome
 reaches the commit loop, which looks at the version again and recognises its own commit by ``txnId``.
+
+Every other request follows the store's ``RequestPolicy`` (``lakelog.storage.policy``): the SDK's
+connection and read timeouts and its exponential retries, bounded to ``max_retries``. adlfs builds its
+service client with the SDK's defaults (a read may wait 60 s, four times, 15 s and more apart), so the
+filesystem lakelog opens builds it again with the policy's. Data files are read through Arrow's own
+Azure client where it can be configured exactly (``arrow_options``) and no request option was given:
+that client has fixed limits of its own (60 s per read, 3 retries), which an explicit ``timeout``,
+``connect_timeout`` or ``max_retries`` would not bind, so with any of them set adlfs reads the data too.
 """
 
 from __future__ import annotations
@@ -13,8 +21,9 @@ import os
 import re
 from typing import Any
 
-from .base import Store, exists_error
+from .base import Store, class_made_on_first_use, exists_error
 from .options import translate, truthy
+from .policy import RequestPolicy
 
 # Azurite's account and key: published by Microsoft, the same for every installation.
 EMULATOR_ACCOUNT = "devstoreaccount1"
@@ -41,11 +50,12 @@ _SECRET_KEYS = ("account_key", "sas_token", "client_secret", "connection_string"
 _SECRET_ENV = ("AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CLIENT_SECRET", "AZURE_STORAGE_CONNECTION_STRING")
 
 
-def adlfs_options(options: dict[str, Any]) -> dict[str, Any]:
-    """adlfs keyword arguments for delta-rs-style (or adlfs) ``options``; see the module docstring."""
+def adlfs_options(options: dict[str, Any]) -> tuple[dict[str, Any], RequestPolicy]:
+    """adlfs keyword arguments for delta-rs-style (or adlfs) ``options``, and the request policy; see
+    the module docstring."""
     from adlfs import AzureBlobFileSystem
 
-    kw = translate(options, _ALIASES, AzureBlobFileSystem, "Azure")
+    kw, policy = translate(options, _ALIASES, AzureBlobFileSystem, "Azure", "azure_")
     emulator = kw.pop("use_emulator", None)
     endpoint = kw.pop("endpoint", None)
     if emulator is None and not kw.keys() & {"account_key", "sas_token", "connection_string", "client_secret", "credential"}:
@@ -69,7 +79,32 @@ def adlfs_options(options: dict[str, Any]) -> dict[str, Any]:
             kw["connection_string"] = f"BlobEndpoint={endpoint.rstrip('/')};SharedAccessSignature={kw.pop('sas_token').lstrip('?')};"
         else:
             kw["account_host"] = re.sub(r"^https://", "", endpoint.rstrip("/"))
-    return kw
+    return kw, policy
+
+
+@class_made_on_first_use(globals(), "PolicyBlobFileSystem")
+def _filesystem_class() -> type:
+    """adlfs's filesystem, its service client built with a ``RequestPolicy`` (keyword
+    ``lakelog_policy``); defined on first use, when adlfs is imported."""
+    from adlfs import AzureBlobFileSystem
+    from azure.storage.blob.aio import BlobServiceClient, ExponentialRetry
+
+    class PolicyBlobFileSystem(AzureBlobFileSystem):
+        def __init__(self, *args: Any, lakelog_policy: RequestPolicy = RequestPolicy(), **kwargs: Any):
+            self._policy = lakelog_policy
+            super().__init__(*args, **kwargs)
+
+        def do_connect(self) -> None:
+            super().do_connect()
+            sc, p = self.service_client, self._policy
+            # the SDK's exponential backoff (3 s, 5 s, 9 s, ..., each within a second), max_retries of them
+            n = p.max_retries
+            retry = ExponentialRetry(initial_backoff=1, increment_base=2, retry_total=n, retry_connect=n, retry_read=n, retry_status=n,
+                                     random_jitter_range=1)
+            self.service_client = BlobServiceClient(
+                sc.url, credential=sc.credential, connection_timeout=p.connect_timeout, read_timeout=p.timeout, retry_policy=retry)
+
+    return PolicyBlobFileSystem
 
 
 def _secrets(kw: dict[str, Any]) -> tuple[str, ...]:
@@ -153,14 +188,20 @@ class AzureStore(Store):
 
     @classmethod
     def connect(cls, location: str, options: dict[str, Any]) -> AzureStore:
-        import fsspec
-
-        kw = adlfs_options(options)
+        kw, policy = adlfs_options(options)
         kw.setdefault("use_listings_cache", False)
-        fs, root = fsspec.core.url_to_fs(location, **kw)
-        store = cls(fs, root, _secrets(kw))
-        store.native = arrow_options(kw)
+        fs_class = _filesystem_class()
+        for k, v in fs_class._get_kwargs_from_urls(location).items():  # abfs[s]://container@account.dfs.core.windows.net
+            kw.setdefault(k, v)
+        fs = fs_class(lakelog_policy=policy, **kw)
+        store = cls(fs, fs_class._strip_protocol(location), _secrets(kw))
+        store.policy = policy
+        store.native = None if policy.explicit else arrow_options(kw)
         return store
+
+    def endpoint(self) -> str:
+        sc = self.fs.service_client
+        return f"{sc.scheme}://{sc.primary_hostname}"
 
     native: dict[str, Any] | None = None
 
@@ -190,7 +231,8 @@ class AzureStore(Store):
             raise OSError(errno.EREMOTEIO if status >= 500 or status in (408, 429) else errno.EIO,
                           f"Azure answered {what} to the conditional create of {path}", path) from None
         except (ServiceRequestError, ServiceResponseError) as e:
-            raise ConnectionError(errno.ECONNRESET, f"no answer to the conditional create of {path}: {self.redact(str(e))}", path) from None
+            # the timeout or connection failure stays the cause: Storage names it in its typed error
+            raise ConnectionError(errno.ECONNRESET, f"no answer to the conditional create of {path}: {self.redact(str(e))}", path) from e
         finally:
             self.fs.invalidate_cache(path.rsplit("/", 1)[0])
 

@@ -11,6 +11,7 @@ import uuid
 
 from ..errors import StorageError
 from .base import ConditionalWriteConflict, Store
+from .policy import unanswered
 
 # (filesystem token, bucket) pairs whose conditional create was checked in this process.
 _verified_conditional_put: set[tuple[str, str]] = set()
@@ -31,6 +32,7 @@ def verify_conditional_create(store: Store, log_dir: str) -> None:
         probe = f"{log_dir}/.lakelog-put-if-absent-probe-{uuid.uuid4().hex}"
         where = f"the {store.label} for {store.scope_word} {scope!r}"
         advice = f"{store.probe_advice}, or pass {SINGLE_WRITER_ADVICE}."
+        answered = True
         try:
             try:
                 store.create(probe, b"1")
@@ -50,8 +52,12 @@ def verify_conditional_create(store: Store, log_dir: str) -> None:
                 f"{where} ignores {store.condition} (a second conditional {store.create_word} of the same object "
                 f"succeeded), so it has no put-if-absent and concurrent commits could overwrite each other. {advice}"
             )
+        except Exception as e:
+            answered = unanswered(e) is None
+            raise
         finally:
-            try:
-                store.fs.rm_file(probe)
-            except Exception:
-                pass
+            if answered:  # an endpoint that did not answer the probe would not answer its deletion either
+                try:
+                    store.fs.rm_file(probe)
+                except Exception:
+                    pass

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageError, StorageUnavailableError
 from .base import FileInfo, Store, _mtime_ms
 from .conditional import SINGLE_WRITER_ADVICE, verify_conditional_create
 from .local import LocalStore
 from .location import resolve_location, url_scheme
 from .memory import MemoryStore
+from .policy import unanswered
 from .s3 import S3Store
 from .upload import BufferedUpload
 
@@ -24,6 +27,7 @@ OPS = ("read", "read_many", "exists", "list_dir", "list_files", "open_input", "o
 DONE_OPS = ("put_if_absent", "put", "delete")
 AZURE_SCHEMES = ("az", "abfs", "abfss")
 GCS_SCHEMES = ("gs", "gcs")
+S3_SCHEMES = ("s3", "s3a")
 _BY_PROTOCOL: dict[str, type[Store]] = {"file": LocalStore, "local": LocalStore, "memory": MemoryStore, "s3": S3Store, "s3a": S3Store}
 
 
@@ -39,6 +43,8 @@ def open_store(location: str, options: dict[str, Any]) -> Store:
         from .gcs import GcsStore
 
         return GcsStore.connect(location, options)
+    if scheme in S3_SCHEMES:
+        return S3Store.connect(location, options)
     if not options:
         local = LocalStore.at(location)
         if local is not None:
@@ -84,6 +90,7 @@ class Storage:
             raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
         self.store = open_store(resolve_location(uri), opts)
+        self.single_writer = self.single_writer or self.store.unsafe_commits
         self.protocol = self.store.protocols[0]
         self.is_local = isinstance(self.store, LocalStore)
         self.uri = uri
@@ -91,6 +98,13 @@ class Storage:
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.log_dir = self.join("_delta_log")
         self._arrow_fs: pafs.FileSystem | None = None
+
+    @property
+    def location(self) -> str:
+        """The table's location as any process names the same place: a local table's absolute path (a
+        relative one names another directory in a process with another working directory, such as a
+        Spark executor), else the URL as given. What a plan shipped to other processes holds."""
+        return self.root if self.is_local else self.uri
 
     @property
     def fs(self) -> Any:
@@ -119,6 +133,28 @@ class Storage:
         if self.fault_injector is not None:
             self.fault_injector(f"{op}:done", path)
 
+    @contextlib.contextmanager
+    def _writing(self, op: str, path: str) -> Iterator[None]:
+        """A write to the store: an endpoint that does not answer raises its typed error
+        (``Store.answering``), and so does a bucket (container) that does not exist."""
+        try:
+            with self.store.answering(op, path):
+                yield
+        except StorageUnavailableError:
+            raise
+        except OSError as e:
+            missing = self.store.missing_scope(e)
+            if missing is None:
+                raise
+            raise missing from e
+
+    def raise_if_unanswered(self, e: BaseException, path: str, op: str = "read") -> None:
+        """Raise the store's ``StorageTimeoutError`` / ``StorageUnavailableError`` when ``e`` is an endpoint
+        that did not answer (Arrow's own cloud clients report it as a plain ``OSError``); return otherwise.
+        Readers call it before taking a failed read for a damaged or missing file."""
+        if self.store.object_store and not isinstance(e, StorageUnavailableError) and (kind := unanswered(e)) is not None:
+            raise self.store.unanswered_error(kind, op, path, e) from e
+
     @property
     def arrow_fs(self) -> pafs.FileSystem:
         if self._arrow_fs is None:
@@ -128,7 +164,8 @@ class Storage:
     # ------------------------------------------------------------ reads
     def read(self, path: str) -> bytes:
         self._before("read", path)
-        return self.store.read(path)
+        with self.store.answering("read", path):
+            return self.store.read(path)
 
     def read_many(self, paths: list[str]) -> dict[str, bytes]:
         """Read several files in one bulk fetch: {path as given: bytes}; FileNotFoundError if one is missing."""
@@ -141,16 +178,24 @@ class Storage:
         """The bytes of each of ``paths``, in order, fetched concurrently where the store allows; with
         ``on_error="return"`` a failed read is its exception in the list. Never globs: fsspec's ``cat``
         expands ``[``, ``*`` and ``?`` in paths, which a table path may hold."""
-        return self.store.read_each(list(paths), on_error)
+        paths = list(paths)
+        with self.store.answering("read", paths[0] if paths else self.root):
+            out = self.store.read_each(paths, on_error)
+        for p, got in zip(paths, out):  # a read that got no answer is no missing file: it fails the whole read
+            if isinstance(got, BaseException):
+                self.raise_if_unanswered(got, p)
+        return out
 
     def exists(self, path: str) -> bool:
         self._before("exists", path)
-        return self.store.exists(path)
+        with self.store.answering("exists", path):
+            return self.store.exists(path)
 
     def open_input(self, path: str):
         """A seekable binary input file (pyarrow ``NativeFile``) for reading ``path``."""
         self._before("open_input", path)
-        return self.arrow_fs.open_input_file(path)
+        with self.store.answering("read", path):
+            return self.arrow_fs.open_input_file(path)
 
     def open_output(self, path: str):
         """A binary output stream (pyarrow ``NativeFile``) creating or replacing ``path``.
@@ -161,7 +206,15 @@ class Storage:
         if self.store.object_store:
             import pyarrow as pa
 
-            return pa.PythonFile(BufferedUpload(lambda data: self.store.put(path, data), lambda: self.fs.open(path, "wb")), mode="w")
+            def put(data: bytes) -> None:
+                with self._writing("put", path):
+                    self.store.put(path, data)
+
+            def stream() -> Any:
+                with self._writing("put", path):
+                    return _AnsweredUpload(self.fs.open(path, "wb"), self, path)
+
+            return pa.PythonFile(BufferedUpload(put, stream), mode="w")
         return self.arrow_fs.open_output_stream(path)
 
     def list_files(self, path: str) -> list[FileInfo]:
@@ -171,7 +224,8 @@ class Storage:
         base = path.rstrip("/")
         self.fs.invalidate_cache(base)
         try:
-            found = self.fs.find(base, detail=True, withdirs=False)
+            with self.store.answering("list_files", base):
+                found = self.fs.find(base, detail=True, withdirs=False)
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
@@ -187,7 +241,8 @@ class Storage:
         """List files directly in ``path`` (fresh, no cached listing); missing dir -> []."""
         self._before("list_dir", path)
         try:
-            return self.store.list_dir(path)
+            with self.store.answering("list_dir", path):
+                return self.store.list_dir(path)
         except (FileNotFoundError, NotADirectoryError):
             return []
 
@@ -198,7 +253,10 @@ class Storage:
         if start and self.store.lists_from:
             self._before("list_dir", self.log_dir)
             try:
-                return sorted(self.store.list_from(self.log_dir, start), key=lambda f: f.name)
+                with self.store.answering("list_dir", self.log_dir):
+                    return sorted(self.store.list_from(self.log_dir, start), key=lambda f: f.name)
+            except StorageUnavailableError:
+                raise  # the plain listing would wait as long again
             except Exception:  # noqa: BLE001 - e.g. a service too old for the parameter: the plain listing
                 pass  # below answers, and reports a real failure (a missing bucket, no access) as it always has
         return [f for f in self.list_dir(self.log_dir) if f.name >= start]
@@ -224,7 +282,8 @@ class Storage:
                 )
             return
         if self.store.probe_once and not self.single_writer:
-            verify_conditional_create(self.store, self.log_dir)
+            with self._writing("probe", self.log_dir):
+                verify_conditional_create(self.store, self.log_dir)
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` with ``data`` atomically; raise FileExistsError if it already exists.
@@ -234,20 +293,39 @@ class Storage:
         """
         self.check_atomic_commits()
         self._before("put_if_absent", path)
-        self.store.put_if_absent(path, data, self.single_writer)
+        with self._writing("put_if_absent", path):
+            self.store.put_if_absent(path, data, self.single_writer)
         self._after("put_if_absent", path)
 
     def put(self, path: str, data: bytes) -> None:
         """Write (or replace) ``path`` so readers see the old or the new content, never a torn one."""
         self._before("put", path)
-        self.store.put(path, data)
+        with self._writing("put", path):
+            self.store.put(path, data)
         self._after("put", path)
 
     def makedirs(self, path: str) -> None:
         self._before("makedirs", path)
-        self.store.makedirs(path)
+        with self._writing("makedirs", path):
+            self.store.makedirs(path)
 
     def delete(self, path: str) -> None:
         self._before("delete", path)
-        self.fs.rm_file(path)
+        with self.store.answering("delete", path):
+            self.fs.rm_file(path)
         self._after("delete", path)
+
+
+class _AnsweredUpload:
+    """A streaming upload (an fsspec file open for writing) whose writes raise ``Storage``'s typed errors."""
+
+    def __init__(self, f: Any, storage: Storage, path: str):
+        self._f, self._storage, self._path = f, storage, path
+
+    def write(self, data: Any) -> int:
+        with self._storage._writing("put", self._path):
+            return self._f.write(data)
+
+    def close(self) -> None:
+        with self._storage._writing("put", self._path):
+            self._f.close()

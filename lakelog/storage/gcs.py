@@ -4,6 +4,11 @@ lakelog opens ``gcsfs.core.GCSFileSystem`` itself rather than the class fsspec r
 recent gcsfs releases register a subclass that first asks the gRPC storage-control API for the bucket's
 layout (zonal or hierarchical), which against an emulator (or without network access to it) waits
 60 s per bucket before falling back. lakelog needs neither zonal appends nor hierarchical renames.
+
+Requests follow the store's ``RequestPolicy`` (``lakelog.storage.policy``): gcsfs sends each with
+aiohttp's defaults (five minutes) and tries it six times whatever it is told, so the filesystem lakelog
+opens gives each request the policy's connect and read timeouts and tries it ``max_retries + 1``
+times, with gcsfs's own backoff and its judgement of what is worth retrying.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import json
 import os
 from typing import Any
 
-from .base import Store, _mtime_ms, exists_error
+from .base import Store, _mtime_ms, class_made_on_first_use, exists_error
 from .options import translate, truthy
+from .policy import RequestPolicy
 
 # delta-rs / object_store key names (lower case) -> gcsfs keyword, or a lakelog-side setting.
 _ALIASES = {
@@ -34,13 +40,14 @@ def _service_account(info: dict[str, Any], kw: dict[str, Any], token: Any) -> No
     kw.setdefault("token", "anon" if info.get("disable_oauth") else token)
 
 
-def gcsfs_options(location_bucket: str, options: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """gcsfs keyword arguments for delta-rs-style (or gcsfs) ``options``, and the secret values among them."""
+def gcsfs_options(location_bucket: str, options: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...], RequestPolicy]:
+    """gcsfs keyword arguments for delta-rs-style (or gcsfs) ``options``, the secret values among them,
+    and the request policy."""
     from gcsfs.core import GCSFileSystem
 
     from ..errors import InvalidArgumentError
 
-    kw = translate(options, _ALIASES, GCSFileSystem, "GCS")
+    kw, policy = translate(options, _ALIASES, GCSFileSystem, "GCS", "google_")
     secrets: list[str] = []
     bucket = kw.pop("bucket", None)
     if bucket is not None and bucket != location_bucket:
@@ -70,7 +77,39 @@ def gcsfs_options(location_bucket: str, options: dict[str, Any]) -> tuple[dict[s
         # (the metadata server included)
         kw["token"] = "anon"
     kw.setdefault("use_listings_cache", False)
-    return kw, tuple(s for s in secrets if len(s) > 3)
+    return kw, tuple(s for s in secrets if len(s) > 3), policy
+
+
+@class_made_on_first_use(globals(), "PolicyGCSFileSystem")
+def _filesystem_class() -> type:
+    """gcsfs's core filesystem with a ``RequestPolicy`` (keyword ``lakelog_policy``); defined on first
+    use, when gcsfs is imported."""
+    import asyncio
+    import random
+
+    import aiohttp
+    from gcsfs.core import GCSFileSystem
+    from gcsfs.retry import HttpError, is_retriable
+
+    send = GCSFileSystem._request.__wrapped__  # one request, without gcsfs's six tries
+
+    class PolicyGCSFileSystem(GCSFileSystem):
+        def __init__(self, *args: Any, lakelog_policy: RequestPolicy = RequestPolicy(), **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self._policy = p = lakelog_policy
+            self.requests_timeout = aiohttp.ClientTimeout(sock_connect=p.connect_timeout, sock_read=p.timeout)
+
+        async def _request(self, *args: Any, **kwargs: Any) -> Any:
+            for attempt in range(self._policy.attempts):
+                if attempt:
+                    await asyncio.sleep(min(random.random() + 2 ** (attempt - 1), 32))  # gcsfs's backoff
+                try:
+                    return await send(self, *args, **kwargs)
+                except (HttpError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+                    if attempt == self._policy.max_retries or not (is_retriable(e) or isinstance(e, asyncio.TimeoutError)):
+                        raise
+
+    return PolicyGCSFileSystem
 
 
 class GcsStore(Store):
@@ -95,11 +134,15 @@ class GcsStore(Store):
 
     @classmethod
     def connect(cls, location: str, options: dict[str, Any]) -> GcsStore:
-        from gcsfs.core import GCSFileSystem
+        fs_class = _filesystem_class()
+        root = fs_class._strip_protocol(location)
+        kw, secrets, policy = gcsfs_options(root.split("/", 1)[0], options)
+        store = cls(fs_class(lakelog_policy=policy, **kw), root, secrets)
+        store.policy = policy
+        return store
 
-        root = GCSFileSystem._strip_protocol(location)
-        kw, secrets = gcsfs_options(root.split("/", 1)[0], options)
-        return cls(GCSFileSystem(**kw), root, secrets)
+    def endpoint(self) -> str:
+        return str(self.fs._location)
 
     def create(self, path: str, data: bytes) -> None:
         from gcsfs.retry import HttpError

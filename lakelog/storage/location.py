@@ -55,3 +55,15 @@ def resolve_location(uri: str) -> str:
     if not uri[len(m.group(1)) + 1 :].startswith("//"):
         return uri  # not a URL with an authority (e.g. a local file name with a colon)
     return f"{scheme}://{host}{path}"
+
+
+def table_url(uri: str, local_root: str | None = None) -> str:
+    """The table at ``uri`` named as Hadoop prints its path, as Delta names it where other engines read
+    it (UniForm's Iceberg metadata, symlink manifests): for a local table (``local_root``, its absolute
+    path) ``file:/absolute/path``; otherwise the URL with its scheme and authority as given and its path
+    percent-decoded once (the name the store uses), without a trailing slash."""
+    if local_root is not None:
+        return "file:" + local_root.rstrip("/")
+    if url_scheme(uri) is None:
+        return uri.rstrip("/")
+    return resolve_location(uri).rstrip("/")

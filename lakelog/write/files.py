@@ -19,10 +19,7 @@ from ..errors import SchemaMismatchError
 from ..geospatial import check_writable as check_geo_writable
 from ..features import is_supported
 from ..properties import TableProperties
-from ..schema import (
-    hive_escape,
-    serialize_partition_value,
-)
+from ..schema import hive_escape, partition_value_arrays, serialize_partition_value
 from ..storage import Storage
 from .stats import stats_from_parquet_metadata
 
@@ -175,6 +172,11 @@ class DataWriter:
         for name in missing:  # (rows without values there: new rows in row tracking's materialized columns)
             batch = batch.append_column(self.data_schema.field(name), pa.nulls(batch.num_rows, self.data_schema.field(name).type))
         data = batch.select(self._file_columns)
+        if self.partitions_in_files and pvals:
+            # The files' copy holds the partition values as the log records them (an empty string is
+            # null there, as Spark logs it), not the raw values: Iceberg readers read this copy.
+            logged = partition_value_arrays(pvals, self.schema, self.partition_columns, "(new data file)", data.num_rows)
+            data = pa.RecordBatch.from_arrays([logged.get(n, data.column(n)) for n in data.schema.names], schema=data.schema)
         if self._mapped:
             data = to_physical(data, self.file_schema)
         f = self._parts.pop(key, None)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..actions import Action, AddFile, Metadata, Txn, check_app_id, check_app_version, now_ms
 from ..column_mapping import MAX_COLUMN_ID, ColumnMapping, check_mode_change, physical_schema
 from ..log import DeltaLog
-from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, SymlinkManifestError, TableExistsError, TableNotFoundError
+from ..errors import CommitConflictError, InvalidArgumentError, InvalidArgumentTypeError, LakelogError, SchemaMismatchError, StorageUnavailableError, SymlinkManifestError, TableExistsError, TableNotFoundError
 from ..conform import cast_batch
 from ..schema import (
     check_column_names,
@@ -47,7 +47,7 @@ class WritePlan:
     ``commit`` (once, on the coordinator) makes all of them visible in one atomic log entry.
     """
 
-    path: str
+    path: str  # the table's location, absolute for a local table (Storage.location)
     storage_options: dict[str, Any] | None
     mode: str
     schema: pa.Schema  # the schema data files are written with (table columns, canonical types)
@@ -162,6 +162,8 @@ class WritePlan:
                 continue  # created concurrently: plan again against the new table
             except SymlinkManifestError:
                 raise  # after the commit: its files are referenced
+            except StorageUnavailableError:
+                raise  # the store did not answer: the commit may have landed, so its files stay
             except LakelogError:
                 # Raised before our commit file was written (conflict, schema, protocol): the files are
                 # unreferenced. Other exceptions leave the outcome unknown, so the files stay.
@@ -336,7 +338,7 @@ def plan_write(
         snapshot.check_writable({**snapshot.configuration, **configuration})
     if snapshot is not None and mode == "ignore":
         # The table exists: the data is ignored whole, schema and partitioning included.
-        return WritePlan(str(path), storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
+        return WritePlan(storage.location, storage_options, mode, snapshot.schema, snapshot.partition_columns, None, None, None, snapshot.version, skip=True, snapshot=snapshot)
     creates = snapshot is None or (mode == "overwrite" and schema_mode == "overwrite")
     given = list(schema.names)
     if generated_columns is not None and identity_columns is not None:
@@ -401,7 +403,7 @@ def plan_write(
         else:
             features.check_supported(table_schema)  # refuse what lakelog cannot evaluate as Spark before writing
     return WritePlan(
-        path=str(path),
+        path=storage.location,
         storage_options=storage_options,
         mode=mode,
         schema=table_schema,

@@ -40,7 +40,8 @@ def plan_schema(
                 raise SchemaMismatchError(f"cannot partition by {c!r} of type {delta_type_string(t)}; partition columns must be primitive and typed")
         if len(parts) == len(schema):
             raise SchemaMismatchError("a table needs at least one column that is not a partition column")
-        changed = snapshot is None or schema != snapshot.schema or parts != snapshot.partition_columns
+        # (field metadata too: an overwrite may change only a column's collation)
+        changed = snapshot is None or not schema.equals(snapshot.schema, check_metadata=True) or parts != snapshot.partition_columns
         return schema, parts, changed
 
     current = snapshot.schema
@@ -116,6 +117,8 @@ def plan_protocol(schema: pa.Schema, current: Protocol | None, configuration: di
     if any(k.startswith("delta.constraints.") for k in (configuration or {})):
         by_properties_writer.add("checkConstraints")
     by_properties_writer |= schema_features(schema_string) | writer_features
+    if collations.table_collations(schema):  # (whatever schema string the caller has: the columns' own collations)
+        by_properties_writer.update(collations.FEATURES)
     if current is not None and "collations-preview" in (current.writer_features or []):
         by_properties_writer.discard("collations")  # (its preview name already covers it)
     widened = bool(schema_string and '"delta.typeChanges"' in schema_string) or TableProperties(configuration).get("delta.enableTypeWidening")

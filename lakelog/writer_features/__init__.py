@@ -97,7 +97,7 @@ class WriterFeatures:
     defaults: tuple[tuple[str, str], ...] = ()
     identity: tuple[IdentityColumn, ...] = ()
     computed: frozenset[str] = frozenset()
-    task: int = 0  # which of several parallel writers of one commit this is (disjoint identity ranges)
+    task: int | None = None  # the Spark task (partition id) of a job writing in parallel; None: the commit's only writer
     _state: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -132,8 +132,15 @@ class WriterFeatures:
         return {g.name for g in self.generated} | {n for n, _ in self.defaults} | {c.name for c in self.identity}
 
     def for_task(self, task: int) -> "WriterFeatures":
-        """These features for parallel writer number ``task`` (>= 1) of one commit."""
+        """These features for Spark task ``task`` (its partition id) of a job whose tasks write in
+        parallel (identity values: ``identity.spark_index``)."""
         return replace(self, task=task, _state={})
+
+    def drawing_from(self, marks: dict[str, int | None]) -> "WriterFeatures":
+        """These features with identity columns drawing beyond ``marks`` (name -> high water mark; columns
+        not named keep theirs): a writer that continues where other writers of its operation stopped."""
+        identity = tuple(replace(c, high_water_mark=marks[c.name]) if c.name in marks else c for c in self.identity)
+        return self if identity == self.identity else replace(self, identity=identity, _state={})
 
     def computing(self, columns: Iterable[str]) -> "WriterFeatures":
         """These features for a write that computes ``columns`` (those generated or defaulted)."""

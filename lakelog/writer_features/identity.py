@@ -8,8 +8,17 @@ furthest value written, rounded to the next value of the sequence, only in the s
 never for a value before ``start`` (an explicit value, where allowed, then never lands the sequence off
 its grid). Two writers that both generated values from the same mark both change the metadata, so the
 second to commit conflicts and nothing is duplicated (``write_table`` then writes its data again from
-the new mark). Parallel writers of one commit (Spark tasks) draw from disjoint ranges (``task``), so
-values are unique but not dense, as in Delta.
+the new mark).
+
+The only writer of a commit takes the sequence's values in order. Spark's tasks of one job write in
+parallel, and none knows how many tasks the job has or how many rows the others get (PySpark's
+``TaskContext`` has no ``numPartitions``, which Delta's generator strides by, and a Python data source
+cannot run a counting job first), so task ``p`` gives its row ``k`` the value at index
+``spark_index(p, k)`` of the sequence beyond the mark: a fixed one-to-one map of (task, row) pairs that
+starts at 0 for task 0's first row and grows about as (p + 1) * (k + 1) * log2((p + 1) * (k + 1)). A
+job's values are unique without any coordination, task 0's first value is the sequence's next one,
+and a job spreads over a few times (the log factor) the values Delta's generator would, never a fixed
+range per task.
 
 Identity values never change once written (an update of an identity column is refused, as Delta's
 ``DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED``), and a column generated always
@@ -28,7 +37,6 @@ from ..errors import IdentityColumnError, IdentityOverflowError, InvalidArgument
 
 START, STEP, HIGH_WATER_MARK, ALLOW_EXPLICIT = (
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark", "delta.identity.allowExplicitInsert")
-TASK_RANGE = 1 << 32  # values one parallel writer (task) may draw before reaching the next one's range
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 GENERATION_KEY = "delta.generationExpression"  # (a column with it is generated: it cannot be an identity column too)
 UPDATE_NOT_SUPPORTED = "DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED"
@@ -74,21 +82,17 @@ class IdentityColumn:
         rounded = self.round_to_next(mark)
         return rounded if rounded != mark else mark + self.step
 
-    def first(self, task: int) -> int:
-        """The first value the writer ``task`` (0: the only one) draws."""
-        return self._checked(self.next_value() + self.step * task * TASK_RANGE, f"the range of parallel writer {task}")
-
-    def draw(self, task: int, drawn: int, count: int) -> np.ndarray:
-        """Values ``drawn`` .. ``drawn + count - 1`` of writer ``task``'s range, as int64."""
-        if task and drawn + count > TASK_RANGE:
-            raise IdentityOverflowError(
-                f"identity column {self.name!r}: one Spark task would generate more than {TASK_RANGE} values, past the range "
-                f"it draws from (the next task's begins there); nothing was committed. Repartition the data into more tasks",
-                self.name)
-        first = self._checked(self.first(task) + self.step * drawn, "the next value")
-        self._checked(first + self.step * (count - 1), f"the last of {count} values")
+    def draw(self, task: int | None, drawn: int, count: int) -> np.ndarray:
+        """The values of rows ``drawn`` .. ``drawn + count - 1`` (counted per column) of a writer, as int64:
+        the sequence's next ones in order for the only writer of a commit (``task`` None), else those
+        at ``spark_index(task, row)`` for Spark task ``task`` (its partition id)."""
+        start = self.next_value()
+        last = drawn + count - 1 if task is None else spark_index(task, drawn + count - 1)
+        where = "the next value" if task is None else f"Spark task {task}'s value for its row {drawn + count - 1}"
+        self._checked(start + self.step * last, where)  # (indexes grow with the row: the last is the furthest)
+        indexes = np.arange(drawn, drawn + count, dtype=np.uint64) if task is None else spark_indexes(task, drawn, count)
         # (exact: int64 arithmetic wraps modulo 2**64, and every true value is in range)
-        return np.int64(first) + np.arange(count, dtype=np.int64) * np.int64(self.step)
+        return np.int64(start) + indexes.view(np.int64) * np.int64(self.step)
 
     def moved_mark(self, candidate: int) -> int | None:
         """The high water mark once values as far as ``candidate`` (the furthest, in the step's direction,
@@ -113,6 +117,32 @@ class IdentityColumn:
                 "The column's sequence is used up in this direction: write the rows to a table (or column) with another start or step",
                 self.name)
         return value
+
+
+def spark_index(task: int, row: int) -> int:
+    """The index (beyond the high water mark) of the value Spark task ``task`` gives its row ``row``.
+
+    With a = task + 1 = 2**i + x and b = row + 1 = 2**j + y (0 <= x < 2**i, 0 <= y < 2**j), the pairs
+    fall in blocks (i, j) of 2**(i + j) pairs each, laid out by level s = i + j (the s + 1 blocks of
+    levels below s hold (s - 1) * 2**s + 1 pairs), then by i; inside a block row by row, the tasks
+    interleaved: index = (s - 1) * 2**s + 1 + i * 2**s + y * 2**i + x (0 for task 0's row 0)."""
+    a, b = task + 1, row + 1
+    i, j = a.bit_length() - 1, b.bit_length() - 1
+    s = i + j
+    return ((s - 1) << s) + 1 + (i << s) + ((b - (1 << j)) << i) + (a - (1 << i)) if s else 0
+
+
+def spark_indexes(task: int, first_row: int, count: int) -> np.ndarray:
+    """``spark_index(task, row)`` for ``count`` rows from ``first_row``, as uint64 (the caller checks that
+    the last, the largest, is in range). Rows of one block (j) are ``2**i`` apart: a run per block."""
+    step = np.uint64((task + 1).bit_length() - 1)
+    runs = []
+    b, end = first_row + 1, first_row + count + 1
+    while b < end:
+        stop = min(end, 1 << b.bit_length())  # (the next power of two: where the next block begins)
+        runs.append(np.uint64(spark_index(task, b - 1)) + (np.arange(stop - b, dtype=np.uint64) << step))
+        b = stop
+    return np.concatenate(runs) if len(runs) != 1 else runs[0]
 
 
 def refuse_updates(columns: Iterable[IdentityColumn], assigned: Iterable[str], what: str = "the update") -> None:
@@ -182,6 +212,30 @@ def with_high_water_marks(schema_string: str, marks: dict[str, int]) -> str:
         if f["name"] in marks:
             f["metadata"] = {**(f.get("metadata") or {}), HIGH_WATER_MARK: marks[f["name"]]}
     return orjson.dumps(schema).decode()
+
+
+def with_merged_high_water_marks(schema_string: str, newer_schema_string: str) -> str:
+    """``schema_string`` (a past version's, being restored) with each identity column's high water mark
+    merged with that of the column of ``newer_schema_string`` of the same physical name: the values the
+    newer version's mark says were issued stay issued. As Delta's RESTORE
+    (``copySchemaWithMergedHighWaterMarks``): the newer mark is a candidate for the restored column's
+    ``updateToValidHighWaterMark``, so the mark only moves in the step's direction."""
+    if START not in schema_string or START not in newer_schema_string:
+        return schema_string
+    newer = {_physical(f): (f.get("metadata") or {}).get(HIGH_WATER_MARK) for f in orjson.loads(newer_schema_string)["fields"]}
+    fields = orjson.loads(schema_string)["fields"]
+    marks = {}
+    for col, f in zip(identity_columns(fields), [f for f in fields if START in (f.get("metadata") or {})]):
+        candidate = newer.get(_physical(f))
+        if candidate is not None:
+            mark = col.moved_mark(_int(candidate, f"{HIGH_WATER_MARK} of column {col.name!r}"))
+            if mark is not None:
+                marks[col.name] = mark
+    return with_high_water_marks(schema_string, marks) if marks else schema_string
+
+
+def _physical(field: dict) -> str:
+    return (field.get("metadata") or {}).get("delta.columnMapping.physicalName") or field["name"]
 
 
 def check_identity_declarations(identity: Any) -> dict[str, dict]:

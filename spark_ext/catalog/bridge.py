@@ -26,6 +26,47 @@ from ..jvm import PYTHON_INTERFACE
 ERROR_MARK = "\0lakelog-error\0"
 
 
+_TASK_ERROR = re.compile(r"lakelog\.errors\.(\w+): (.+)")
+
+
+def failure(e: BaseException) -> Any:
+    """What the JVM raises for ``e``: lakelog's error (also one a Spark task raised, which Spark reports as
+    the Python worker's exception) as ``ERROR_MARK`` + JSON; Spark's own errors as they are."""
+    from lakelog import errors
+
+    if not isinstance(e, errors.LakelogError) and type(e).__name__ != "SqlError":
+        found = _TASK_ERROR.findall(str(e))
+        cls = getattr(errors, found[-1][0], None) if found else None
+        if isinstance(cls, type) and issubclass(cls, errors.LakelogError):
+            e = cls(found[-1][1].strip())
+        else:
+            origin = getattr(e, "_origin", None) or getattr(e, "java_exception", None)
+            if origin is not None:
+                return origin
+    return ERROR_MARK + orjson.dumps({"type": type(e).__name__, "message": _message(e), "errorClass": error_class(e)}).decode()
+
+
+def lakelog_error(e: BaseException) -> BaseException | None:
+    """The lakelog error an exception of Spark's carries (error class ``LAKELOG_<NAME>``), or None."""
+    condition = None
+    try:
+        condition = e.getCondition()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not one of Spark's errors
+        return None
+    if not condition or not str(condition).startswith("LAKELOG_"):
+        return None
+    from lakelog import errors
+
+    from ..sql.syntax import SqlError
+
+    by_class = {_class_name(c): c for c in list(vars(errors).values()) + [SqlError]
+                if isinstance(c, type) and issubclass(c, Exception)}
+    cls = by_class.get(str(condition))
+    if cls is None:
+        return None
+    return cls(re.sub(r"^\[[A-Z_.]+\]\s*", "", str(getattr(e, "_desc", None) or e).split("\n\nJVM stacktrace:")[0]).strip())
+
+
 def _class_name(cls: type) -> str:
     name = cls.__name__
     name = name[:-len("Error")] if name.endswith("Error") and name != "Error" else name
@@ -74,6 +115,7 @@ class Bridge:
 
     def __init__(self, sc):
         self._sc = sc
+        self._loaded = _Loaded()
 
     def call(self, method: str, jsession, args) -> Any:
         try:
@@ -81,10 +123,7 @@ class Bridge:
             kwargs = {str(k): args.get(k) for k in args.keySet()} if args is not None else {}
             return getattr(self, "_" + method)(spark, **kwargs)
         except BaseException as e:  # noqa: BLE001 - every failure goes back to the JVM as a typed error
-            origin = getattr(e, "_origin", None) or getattr(e, "java_exception", None)
-            if origin is not None:
-                return origin  # Spark's own error (from a job run here): raised as it is
-            return ERROR_MARK + orjson.dumps({"type": type(e).__name__, "message": _message(e), "errorClass": error_class(e)}).decode()
+            return failure(e)
 
     def _session(self, jsession) -> SparkSession:
         active = SparkSession._instantiatedSession
@@ -95,34 +134,40 @@ class Bridge:
     # ------------------------------------------------------------ catalog
     def _exists(self, spark, path: str) -> str:
         try:
-            lakelog.Table(local_path(path))
+            lakelog.Table(local_path(path, spark))
         except TableNotFoundError:
             return "false"
         return "true"
 
     def _samePath(self, spark, a: str, b: str) -> str:
-        return "true" if local_path(a).rstrip("/") == local_path(b).rstrip("/") else "false"
+        return "true" if local_path(a, spark).rstrip("/") == local_path(b, spark).rstrip("/") else "false"
 
     def _table(self, spark, path: str, version: Any = None, timestamp: Any = None) -> str:
         from .tables import table_info
 
-        return table_info(lakelog.Table(local_path(path), version=_version(version), timestamp=_timestamp(timestamp)))
+        table = lakelog.Table(local_path(path, spark), version=_version(version), timestamp=_timestamp(timestamp))
+        self._loaded.put(table)
+        return table_info(table)
 
     def _read(self, spark, path: str, version: Any) -> Any:
         from ..table import LakelogTable
 
-        return LakelogTable(spark, local_path(path)).snapshot_df(int(version))._jdf
+        path = local_path(path, spark)
+        table = self._loaded.get(path, int(version)) or lakelog.Table(path, version=int(version))
+        return LakelogTable(spark, path).snapshot_df(table=table)._jdf
 
     # ------------------------------------------------------------ DDL
     def _create(self, spark, spec: str, data: Any = None) -> str:
         from .ddl import create
 
-        return create(spark, json.loads(spec), None if data is None else DataFrame(data, spark))
+        declared = json.loads(spec)
+        declared["location"] = local_path(declared["location"], spark)
+        return create(spark, declared, None if data is None else DataFrame(data, spark))
 
     def _alter(self, spark, path: str, changes: str) -> str:
         from .ddl import alter
 
-        alter(spark, local_path(path), json.loads(changes))
+        alter(spark, local_path(path, spark), json.loads(changes))
         return "done"
 
     # ------------------------------------------------------------ writes
@@ -138,7 +183,7 @@ class Bridge:
             options["partitionOverwriteMode"] = "dynamic"
         elif s["mode"] == "overwrite":
             options.setdefault("partitionOverwriteMode", "static")
-        writer.options(**options).save(local_path(path))
+        writer.options(**options).save(local_path(path, spark))
         return "done"
 
     # ------------------------------------------------------------ row-level changes
@@ -146,19 +191,19 @@ class Bridge:
         from ..table import LakelogTable
 
         assignments = {str(k): _column(set.get(k)) for k in set.keySet()}
-        metrics = LakelogTable.forPath(spark, local_path(path)).update(_column(condition), assignments) if assignments else {}
+        metrics = LakelogTable.forPath(spark, local_path(path, spark)).update(_column(condition), assignments) if assignments else {}
         return orjson.dumps([int(metrics.get("num_updated_rows", metrics.get("numUpdatedRows", 0)) or 0)]).decode()
 
     def _delete(self, spark, path: str, condition: Any) -> str:
         from ..table import LakelogTable
 
-        metrics = LakelogTable.forPath(spark, local_path(path)).delete(_column(condition))
+        metrics = LakelogTable.forPath(spark, local_path(path, spark)).delete(_column(condition))
         return orjson.dumps([int(metrics.get("num_deleted_rows", metrics.get("numDeletedRows", 0)) or 0)]).decode()
 
     def _merge(self, spark, path: str, targetAlias: str, source: Any, condition: Any, clauses: Any, schemaEvolution: bool) -> str:
         from ..table import LakelogTable
 
-        target = LakelogTable.forPath(spark, local_path(path)).alias(targetAlias)
+        target = LakelogTable.forPath(spark, local_path(path, spark)).alias(targetAlias)
         builder = target.merge(DataFrame(source, spark), _column(condition))
         for clause in clauses:
             kind, action = str(clause.get("kind")), str(clause.get("action"))
@@ -225,9 +270,10 @@ def _timestamp(micros: Any) -> dt.datetime | None:
     return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(micros))
 
 
-def local_path(path: str) -> str:
-    """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; other URLs unchanged."""
-    if path.startswith("file:"):
+def local_path(path: str, spark: SparkSession | None = None) -> str:
+    """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; a relative path made
+    absolute as Spark's file sources make it (``spark_ext.paths``); other URLs unchanged."""
+    if path.startswith("file:") and (path.startswith("file:/") or path.startswith("file:///")):
         rest = path[len("file:"):]
         if rest.startswith("//"):
             rest = rest[2:]
@@ -236,9 +282,31 @@ def local_path(path: str) -> str:
         from urllib.parse import unquote
 
         return unquote(rest)
-    if "://" not in path and not os.path.isabs(path):
-        return os.path.abspath(path)
-    return path
+    from ..paths import absolute_path, driver_path
+
+    return driver_path(spark, path) if spark is not None else absolute_path(path)
+
+
+class _Loaded:
+    """The tables the catalog loaded last, by (path, version): a query's analysis asks for a table's schema,
+    then for its read plan at that version, which reuses the snapshot (a version never changes)."""
+
+    SIZE = 4
+
+    def __init__(self):
+        self._tables: dict[tuple[str, int], lakelog.Table] = {}
+        self._lock = threading.Lock()
+
+    def put(self, table: lakelog.Table) -> None:
+        with self._lock:
+            self._tables.pop((table.path, table.version), None)
+            self._tables[(table.path, table.version)] = table
+            while len(self._tables) > self.SIZE:
+                self._tables.pop(next(iter(self._tables)))
+
+    def get(self, path: str, version: int) -> lakelog.Table | None:
+        with self._lock:
+            return self._tables.get((path, version))
 
 
 _bridges: dict[int, Bridge] = {}

@@ -82,4 +82,4 @@ def table_path(spark: SparkSession, name: str) -> str:
     found = spark._jvm.org.apache.spark.sql.lakelog.LakelogCatalog.pathOf(spark._jsparkSession, name)
     if found is None:
         raise UnsupportedFeatureError(f"{name!r} is not a lakelog table (name one in the catalog, lakelog.`<path>`, or give its path)")
-    return local_path(found)
+    return local_path(found, spark)

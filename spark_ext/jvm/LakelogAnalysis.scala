@@ -75,7 +75,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogWriteCommand(table, writeQuery(table, query), "overwrite", None, dynamic = true, options)
 
     case u @ UpdateTable(LakelogTarget(table, target), assignments, condition) if u.resolved =>
-      val aligned = AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false)
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false), "UPDATE")
       val changed = aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -104,10 +104,30 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogAnalysis.readPlan(session, table, r.output)
   }
 
+  /**
+   * Spark's alignment casts a string to a variant column (a variant holding that string); Spark's INSERT
+   * refuses it, and a JSON text meant as a value is the usual mistake: refused, naming parse_json.
+   */
+  private def checkVariants(assignments: Seq[Assignment], what: String): Seq[Assignment] = {
+    def unaliased(e: Expression): Expression = e match {
+      case Alias(child, _) => unaliased(child)
+      case other => other
+    }
+    assignments.map(a => (a.key, unaliased(a.value))).foreach {
+      case (key, c: Cast) if c.dataType.isInstanceOf[org.apache.spark.sql.types.VariantType] &&
+          c.child.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] =>
+        throw LakelogException("LAKELOG_SCHEMA_MISMATCH",
+          s"$what: column ${key.sql} of type variant cannot store the string ${c.child.sql}: a string is not cast to a " +
+            s"variant; write parse_json(${c.child.sql}) to store the JSON it holds")
+      case _ =>
+    }
+    assignments
+  }
+
   /** An UPDATE clause with Spark's store-assignment casts, keeping the columns it changes. */
   private def alignUpdate(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
     case UpdateAction(cond, assignments, false) =>
-      val aligned = AssignmentUtils.alignUpdateAssignments(target, assignments, false, false)
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target, assignments, false, false), "MERGE")
       UpdateAction(cond, aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -120,7 +140,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
   private def alignInsert(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
     case InsertAction(cond, assignments) =>
       val given = assignments.collect { case Assignment(key: Attribute, _) => key.exprId }.toSet
-      val aligned = AssignmentUtils.alignInsertAssignments(target, assignments, false)
+      val aligned = checkVariants(AssignmentUtils.alignInsertAssignments(target, assignments, false), "MERGE")
       InsertAction(cond, aligned.filter {
         case Assignment(key: Attribute, _) => given.contains(key.exprId)
         case _ => true
@@ -183,8 +203,14 @@ object LakelogAnalysis {
       val value = if (have.dataType == want.dataType) have else Cast(have, want.dataType, Option(session.sessionState.conf.sessionLocalTimeZone))
       Alias(value, want.name)(exprId = want.exprId)
     }
-    Project(columns, inner)
+    val read = Project(columns, inner)
+    read.setTagValue(ReadOf, table.path)
+    read
   }
+
+  /** The table a read plan of lakelog's reads (its location), so that a commit can find the cached plans
+   *  that read the version before it. */
+  val ReadOf = org.apache.spark.sql.catalyst.trees.TreeNodeTag[String]("lakelog.readOf")
 
   /**
    * An overwrite's condition over the table's columns as Spark SQL naming them unqualified; static partition

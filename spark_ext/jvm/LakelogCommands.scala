@@ -40,8 +40,27 @@ private[lakelog] object Commands {
 
   def longs(text: String): Seq[Long] = mapper.readTree(text).elements().asScala.map(_.asLong()).toSeq
 
-  /** After a commit: nothing to do yet (a plan over a lakelog table reads the version it was analyzed at). */
-  def refresh(session: SparkSession, path: String): Unit = ()
+  /**
+   * After a commit to the table at `path`: cached plans that read it (CACHE TABLE, `df.cache()`) hold the
+   * rows of the version before, so they are uncached; the next query reads the new version. Spark keeps its
+   * cache entries private: they are found by reflection.
+   */
+  def refresh(session: SparkSession, path: String): Unit = uncache(session, _.exists(p => local(p) == local(path)))
+
+  private def local(path: String): String = path.stripPrefix("file://").stripPrefix("file:").stripSuffix("/")
+
+  /** `refresh` for every lakelog table (after a command whose table is not known here, such as RESTORE). */
+  def refreshAll(session: SparkSession): Unit = uncache(session, _.isDefined)
+
+  private def uncache(session: SparkSession, reads: Option[String] => Boolean): Unit = {
+    val manager = classic(session).sharedState.cacheManager
+    val field = manager.getClass.getDeclaredField("cachedData")
+    field.setAccessible(true)
+    val entries = field.get(manager).asInstanceOf[scala.collection.immutable.IndexedSeq[org.apache.spark.sql.execution.CachedData]]
+    entries.filter(_.plan.exists(node => reads(node.getTagValue(LakelogAnalysis.ReadOf)))).foreach { entry =>
+      manager.uncacheQuery(classic(session), entry.plan, true, false)
+    }
+  }
 
   def attributes(names: String*): Seq[Attribute] = names.map(n => AttributeReference(n, LongType, nullable = false)())
 }
@@ -96,6 +115,7 @@ case class LakelogAlterCommand(path: String, changes: Seq[org.apache.spark.sql.c
   extends LeafRunnableCommand {
   override def run(session: SparkSession): Seq[Row] = {
     LakelogDDL.alter(session, path, changes)
+    Commands.refresh(session, path)
     Seq.empty
   }
 }
@@ -226,7 +246,9 @@ case class LakelogMergeCommand(
 case class LakelogSqlCommand(text: String, override val output: Seq[Attribute]) extends LeafRunnableCommand {
   override def run(session: SparkSession): Seq[Row] = {
     val frame = LakelogPython.call("command", session, "text" -> text).asInstanceOf[org.apache.spark.sql.Dataset[Row]]
-    frame.collect().toSeq
+    val rows = frame.collect().toSeq
+    if (LakelogSqlParser.words(text, 1) == Seq("RESTORE")) Commands.refreshAll(session)
+    rows
   }
 }
 

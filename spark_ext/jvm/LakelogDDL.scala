@@ -107,6 +107,7 @@ object LakelogDDL {
     constraints.foreach { case (name, sql) => checks.addObject().put("name", name).put("sql", sql) }
     val data = query.map(q => Dataset.ofRows(session.asInstanceOf[org.apache.spark.sql.classic.SparkSession], q))
     val reply = LakelogPython.string("create", session, "spec" -> mapper.writeValueAsString(spec), "data" -> data.orNull)
+    Commands.refresh(session, location)
     if (!byPath && entry.isEmpty && reply != "exists") {
       catalog.register(ident, location, managed, properties.get(TableCatalog.PROP_COMMENT))
     }
@@ -159,6 +160,7 @@ object LakelogDDL {
       }
     }
     LakelogPython.string("alter", session, "path" -> path, "changes" -> mapper.writeValueAsString(list))
+    Commands.refresh(session, path)
   }
 
   def partitionsOf(partitions: Seq[Transform]): (Seq[String], Option[Seq[String]]) = {

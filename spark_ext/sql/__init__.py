@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from ..datasource import register
-from .syntax import SqlError, Tokens, parse, sqlglot, tokenize
+from .syntax import SqlError, Tokens, parse, spark_sql, sqlglot, tokenize
 
 __all__ = ["sql", "SqlError"]
 
@@ -43,7 +43,16 @@ def sql(spark: SparkSession, statement: str, storage_options: dict | None = None
     from ..catalog.session import is_native
 
     if storage_options is None and is_native(spark):
-        return spark.sql(statement)  # (a session from spark_ext.configure runs every statement natively)
+        # A session from spark_ext.configure runs every statement natively; lakelog's errors keep their types.
+        from ..catalog.bridge import lakelog_error
+
+        try:
+            return spark.sql(statement)
+        except Exception as e:
+            typed = lakelog_error(e)
+            if typed is None:
+                raise
+            raise typed from None
     text = statement.strip().rstrip(";").rstrip()
     tokens = tokenize(text)
     words = [t.text.upper() for t in tokens[:4]]
@@ -109,7 +118,7 @@ def _run(spark: SparkSession, text: str, tree, evolve: bool, replace_only: bool)
                            "spark_ext.sql, or register spark.read.format('lakelog').load(path) with createOrReplaceTempView")
         if isinstance(tree, (exp.Query, exp.Insert, exp.Create)):
             if scope.rewrite_reads(tree):
-                return spark.sql(tree.sql(dialect="spark"))
+                return spark.sql(spark_sql(tree))
             return spark.sql(text)
         named = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier) and path_of(spark, t) is not None]
         if named or (isinstance(tree, exp.Command) and _names_lakelog_table(spark, tokenize(text))):
@@ -137,7 +146,7 @@ def _query(spark: SparkSession, text: str, words: list[str], storage_options: di
                        "LakelogTable.forPath(spark, path, storage_options) or format(\"lakelog\") with storage.<key> options")
     scope = Scope(spark, storage_options)
     try:
-        return spark.sql(tree.sql(dialect="spark")) if scope.rewrite_reads(tree) else spark.sql(text)
+        return spark.sql(spark_sql(tree)) if scope.rewrite_reads(tree) else spark.sql(text)
     finally:
         scope.close()
 

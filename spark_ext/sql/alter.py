@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import lakelog
 
-from .syntax import SqlError, Tokens, sqlglot
+from .syntax import SqlError, Tokens, spark_dialect, sqlglot
 from .tables import conf_key, is_path, path_of, table_name
 
 _COLUMN_OPTIONS = ("NOT", "NULL", "COMMENT", "DEFAULT", "FIRST", "AFTER", "GENERATED", "CONSTRAINT", "PRIMARY", "CHECK")
@@ -180,7 +180,7 @@ def _has(schema: pa.Schema, name: str) -> bool:
 def _check_type(text: str, column: str) -> None:
     sg, exp = sqlglot()
     try:
-        dt = exp.DataType.build(text, dialect="spark")
+        dt = exp.DataType.build(text, dialect=spark_dialect())
     except Exception:
         return  # (Spark's parser says what is wrong with it)
     chars = [d for d in dt.find_all(exp.DataType) if d.this.name in ("CHAR", "VARCHAR", "NCHAR", "NVARCHAR")]

@@ -11,8 +11,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 import lakelog
 
+from ..paths import driver_path
 from ..table import LakelogTable
-from .syntax import SqlError, Tokens, sqlglot
+from .syntax import SqlError, Tokens, spark_dialect, spark_sql, sqlglot
 from .tables import lakelog_path, path_of, table_name
 
 HEADS = (("RESTORE",), ("OPTIMIZE",), ("VACUUM",), ("DESCRIBE", "DETAIL"), ("DESCRIBE", "HISTORY"))
@@ -24,7 +25,7 @@ def is_command(words: list[str]) -> bool:
 
 def command_path(spark: SparkSession, toks: Tokens, what: str) -> str:
     kind, ref = toks.table_ref()
-    return ref if kind == "path" else lakelog_path(spark, ref, what)
+    return driver_path(spark, ref) if kind == "path" else lakelog_path(spark, ref, what)
 
 
 def run_command(spark: SparkSession, text: str, tokens: list) -> DataFrame:
@@ -132,7 +133,7 @@ def catalog_statement(spark: SparkSession, text: str, tokens: list) -> DataFrame
         ref_kind, ref = toks.table_ref()
     except SqlError:
         return None
-    path = ref if ref_kind == "path" else path_of(spark, ref)
+    path = driver_path(spark, ref) if ref_kind == "path" else path_of(spark, ref)
     if path is None:
         return None
     name = ref if ref_kind == "path" else table_name(ref)
@@ -171,7 +172,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
     columns only, which optimize checks)."""
     sg, exp = sqlglot()
     try:
-        tree = sg.parse_one(text, read="spark")
+        tree = sg.parse_one(text, read=spark_dialect())
     except sg.errors.ParseError as e:
         raise SqlError(f"cannot parse the OPTIMIZE condition {text!r}: {e}") from None
 
@@ -179,7 +180,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
             return -value(node.this)
         if not isinstance(node, exp.Literal):
-            raise SqlError(f"OPTIMIZE ... WHERE compares partition columns with literals, not {node.sql(dialect='spark')}")
+            raise SqlError(f"OPTIMIZE ... WHERE compares partition columns with literals, not {spark_sql(node)}")
         if node.is_string:
             return node.this
         return int(node.this) if node.this.lstrip("-").isdigit() else float(node.this)
@@ -195,7 +196,7 @@ def partition_filters(text: str) -> list[list[tuple]]:
         if isinstance(node, exp.Not) and isinstance(node.this, exp.In) and isinstance(node.this.this, exp.Column):
             return (node.this.this.name, "not in", [value(v) for v in node.this.expressions])
         raise SqlError(f"OPTIMIZE ... WHERE takes comparisons of partition columns with literals joined by AND/OR, "
-                       f"not {node.sql(dialect='spark')}")
+                       f"not {spark_sql(node)}")
 
     def conjunction(node) -> list[tuple]:
         while isinstance(node, exp.Paren):

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 import lakelog
 from lakelog.errors import TableNotFoundError
 
+from ..paths import driver_path
 from .reads import Scope
 from .syntax import SqlError, parse_expression, refuse_args, spark_sql, sqlglot
 from .tables import PROVIDER, catalog_exists, is_path, location, register, table_name
@@ -216,6 +217,7 @@ def run_create(spark: SparkSession, scope: Scope, tree, replace_only: bool = Fal
     replace = bool(tree.args.get("replace"))
     what = "REPLACE TABLE" if replace_only else ("CREATE OR REPLACE TABLE" if replace else "CREATE TABLE")
     table, spec = table_spec(tree, what)
+    spec.path = driver_path(spark, spec.path) if spec.path else spec.path  # as Spark qualifies a LOCATION
     query = tree.expression
     if query is not None and spec.columns:
         raise SqlError(f"{what} ... AS SELECT takes its columns from the query; leave the column list out")

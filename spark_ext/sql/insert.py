@@ -7,9 +7,10 @@ column list, or by name (``BY NAME``); columns the statement does not give are f
 fills its column; with OVERWRITE it also says what is replaced (``p = 'b'``), unless the session's
 ``spark.sql.sources.partitionOverwriteMode`` is dynamic, which replaces the partitions the rows hold.
 ``REPLACE WHERE`` replaces the rows the predicate selects, and every row written must satisfy it.
-Values meet the columns as ``write_table``'s data does (``spark_ext.assignments``): a type the column
-does not store without loss is refused before any job (a VALUES literal or a static partition value is
-checked by value: ``2.5`` fits a double column, not a bigint one), and struct fields go by name.
+Values meet the columns by Spark's store assignment (``spark_ext.assignments``), as a Spark INSERT
+does: a type Spark does not store is refused before any job, a number is cast to a number column
+(``2.5`` into a bigint is 2; out of range fails the job), and struct fields go by position (by name
+with ``BY NAME``). A static partition value is the text Spark's parser keeps, cast to its column's type.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from pyspark.sql import functions as F
 import lakelog
 from lakelog.writer_features import DEFAULT_KEY, GENERATION_KEY
 
-from ..assignments import by_name, checked_type
+from ..assignments import ansi_cast, rule, store
 from ..table import LakelogTable
 from .reads import Scope
-from .syntax import SqlError, refuse_args, spark_sql, sqlglot
+from .syntax import SqlError, refuse_args, spark_dialect, spark_sql, sqlglot
 from .tables import PROVIDER, path_of
 
 SESSION_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -82,7 +83,7 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
     if listed is not None and by_name:
         raise SqlError(f"{what}: give a column list or BY NAME, not both")
     cols = _Columns(spark, path)
-    static, dynamic = _partition_spec(spec, cols, what)
+    static, dynamic, texts = _partition_spec(spec, cols, what)
     query = tree.expression
     if isinstance(query, exp.Values):
         query = _fill_defaults(query, _value_targets(cols, listed, static), cols, what)
@@ -107,10 +108,12 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
         how = "names" if listed is not None else "expects"
         raise SqlError(f"{what}: the statement {how} {len(targets)} column(s) ({targets}) but the query gives {len(df.columns)}"
                        + ("; name the columns, or use BY NAME" if listed is None and not by_name else ""))
+    shown = _value_texts(query, df.columns)
     df = df.toDF(*[f"__c{i}" for i in range(len(targets))])
-    values = [(t, F.col(f"__c{i}"), None) for i, t in enumerate(targets)]
-    values += [(c, F.expr(v), v) for c, v in static.items()]
-    df = _fit(spark, df, values, cols, what, literal_rows=isinstance(tree.expression, exp.Values))
+    values = [(t, F.col(f"__c{i}"), shown[i], False) for i, t in enumerate(targets)]
+    # Spark's parser keeps a static partition value as text, cast to the column's type (ANSI).
+    values += [(c, F.lit(texts[c]) if c in texts else F.expr(v), v, c in texts) for c, v in static.items()]
+    df = _fit(spark, df, values, cols, what, by_position=not by_name)
     writer = df.write.format(PROVIDER)
     if where is not None:
         from lakelog.writer_features.expressions import to_engine_sql
@@ -131,13 +134,29 @@ def run_insert(spark: SparkSession, scope: Scope, tree) -> DataFrame:
     return spark.createDataFrame([], "num_affected_rows long")
 
 
-def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], list[str]]:
-    """({column: value as Spark SQL} of the static partition values, [dynamic partition columns])."""
+def _value_texts(query, names: list[str]) -> list[str]:
+    """How messages show the query's columns: the one VALUES row's items, a SELECT's expressions, else
+    the column names."""
+    _, exp = sqlglot()
+    items = None
+    if isinstance(query, exp.Values) and len(query.expressions) == 1:
+        items = query.expressions[0].expressions
+    elif isinstance(query, exp.Select) and not any(isinstance(e, exp.Star) for e in query.expressions):
+        items = [e.this if isinstance(e, exp.Alias) else e for e in query.expressions]
+    if items is None or len(items) != len(names):
+        return names
+    return [spark_sql(e) for e in items]
+
+
+def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], list[str], dict[str, str | None]]:
+    """({column: value as Spark SQL} of the static partition values, [dynamic partition columns],
+    {column: the value as the text Spark's parser keeps of a constant (None: NULL)})."""
     _, exp = sqlglot()
     static: dict[str, str] = {}
     dynamic: list[str] = []
+    texts: dict[str, str | None] = {}
     if spec is None:
-        return static, dynamic
+        return static, dynamic, texts
     refuse_args(spec, {"expressions"}, f"{what}, PARTITION")
     for item in spec.expressions:
         if isinstance(item, exp.EQ) and isinstance(item.this, exp.Column):
@@ -147,6 +166,12 @@ def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], li
                 raise SqlError(f"{what}: PARTITION takes literal values, not {spark_sql(value)}")
             column = cols.resolve(name, f"{what}, PARTITION")
             static[column] = spark_sql(value)
+            if isinstance(value, exp.Null):
+                texts[column] = None
+            elif isinstance(value, (exp.Literal, exp.Boolean)):
+                texts[column] = value.this if value.is_string else spark_sql(value)
+            elif isinstance(value, exp.Neg):
+                texts[column] = "-" + spark_sql(value.this)
         elif isinstance(item, exp.Column):
             column = cols.resolve(item.name, f"{what}, PARTITION")
             dynamic.append(column)
@@ -158,7 +183,7 @@ def _partition_spec(spec, cols: _Columns, what: str) -> tuple[dict[str, str], li
     named = list(static) + dynamic
     if len({n.lower() for n in named}) != len(named):
         raise SqlError(f"{what}: PARTITION names a column twice")
-    return static, dynamic
+    return static, dynamic, texts
 
 
 def _static_predicate(static: dict[str, str]) -> str:
@@ -190,7 +215,7 @@ def _fill_defaults(values, targets: list[str | None], cols: _Columns, what: str)
             if GENERATION_KEY in meta or "delta.identity.start" in meta:
                 raise SqlError(f"{what}: DEFAULT for generated or identity column {column!r}; leave the column out of the column list instead")
             text = meta.get(DEFAULT_KEY)
-            item.replace(sg.parse_one(f"CAST(({text}) AS {cols.types[column].simpleString()})", read="spark") if text is not None else exp.Null())
+            item.replace(sg.parse_one(f"CAST(({text}) AS {cols.types[column].simpleString()})", read=spark_dialect()) if text is not None else exp.Null())
     return values
 
 
@@ -204,22 +229,19 @@ def _is_default(item) -> bool:
     return False
 
 
-def _fit(spark: SparkSession, df: DataFrame, values: list[tuple[str, Column, str | None]], cols: _Columns, what: str,
-         literal_rows: bool) -> DataFrame:
-    """The rows to write: each value meets its column as ``write_table``'s data does (``checked_type``:
-    a lossy type is refused before any job; VALUES literals and static partition values are checked by
-    value), then struct fields go by name and leaves are cast (``by_name``), e.g. an untyped NULL."""
-    staged = df.select(*[v.alias(f"__v{i}") for i, (_, v, _) in enumerate(values)])
-    hint = "Cast it in the statement to say how to convert it: CAST(... AS {})"
+def _fit(spark: SparkSession, df: DataFrame, values: list[tuple[str, Column, str, bool]], cols: _Columns, what: str,
+         by_position: bool) -> DataFrame:
+    """The rows to write: each value (column, value, its text, whether it is a static partition value's
+    text) converted for its column by Spark's store assignment (``spark_ext.assignments``: refused
+    types before any job, struct fields by position unless ``by_position`` is false), a static
+    partition value's text by Spark's ANSI cast."""
+    staged = df.select(*[v.alias(f"__v{i}") for i, (_, v, _, _) in enumerate(values)])
+    how = rule(spark, what, by_position=by_position)
     out = []
-    for i, (column, value, static_text) in enumerate(values):
-        src, target = F.col(f"__v{i}"), cols.types[column]
-        own = staged.schema.fields[i].dataType
-        if static_text is not None:  # (a literal: checked once, not over the query's rows)
-            checked_type(value, own, column, cols.arrow[column], target, what=f"{what}, PARTITION", text=static_text,
-                         literals=spark.range(1), cast_hint=hint.format(target.simpleString()))
+    for i, (column, _, text, partition_text) in enumerate(values):
+        value, own, target = F.col(f"__v{i}"), staged.schema.fields[i].dataType, cols.types[column]
+        if partition_text:
+            out.append(ansi_cast(spark, value, target, column, overflow=False).alias(column))
         else:
-            checked_type(src, own, column, cols.arrow[column], target, what=what, text=f"{column} (VALUES)" if literal_rows else column,
-                         literals=staged if literal_rows else None, cast_hint=hint.format(target.simpleString()))
-        out.append(by_name(src, own, target).cast(target).alias(column))
+            out.append(store(value, own, target, column, how, text).alias(column))
     return staged.select(*out)

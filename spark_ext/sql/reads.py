@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .syntax import SqlError, spark_sql, sqlglot
+from .syntax import SqlError, spark_dialect, spark_sql, sqlglot
 from .tables import PROVIDER, is_path, lakelog_path, path_of, table_name
 
 
@@ -90,7 +90,7 @@ class Scope:
         args = call.expressions
         if len(args) not in (2, 3) or not isinstance(args[0], exp.Literal) or not args[0].is_string:
             raise SqlError("table_changes takes ('table name or lakelog.`path`', start[, end]) with the table name quoted")
-        ref = sg.parse_one(args[0].this, read="spark", into=exp.Table)
+        ref = sg.parse_one(args[0].this, read=spark_dialect(), into=exp.Table)
         path = lakelog_path(self.spark, ref, "table_changes")
         reader = self.spark.read.format(PROVIDER).options(**self.options).option("readChangeFeed", "true")
         for arg, which in zip(args[1:], ("starting", "ending")):

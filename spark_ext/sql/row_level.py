@@ -18,7 +18,7 @@ import lakelog
 
 from ..table import LakelogTable
 from .reads import Scope
-from .syntax import SqlError, refuse_args, spark_sql, sqlglot
+from .syntax import SqlError, refuse_args, spark_dialect, spark_sql, sqlglot
 from .tables import is_path, lakelog_path
 
 TARGET_ALIAS = "__lakelog_target"  # (a path target without an alias: struct assignments need a name for it)
@@ -93,7 +93,7 @@ class Target:
             parts = [p.name for p in col.parts]
             rest = self.unqualified(parts)
             if rest is not parts:
-                col.replace(sqlglot()[0].parse_one(".".join(_q(p) for p in rest), read="spark"))
+                col.replace(sqlglot()[0].parse_one(".".join(_q(p) for p in rest), read=spark_dialect()))
         return expr
 
     def assignments(self, eqs, value, current: str | None) -> dict[str, str]:

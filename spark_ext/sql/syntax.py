@@ -5,6 +5,7 @@ so that no clause is ever dropped silently."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -25,7 +26,41 @@ def sqlglot():
 
 def spark_sql(node) -> str:
     """A parse tree (or part of one) as Spark SQL text."""
-    return node.sql(dialect="spark")
+    return node.sql(dialect=spark_dialect())
+
+
+@functools.cache
+def spark_dialect():
+    """sqlglot's Spark dialect, made to read and write back expressions as written: every function call
+    is read as a plain call (sqlglot's own readings were written back changed: ``parse_json(x)`` as
+    ``x``, ``to_json(parse_json(x))`` as ``x``, ``date_sub(d, n)`` as ``DATE_ADD(d, n * -1)``,
+    ``trunc(d, 'Q')`` as ``TRUNC(d, 'QUARTER')``, ``date_format(t, 'y')`` as ``'yyyy'``,
+    ``collate(x, 'c')`` as ``x COLLATE 'c'``, which Spark does not parse), ``''`` in a string is a
+    quote, as Spark reads it (sqlglot read ``'it''s'`` as ``'it' 's'``: ``its``), and ``-128Y``,
+    ``-32768S``, ``-9223372036854775808L`` stay literals (sqlglot wrote the negation of a cast that overflows)."""
+    from sqlglot import exp
+    from sqlglot.dialects.spark import Spark
+
+    suffixes = {exp.DataType.Type.TINYINT: "Y", exp.DataType.Type.SMALLINT: "S", exp.DataType.Type.BIGINT: "L"}
+
+    def neg(self, e) -> str:
+        c = e.this
+        if (isinstance(c, exp.Cast) and isinstance(c.this, exp.Literal) and not c.this.is_string and c.to.this in suffixes
+                and c.this.this.isdigit()):
+            return f"-{c.this.this}{suffixes[c.to.this]}"
+        return self.neg_sql(e)
+
+    class LakelogSpark(Spark):
+        class Tokenizer(Spark.Tokenizer):
+            STRING_ESCAPES = ["\\", "'"]
+
+        class Parser(Spark.Parser):
+            FUNCTIONS: dict = {}  # (calls with their own syntax, CAST, EXTRACT, TRIM ..., keep their parsers)
+
+        class Generator(Spark.Generator):
+            TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.Neg: neg}
+
+    return LakelogSpark
 
 
 def parse(text: str):
@@ -34,7 +69,7 @@ def parse(text: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trees = sg.parse(text, read="spark")
+            trees = sg.parse(text, read=spark_dialect())
     except sg.errors.ParseError as e:
         first = e.errors[0] if e.errors else {}
         raise SqlError(f"cannot parse the statement at line {first.get('line', '?')}, column {first.get('col', '?')}: "
@@ -48,7 +83,7 @@ def parse_expression(text: str, what: str):
     """One Spark SQL expression."""
     sg, exp = sqlglot()
     try:
-        tree = sg.parse_one(text, read="spark")
+        tree = sg.parse_one(text, read=spark_dialect())
     except sg.errors.ParseError as e:
         raise SqlError(f"cannot parse the {what} {text!r}: {e}") from None
     if isinstance(tree, (exp.Query, exp.Command, exp.DDL, exp.DML)):
@@ -59,9 +94,7 @@ def parse_expression(text: str, what: str):
 def tokenize(text: str) -> list:
     """The tokens of ``text`` (positions in ``text``); sqlglot reads some commands as one COMMAND token
     and the rest as text, which is tokenized again in place."""
-    from sqlglot.dialects.dialect import Dialect
-
-    dialect = Dialect.get_or_raise("spark")
+    dialect = spark_dialect()()
     try:
         tokens = dialect.tokenize(text)
         raw = len(tokens) == 2 and (tokens[0].token_type.name == "COMMAND" or (
@@ -255,7 +288,7 @@ class Tokens:
         text = ".".join(f"`{p.text.replace('`', '``')}`" if p.token_type.name in ("IDENTIFIER", "STRING") or not p.text.isidentifier()
                         else p.text for p in parts)
         try:
-            return "table", sg.parse_one(text, read="spark", into=exp.Table)
+            return "table", sg.parse_one(text, read=spark_dialect(), into=exp.Table)
         except sg.errors.ParseError:
             self.i = start
             raise self.error("a table name") from None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from .syntax import SqlError, spark_sql, sqlglot
+from ..paths import driver_path
+from .syntax import SqlError, spark_dialect, spark_sql, sqlglot
 
 PROVIDER = "lakelog"
 
@@ -50,7 +51,7 @@ def location(spark: SparkSession, name: str) -> str | None:
 
     sg, exp = sqlglot()
     try:
-        table = sg.parse_one(name, read="spark", into=exp.Table)
+        table = sg.parse_one(name, read=spark_dialect(), into=exp.Table)
     except sg.errors.ParseError:
         table = None
     if table is not None and not table.args.get("catalog"):
@@ -80,12 +81,13 @@ def is_path(table) -> bool:
 
 
 def path_of(spark: SparkSession, table) -> str | None:
-    """The path of a lakelog table reference: ``lakelog.`path``` or a catalog table using lakelog; else None."""
+    """The path of a lakelog table reference: ``lakelog.`path``` (a relative path resolved as Spark resolves
+    one, see ``spark_ext.paths``) or a catalog table using lakelog; else None."""
     _, exp = sqlglot()
     if not isinstance(table.this, exp.Identifier):
         return None
     if is_path(table):
-        return table.name
+        return driver_path(spark, table.name)
     return location(spark, table_name(table))
 
 

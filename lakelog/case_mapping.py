@@ -4,8 +4,27 @@ Spark 4 changes case with ICU (full case mappings: ``upper('ß')`` is ``'SS'``, 
 characters); DuckDB maps one character to one (utf8proc), and knows fewer characters. These tables
 hold Spark's result for every code point where the two differ (measured over all of Unicode against
 the Spark and DuckDB lakelog is tested with; the differential test checks them again). ``lower`` of
-GREEK CAPITAL SIGMA depends on its neighbours in Spark (the final-sigma rule) and is refused.
+GREEK CAPITAL SIGMA depends on its neighbours in Spark (the final-sigma rule) and is refused. Table
+expressions (``lakelog.spark_expressions``) and UTF8_LCASE's comparison keys (``lakelog.collations``)
+both lower-case through ``mapped``.
 """
+
+from __future__ import annotations
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def mapped(text: str, table: dict[str, str], duck: str) -> str:
+    """DuckDB SQL applying DuckDB's ``duck`` (``upper``/``lower``) to ``text`` with Spark's result for the
+    characters in ``table``."""
+    chained = text
+    for k, v in table.items():
+        chained = f"replace({chained}, {_quote(k)}, {_quote(v)})"
+    # the table only matters outside ASCII
+    return f"(CASE WHEN regexp_matches({text}, '[^\\x00-\\x7f]') THEN {duck}({chained}) ELSE {duck}({text}) END)"
+
 
 UPPER = {
     "\u00df": "SS", "\u0149": "\u02bcN", "\u019b": "\ua7dc", "\u01f0": "J\u030c", "\u0264": "\ua7cb",
