@@ -228,9 +228,6 @@ def test_column_default_generated_identity_and_not_null(spark):
     assert (6, "none", 60) in [(r[0], r[1], r[2]) for r in lakelog_rows(path)]
 
 
-@pytest.mark.xfail(strict=True, reason="a constraint, generated-column or identity violation found while writing comes back as "
-                                      "PYTHON_EXCEPTION / PYTHON_DATA_SOURCE_ERROR with a Python traceback, not as lakelog's "
-                                      "error class (LAKELOG_CONSTRAINT_VIOLATION, as ALTER TABLE ADD CONSTRAINT reports it)")
 def test_write_time_violations_carry_lakelog_error_classes(spark):
     name = unique("violations")
     spark.sql(f"CREATE TABLE {name} (id BIGINT, g BIGINT GENERATED ALWAYS AS (id * 10), "
@@ -417,8 +414,6 @@ def test_describe_detail_names_the_catalog_table(spark):
     assert spark.sql(f"DESCRIBE DETAIL {name}").first()["name"] == f"spark_catalog.default.{name}"
 
 
-@pytest.mark.xfail(strict=True, reason="history records a Python Column's repr as the predicate "
-                                      "(operationParameters.predicate = [\"Column<'(id = 1L)'>\"]); Delta records the SQL")
 def test_history_predicates_are_sql(spark):
     name = unique("predicate")
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING lakelog")

@@ -353,9 +353,6 @@ def test_streaming_by_name(spark, tmp_path):
     assert_agree(spark.table(new), location(spark, new), expected=[(1, "a"), (2, "b"), (3, "c")])
 
 
-@pytest.mark.xfail(strict=True, reason="writes by name do not refresh Spark's cache: after CACHE TABLE, an INSERT or DELETE "
-                                      "commits but SELECT keeps returning the cached rows (a deleted row included); Delta's "
-                                      "writes re-cache the table, as Spark's own do")
 def test_cached_table_sees_its_own_writes(spark):
     name = unique("cached")
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING lakelog")
