@@ -294,6 +294,25 @@ def test_save_as_table_modes_and_insert_into(spark):
     assert_agree(spark.table(name), path, expected=[(1, "a"), (2, "b")])
 
 
+def test_save_as_table_with_a_path_and_the_catalog_api(spark, tmp_path):
+    df = spark.createDataFrame([(1, "a")], "id long, s string")
+    name, path = unique("satpath"), str(tmp_path / "satpath")
+    df.write.format("lakelog").option("path", path).saveAsTable(name)
+    assert location(spark, name) == path
+    assert {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}["Type"] == "EXTERNAL"
+    assert_agree(spark.table(name), path, expected=[(1, "a")])
+    registered = unique("cct")
+    assert spark_rows(spark.catalog.createTable(registered, path=path, source="lakelog")) == [(1, "a")]
+    spark.sql(f"INSERT INTO {registered} VALUES (2, 'b')")
+    assert_agree(spark.table(name), path, expected=[(1, "a"), (2, "b")])
+    managed = unique("cct")
+    spark.catalog.createTable(managed, source="lakelog", schema=df.schema)
+    assert lakelog.Table(location(spark, managed)).schema.names == ["id", "s"]
+    ext = unique("ctas_ext")
+    spark.sql(f"CREATE TABLE {ext} USING lakelog LOCATION '{tmp_path / 'ctas'}' AS SELECT 1 AS a")
+    assert lakelog_rows(str(tmp_path / "ctas")) == [(1,)]
+
+
 def test_write_to_v2_api(spark):
     from pyspark.sql import functions as F
 

@@ -4,6 +4,7 @@ as plain Parquet. And ``spark_ext.configure``'s own refusals: another ``spark_ca
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pyarrow as pa
@@ -121,6 +122,20 @@ def test_truncate_is_refused_or_empties_the_table_in_a_commit(spark, setting):
         assert version_of(path) == before and len(lakelog.Table(path).to_pyarrow()) == 1
     else:
         assert version_of(path) == before + 1 and len(lakelog.Table(path).to_pyarrow()) == 0
+
+
+@pytest.mark.xfail(strict=True, reason="LAKELOG_UNSUPPORTED_PARTITIONING (from the JVM) is not a registered error class: "
+                                      "getCondition() is None")
+def test_dataframe_writers_refuse_bucketing_and_transforms_by_class(spark):
+    from pyspark.sql.functions import partitioning
+
+    df = spark.createDataFrame([(1, dt.date(2024, 1, 1))], "id long, d date")
+    bucketed, yearly = unique("bucketed"), unique("yearly")
+    for name, write in ((bucketed, lambda: df.write.format("lakelog").bucketBy(4, "id").saveAsTable(bucketed)),
+                        (yearly, lambda: df.writeTo(yearly).using("lakelog").partitionedBy(partitioning.years("d")).create())):
+        cond, message = condition(write)
+        assert not spark.catalog.tableExists(name)
+        assert cond is not None, message
 
 
 # ---------------------------------------------------------------- spark_ext.configure
