@@ -458,3 +458,30 @@ def test_nested_types(spark):
     got = assert_agree(spark.table(name), path)
     assert got[0][1] == (("a", 5), ("b", "x")) and got[0][2] == (1, 2)
     assert spark_rows(spark.sql(f"SELECT st.b, arr[1], m['k'] FROM {name} WHERE id = 1")) == [("x", 2, 1)]
+
+
+@pytest.mark.xfail(strict=True, reason="spark.read/readStream .option('readChangeFeed', 'true').table(name) ignores the option and "
+                                      "returns the table's rows (no _change_type): Delta's documented way to read the change feed "
+                                      "of a table by name")
+def test_read_change_feed_option_by_name(spark, versions, tmp_path):
+    name, path = versions
+    cols = ["id", "p", "_change_type", "_commit_version"]
+    expected = rows_of(lakelog.Table(path).changes(starting_version=1, ending_version=3), cols)
+    batch = spark.read.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 1) \
+        .option("endingVersion", 3).table(name)
+    assert spark_rows(batch, cols) == expected
+    view = unique("cdf_stream")
+    q = spark.readStream.format("lakelog").option("readChangeFeed", "true").option("startingVersion", 1).table(name) \
+        .writeStream.format("memory").queryName(view).trigger(availableNow=True).start()
+    assert q.awaitTermination(300)
+    assert spark_rows(spark.table(view), cols) == expected
+
+
+def test_streaming_complete_mode_into_a_table(spark, tmp_path):
+    src, agg = unique("st_src"), unique("st_agg")
+    spark.sql(f"CREATE TABLE {src} (id BIGINT, g STRING) USING lakelog")
+    spark.sql(f"INSERT INTO {src} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+    q = spark.readStream.table(src).groupBy("g").count().writeStream.format("lakelog").outputMode("complete") \
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).toTable(agg)
+    assert q.awaitTermination(300) and q.exception() is None
+    assert_agree(spark.table(agg), location(spark, agg), expected=[("a", 2), ("b", 1)])
