@@ -422,3 +422,39 @@ def test_update_and_merge_set_default_and_identity_on_merge_insert(spark):
     spark.sql(f"MERGE INTO {name} t USING mdefault_src2 s ON t.v = s.v WHEN MATCHED THEN UPDATE SET d = DEFAULT")
     assert [(r[1], r[2]) for r in assert_agree(spark.table(name), path)] == [("a", "dd"), ("b", "dd")]
     assert sorted(r[0] for r in lakelog_rows(path)) == sorted(ids)  # updates keep the identity values
+
+
+def test_concurrent_statements_by_name_commit_or_conflict_cleanly(spark):
+    """INSERTs and UPDATEs from several threads of one session: every INSERT commits (blind appends do not
+    conflict), each UPDATE either commits or fails with lakelog's conflict class, and the table holds exactly
+    what the committed statements wrote."""
+    import threading
+
+    name = unique("concurrent")
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, v BIGINT) USING lakelog")
+    spark.sql(f"INSERT INTO {name} SELECT id, 0 FROM range(10)")
+    path = location(spark, name)
+    outcomes = []
+
+    def run(kind, k):
+        statement = (f"INSERT INTO {name} SELECT id + {100 * k}, {k} FROM range(5)" if kind == "insert"
+                     else f"UPDATE {name} SET v = v + 1 WHERE id < 10")
+        try:
+            spark.sql(statement).collect()
+            outcomes.append((kind, None))
+        except Exception as e:  # noqa: BLE001
+            outcomes.append((kind, e.getCondition()))
+
+    threads = [threading.Thread(target=run, args=("insert", k)) for k in (1, 2, 3)] + \
+        [threading.Thread(target=run, args=("update", k)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert [c for kind, c in outcomes if kind == "insert"] == [None, None, None]
+    assert {c for kind, c in outcomes if kind == "update"} <= {None, "LAKELOG_COMMIT_CONFLICT"}
+    updates = sum(1 for kind, c in outcomes if kind == "update" and c is None)
+    assert updates >= 1
+    expected = [(i, updates) for i in range(10)] + [(i + 100 * k, k) for k in (1, 2, 3) for i in range(5)]
+    assert_agree(spark.table(name), path, expected=expected)
+    assert version_of(path) == 1 + 3 + updates
