@@ -11,8 +11,13 @@ from typing import Any, Callable
 
 import deltalake
 import pyarrow as pa
+import pytest
 
 import lakelog
+
+# The long form of the Spark catalog tests (every documented example, more seeds, longer sequences).
+FULL = os.environ.get("LAKELOG_SPARK_SQL_FULL") == "1"
+full_only = pytest.mark.skipif(not FULL, reason="runs with LAKELOG_SPARK_SQL_FULL=1 (the long form)")
 
 
 def unique(prefix: str = "t") -> str:

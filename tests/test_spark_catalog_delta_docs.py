@@ -9,7 +9,6 @@ A representative set runs by default; LAKELOG_SPARK_SQL_FULL=1 runs every exampl
 from __future__ import annotations
 
 import datetime as dt
-import os
 import random
 
 import deltalake
@@ -18,14 +17,12 @@ import pytest
 
 import lakelog
 
-from tests.catalog_peers import (assert_agree, deltalake_rows, lakelog_rows, location, refused, rows_of, spark_rows,
-                                 unique, version_of)
+from tests.catalog_peers import (assert_agree, deltalake_rows, full_only, lakelog_rows, location, refused, rows_of,
+                                 spark_rows, unique, version_of)
 
 # The Spark tests share one xdist worker (one JVM at a time on the machine).
 pytestmark = pytest.mark.xdist_group("spark")
 
-FULL = os.environ.get("LAKELOG_SPARK_SQL_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="the full set of Delta's examples runs with LAKELOG_SPARK_SQL_FULL=1")
 
 PEOPLE_COLUMNS = """(
           id INT,
@@ -93,6 +90,7 @@ def test_quick_start(spark, tmp_path):
 
 # ---------------------------------------------------------------- table batch reads and writes
 
+@full_only
 def test_batch_create_if_not_exists_and_replace(spark, people10m, tmp_path):
     spark.sql(f"CREATE TABLE IF NOT EXISTS {people10m} {PEOPLE_COLUMNS} USING lakelog")
     path = location(spark, people10m)
@@ -266,6 +264,7 @@ def test_batch_merge_with_auto_merge_enabled(spark):
     assert_agree(spark.table(target), location(spark, target), expected=[(1, "A", 1.5), (2, "b", 2.5)])
 
 
+@full_only
 def test_batch_register_an_existing_table(spark, tmp_path):
     path = str(tmp_path / "people10m")
     rows = people(range(1, 5))
@@ -423,6 +422,7 @@ def test_utility_history_detail_vacuum_restore(spark, tmp_path):
     assert deltalake.DeltaTable(path).history(1)[0]["operation"] == "RESTORE"
 
 
+@full_only
 def test_optimizations_optimize_forms(spark, tmp_path):
     events = unique("events")
     path = str(tmp_path / "events")
@@ -545,6 +545,7 @@ def test_default_columns_docs(spark):
 
 # ---------------------------------------------------------------- change data feed
 
+@full_only
 def test_change_data_feed_docs(spark):
     student = unique("student")
     spark.sql(f"CREATE TABLE {student} (id INT, name STRING, age INT) USING lakelog TBLPROPERTIES (delta.enableChangeDataFeed = true)")
