@@ -213,14 +213,18 @@ def test_batch_table_properties(spark, people10m):
 
 @pytest.mark.xfail(strict=True, reason="spark.databricks.delta.properties.defaults.<property> is not applied to new tables "
                                       "(Delta sets delta.<property> on every table the session creates)")
-def test_batch_session_defaults_for_table_properties(spark):
+@pytest.mark.parametrize("statement, key", [
+    ("SET spark.databricks.delta.properties.defaults.appendOnly = true", "appendOnly"),  # (the batch page)
+    ("set spark.databricks.delta.properties.defaults.enableChangeDataFeed = true;", "enableChangeDataFeed"),  # (the change feed page)
+])
+def test_session_defaults_for_table_properties(spark, statement, key):
     name = unique("defaults")
-    spark.sql("SET spark.databricks.delta.properties.defaults.appendOnly = true")
+    spark.sql(statement)
     try:
         spark.sql(f"CREATE TABLE {name} (id INT) USING lakelog")
     finally:
-        spark.conf.unset("spark.databricks.delta.properties.defaults.appendOnly")
-    assert lakelog.Table(location(spark, name)).metadata.configuration.get("delta.appendOnly") == "true"
+        spark.conf.unset(f"spark.databricks.delta.properties.defaults.{key}")
+    assert lakelog.Table(location(spark, name)).metadata.configuration.get(f"delta.{key}") == "true"
 
 
 @pytest.mark.xfail(strict=True, reason="spark.databricks.delta.commitInfo.userMetadata is not recorded in the commit "
@@ -589,17 +593,6 @@ def test_change_data_feed_by_path_function(spark, tmp_path):
     spark.sql(f"CREATE TABLE lakelog.`{path}` (id INT) USING lakelog TBLPROPERTIES (delta.enableChangeDataFeed = true)")
     spark.sql(f"INSERT INTO lakelog.`{path}` VALUES (1)")
     assert spark_rows(spark.sql(f"SELECT id, _change_type FROM table_changes_by_path('{path}', 1)")) == [(1, "insert")]
-
-
-@pytest.mark.xfail(strict=True, reason="spark.databricks.delta.properties.defaults.enableChangeDataFeed is not applied to new tables")
-def test_change_data_feed_session_default(spark):
-    name = unique("cdfdefault")
-    spark.sql("set spark.databricks.delta.properties.defaults.enableChangeDataFeed = true;")
-    try:
-        spark.sql(f"CREATE TABLE {name} (id INT) USING lakelog")
-    finally:
-        spark.conf.unset("spark.databricks.delta.properties.defaults.enableChangeDataFeed")
-    assert lakelog.Table(location(spark, name)).metadata.configuration.get("delta.enableChangeDataFeed") == "true"
 
 
 # ---------------------------------------------------------------- clustering, type widening, deletion vectors
