@@ -15,7 +15,10 @@ new values, ``write.parquet``; see ``floors``). A Spark session's master is fixe
 ``spark_ext.read`` of a table whose deletion vectors delete 10% of the rows (benchmarks/dv_tables.py's
 table: 8 files, one DV each) against the same live rows in a table without deletion vectors.
 
-Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-cow-only | --dml-dv-only | --dv-only]
+Then a table by name on a session from ``spark_ext.configure`` (``run_by_name``): ``spark.table`` against
+``spark_ext.read`` and Parquet, and ``spark.sql`` UPDATE/DELETE/MERGE against ``LakelogTable``.
+
+Run: python -m benchmarks.spark [--rows N] [--runs K] [--dml-only | --dml-cow-only | --dml-dv-only | --dv-only | --by-name-only]
 [--master local[1] | --masters local[1],local[2]] [--json]. Prints a table; returns the rows for the suite.
 """
 
@@ -37,16 +40,16 @@ def _session(master: str = "local[2]"):
 
     import spark_ext
 
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName("lakelog-bench")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="lakelog-bench-warehouse-"))
     )
+    spark = spark_ext.configure(builder).getOrCreate()  # (tables by name too: run_by_name)
     spark.sparkContext.setLogLevel("ERROR")
-    spark_ext.register(spark)
     return spark
 
 
@@ -101,6 +104,61 @@ def run_dml(spark, tmp: str, rows: int, runs: int, deletion_vectors: bool = Fals
             row["lakelog_s"], row["floor_s"], row["peer_s"] = median_times([on_spark, floor, on_python], runs, setup=fresh)
             row["files"] = len(rewritten)
         out.append(row)
+    return out
+
+
+def run_by_name(spark, tmp: str, rows: int, runs: int) -> list[dict]:
+    """A table by name (``spark.table``/``spark.sql`` on a session from ``spark_ext.configure``) against
+    ``spark_ext.read`` and Spark's Parquet source on the same files (the three reads interleaved), then
+    UPDATE/DELETE/MERGE through ``spark.sql`` against the same changes through ``LakelogTable``, each run
+    on a fresh copy of benchmarks/dml.py's table."""
+    import spark_ext
+    from benchmarks import dml
+    from spark_ext import LakelogTable
+
+    df = spark.range(rows, numPartitions=4).selectExpr(
+        "id", "cast(id % 16 as string) as g", "id * 0.5 as x", "concat('user-', cast(id % 1000 as string)) as name")
+    pq_path, lk_path = os.path.join(tmp, "name-pq"), os.path.join(tmp, "name-lk")
+    df.write.parquet(pq_path)
+    df.write.format("lakelog").option("partitionBy", "g").save(lk_path)
+    spark.sql(f"CREATE TABLE bench_by_name USING lakelog LOCATION '{lk_path}'")
+    readers = {"by name": lambda: spark.table("bench_by_name"), "spark_ext.read": lambda: spark_ext.read(spark, lk_path),
+               "parquet": lambda: spark.read.parquet(pq_path)}
+    agg = ["count(*) as n", "sum(x) as sx", "count(distinct name) as names"]
+    queries = [(f"read + aggregate {rows:,} rows", lambda d: d.selectExpr(*agg).collect()),
+               ("scan all columns (noop sink)", lambda d: d.write.format("noop").mode("overwrite").save()),
+               ("selective read (id < 1000)", lambda d: d.filter("id < 1000").count()),
+               ("one partition (g = '3')", lambda d: d.filter("g = '3'").selectExpr("sum(x)").collect())]
+    out = []
+    for name, query in queries:
+        by_name, native, pq = median_times([lambda r=r: query(r()) for r in readers.values()], runs)
+        out.append({"name": f"{name}: by name", "lakelog_s": by_name, "peer": "spark parquet", "peer_s": pq})
+        out.append({"name": f"{name}: by name vs spark_ext.read", "lakelog_s": by_name, "peer": "spark_ext.read", "peer_s": native})
+
+    base, work, src_path = os.path.join(tmp, "name-dml-base"), os.path.join(tmp, "name-dml-work"), os.path.join(tmp, "name-dml-source.parquet")
+    dml.build(base, rows)
+    dml.source(src_path, rows, rows // 100)
+    spark.read.parquet(src_path).createOrReplaceTempView("bench_source")
+    dml.copy_table(base, work)
+    spark.sql(f"CREATE TABLE bench_dml USING lakelog LOCATION '{work}'")
+
+    def fresh() -> None:
+        shutil.rmtree(work, ignore_errors=True)
+        dml.copy_table(base, work)
+
+    def table_merge():
+        t = LakelogTable.forPath(spark, work).alias("target")
+        return t.merge(spark.table("bench_source").alias("source"), "target.id = source.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    ops = [("delete 1%", lambda: spark.sql("DELETE FROM bench_dml WHERE x < 0.01"), lambda: LakelogTable.forPath(spark, work).delete("x < 0.01")),
+           ("update 1%", lambda: spark.sql("UPDATE bench_dml SET s = 'updated' WHERE x < 0.01"),
+            lambda: LakelogTable.forPath(spark, work).update("x < 0.01", {"s": "'updated'"})),
+           (f"merge {rows // 100:,} source rows", lambda: spark.sql(
+               "MERGE INTO bench_dml target USING bench_source source ON target.id = source.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"), table_merge)]
+    for name, by_sql, by_table in ops:
+        sql_s, table_s = median_times([by_sql, by_table], runs, setup=fresh)
+        out.append({"name": f"{name} of {rows:,} rows: spark.sql by name", "lakelog_s": sql_s, "peer": "LakelogTable", "peer_s": table_s})
     return out
 
 
@@ -187,11 +245,13 @@ def run_dv(spark, tmp: str, rows: int, runs: int) -> list[dict]:
 
 
 def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: bool = False, dml_dv_only: bool = False,
-        master: str = "local[2]", dml_cow_only: bool = False) -> list[dict]:
+        master: str = "local[2]", dml_cow_only: bool = False, by_name_only: bool = False) -> list[dict]:
     spark = _session(master)
     tmp = tempfile.mkdtemp(prefix="lakelog-bench-")
-    if dml_only or dv_only or dml_dv_only or dml_cow_only:
-        if dml_dv_only:
+    if dml_only or dv_only or dml_dv_only or dml_cow_only or by_name_only:
+        if by_name_only:
+            results = run_by_name(spark, tmp, rows, runs)
+        elif dml_dv_only:
             results = run_dml(spark, tmp, rows, runs, deletion_vectors=True)
         elif dml_cow_only:
             results = run_dml(spark, tmp, rows, runs)
@@ -245,6 +305,7 @@ def run(rows: int = 2_000_000, runs: int = 3, dml_only: bool = False, dv_only: b
     results.extend(run_dml(spark, tmp, rows, runs))
     results.extend(run_dml(spark, tmp, rows, runs, deletion_vectors=True))
     results.extend(run_dv(spark, tmp, rows, runs))
+    results.extend(run_by_name(spark, tmp, rows, runs))
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)
     for r in results:
@@ -266,6 +327,8 @@ def main(argv=None) -> None:
     ap.add_argument("--dml-cow-only", action="store_true", help="only copy-on-write delete, update and merge: Spark vs Spark's floor vs the Python path")
     ap.add_argument("--dml-dv-only", action="store_true", help="only delete, update and merge on a deletion-vector table, Spark vs the Python path")
     ap.add_argument("--dv-only", action="store_true", help="only spark_ext.read with deletion vectors vs without")
+    ap.add_argument("--by-name-only", action="store_true",
+                    help="only tables by name: spark.table vs spark_ext.read vs parquet, and spark.sql DML vs LakelogTable")
     ap.add_argument("--master", default="local[2]", help="Spark master: local[1] against local[2] shows how the distributed path scales")
     ap.add_argument("--masters", default=None,
                     help="comma-separated masters (e.g. local[1],local[2]): one fresh process (one Spark session) per master, in turn")
@@ -276,13 +339,13 @@ def main(argv=None) -> None:
         import subprocess
 
         flags = [f for f, on in (("--dml-only", args.dml_only), ("--dml-cow-only", args.dml_cow_only), ("--dml-dv-only", args.dml_dv_only),
-                                 ("--dv-only", args.dv_only)) if on]
+                                 ("--dv-only", args.dv_only), ("--by-name-only", args.by_name_only)) if on]
         for master in args.masters.split(","):
             done = subprocess.run([sys.executable, "-m", "benchmarks.spark", "--rows", str(args.rows), "--runs", str(args.runs), "--master", master,
                                    "--json", *flags], check=True, stdout=subprocess.PIPE, text=True)
             _print(json.loads(done.stdout.strip().splitlines()[-1]), master)
         return
-    results = run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only, args.master, args.dml_cow_only)
+    results = run(args.rows, args.runs, args.dml_only, args.dv_only, args.dml_dv_only, args.master, args.dml_cow_only, args.by_name_only)
     if args.json:
         import json
 

@@ -3,9 +3,10 @@
 ``DeltaTable``-style handle whose delete, update and merge run on Spark; ``sql(spark, statement)``, Delta's
 SQL (MERGE INTO, UPDATE, DELETE, time travel, DESCRIBE HISTORY, RESTORE, ...) for lakelog tables."""
 
+from .catalog import configure
 from .datasource import LakelogDataSource, register
 from .native import read
 from .sql import sql
 from .table import LakelogTable
 
-__all__ = ["LakelogDataSource", "LakelogTable", "register", "read", "sql"]
+__all__ = ["LakelogDataSource", "LakelogTable", "configure", "register", "read", "sql"]

@@ -74,6 +74,9 @@ def register(spark) -> None:
     install_partition_by()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
+    from .catalog.session import register_bridge
+
+    register_bridge(spark)
 
 
 class LakelogDataSource(DataSource):
@@ -94,10 +97,7 @@ class LakelogDataSource(DataSource):
     def schema(self) -> StructType:
         if reads_change_feed(self.options):
             return feed_schema(self.options)
-        # Geometry and geography columns are their WKB to Spark (BinaryType), which writes take back;
-        # variants are VariantType.
-        schema = self._table().schema
-        return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
+        return spark_schema(self._table().schema)
 
     def reader(self, schema: StructType) -> "LakelogReader":
         if reads_change_feed(self.options):
@@ -117,6 +117,13 @@ class LakelogDataSource(DataSource):
         if reads_change_feed(self.options):
             return LakelogChangeStreamReader(self.options, schema)
         return LakelogStreamReader(self.options, schema)
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    """A lakelog schema as Spark sees the table: geometry and geography columns are their WKB
+    (BinaryType), which writes take back; variants are VariantType; collated strings keep their
+    collation (``from_lakelog_schema``)."""
+    return from_lakelog_schema(pa.schema([f.with_type(plain_type(f.type)) for f in schema]), prefer_timestamp_ntz=True)
 
 
 # ---------------------------------------------------------------- reading

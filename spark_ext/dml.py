@@ -60,13 +60,35 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 
 
 def condition_text(cond: str | Column | None) -> str | None:
-    """The condition as SQL text (for commitInfo and pruning)."""
+    """The condition as Spark SQL text (for commitInfo and pruning)."""
     if cond is None or isinstance(cond, str):
         return cond
     try:
-        return cond._jc.expr().sql()
-    except Exception:  # not a classic Column: its text is informative only
+        from pyspark import SparkContext
+
+        return SparkContext._jvm.org.apache.spark.sql.classic.ExpressionUtils.expression(cond._jc).sql()
+    except Exception:  # noqa: BLE001 - not a classic Column: its text is informative only
         return str(cond)
+
+
+def engine_text(text: str) -> str | None:
+    """Spark SQL text (as a Column's expression prints it: `` `id` = 2L ``) in the engine's dialect, with
+    numbers as plain literals, for pruning only (a relaxation needs no exact types); None if sqlglot
+    cannot read it."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except Exception:  # noqa: BLE001 - sqlglot's parse errors: nothing to prune with
+        return None
+
+    def plain(node):
+        if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return node.this
+        return node
+
+    return tree.transform(plain).sql(dialect="duckdb")
 
 
 def as_column(value: str | Column, what: str) -> Column:
@@ -125,10 +147,14 @@ class SparkOperation:
         nothing."""
         if text is None:
             return None
-        try:
-            return prune_expression(parse_expression(text), self.snapshot.schema, self.op.engine, resolve)
-        except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
-            return None
+        for candidate in (text, engine_text(text)):
+            if candidate is None:
+                continue
+            try:
+                return prune_expression(parse_expression(candidate), self.snapshot.schema, self.op.engine, resolve)
+            except (LakelogError, ValueError, KeyError, TypeError, pa.ArrowException):
+                continue
+        return None
 
     def reads_only_partitions(self, text: str | None) -> bool:
         """Whether the SQL condition ``text`` reads partition columns only (at least one), as lakelog parses

@@ -320,14 +320,14 @@ class SparkMerge:
         return out
 
     def _prune(self) -> Any:
-        join = self.run.prune(self.text, self._resolve_target) if isinstance(self.condition, str) else None
+        join = self.run.prune(self.text, self._resolve_target)
         for r in self._key_ranges():
             join = r if join is None else join & r
         candidates = join
         for c in self.nmbs:
             if candidates is None:
                 break
-            cond = None if c.condition is None or not isinstance(c.condition, str) else self.run.prune(c.condition, self._resolve_target)
+            cond = None if c.condition is None else self.run.prune(condition_text(c.condition), self._resolve_target)
             candidates = None if cond is None else candidates | cond
         return candidates
 

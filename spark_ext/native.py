@@ -37,7 +37,6 @@ from typing import Any
 
 import orjson
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -152,6 +151,64 @@ public class LakelogFileIndexFactory {
         : PartitionSpec.apply(partitionSchema, scala.jdk.javaapi.CollectionConverters.asScala(parts).toList());
     return new InMemoryFileIndex(session, scala.collection.immutable.ArraySeq.unsafeWrapArray(roots), options,
         scala.Option.empty(), new SnapshotFiles(byDirectory), scala.Option.apply(spec), scala.Option.empty());
+  }
+
+  /**
+   * The DataFrame over a snapshot's files, built in one call. spec: JSON {"plain": [[file, ...], ...] (groups
+   * of files without deleted rows, in create()'s form), "deleted": the same for files with deletion
+   * vectors (read with dvFormat, keeping rows whose column "live" is true), "partitions", "partSchema" and
+   * "dataSchema" (Spark JSON), "columns": [[physical name, output name, Spark JSON type to cast to or
+   * null], ...], "extra": [SQL expression, ...] selected after them}.
+   */
+  public org.apache.spark.sql.Dataset frame(org.apache.spark.sql.classic.SparkSession session, String spec, Object dvFormat)
+      throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    Map s = (Map) json.readValue(spec, Map.class);
+    StructType partSchema = (StructType) DataType.fromJson((String) s.get("partSchema"));
+    StructType dataSchema = ((StructType) DataType.fromJson((String) s.get("dataSchema"))).asNullable();
+    String partitions = s.get("partitions") == null ? null : json.writeValueAsString(s.get("partitions"));
+    List columns = (List) s.get("columns");
+    List extra = (List) s.get("extra");
+    String[] exprs = new String[columns.size() + extra.size()];
+    for (int i = 0; i < columns.size(); i++) {
+      List c = (List) columns.get(i);
+      String value = quoted((String) c.get(0));
+      if (c.get(2) != null) {
+        value = "CAST(" + value + " AS " + DataType.fromJson((String) c.get(2)).sql() + ")";
+      }
+      exprs[i] = value + " AS " + quoted((String) c.get(1));
+    }
+    for (int i = 0; i < extra.size(); i++) {
+      exprs[columns.size() + i] = (String) extra.get(i);
+    }
+    scala.collection.immutable.Map options = scala.collection.immutable.Map$.MODULE$.empty();
+    org.apache.spark.sql.Dataset df = null;
+    List plain = (List) s.get("plain");
+    List deleted = (List) s.get("deleted");
+    String live = (String) s.get("live");
+    int groups = plain.size() + deleted.size();
+    for (int g = 0; g < Math.max(groups, 1); g++) {
+      boolean dv = groups > 0 && g >= plain.size();
+      String files = groups == 0 ? "[]" : json.writeValueAsString(dv ? deleted.get(g - plain.size()) : plain.get(g));
+      InMemoryFileIndex index = create(session, files, partitions, partSchema, options);
+      StructType schema = dv ? dataSchema.add(live, DataTypes.BooleanType, false) : dataSchema;
+      org.apache.spark.sql.execution.datasources.FileFormat format = dv
+          ? (org.apache.spark.sql.execution.datasources.FileFormat) dvFormat
+          : new org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat();
+      org.apache.spark.sql.execution.datasources.HadoopFsRelation relation = new org.apache.spark.sql.execution.datasources.HadoopFsRelation(
+          index, partSchema, schema, scala.Option.empty(), format, options, session);
+      org.apache.spark.sql.Dataset d = session.baseRelationToDataFrame(relation);
+      if (dv) {
+        d = d.where(org.apache.spark.sql.functions.col(quoted(live)));
+      }
+      d = d.selectExpr(exprs);
+      df = df == null ? d : df.union(d);
+    }
+    return df;
+  }
+
+  private static String quoted(String name) {
+    return "`" + name.replace("`", "``") + "`";
   }
 
   private static InternalRow[] partitionRows(List partitions, StructType schema) throws Exception {
@@ -385,10 +442,6 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         while len(groups) <= group:
             groups.append([])
         groups[group].append([a.size, a.modification_time, index, f"{root}/{rel}"])
-    partitions = orjson.dumps([list(k) for k in keys]).decode() if part_cols else None
-
-    jvm, jsession = spark._jvm, spark._jsparkSession
-    sources = jvm.org.apache.spark.sql.execution.datasources
     logical = from_arrow_schema(schema, prefer_timestamp_ntz=True)
     delta_fields = {f["name"]: f for f in mapping.fields} if mapping.active else {}
     spark_fields = {f.name: f for f in logical.fields}
@@ -400,44 +453,27 @@ def snapshot_frame(spark, storage: Storage, snapshot: Snapshot, files: list[str]
         f = spark_fields[name].jsonValue()
         return _physical_field(f, delta_fields[name], mapping.mode) if mapping.active else f
 
-    part_schema = jsession.parseDataType(orjson.dumps({"type": "struct", "fields": [physical_json(c) for c in part_cols]}).decode())
-    data_json = {"type": "struct", "fields": [physical_json(c) for c in schema.names if c not in part_cols]
-                 + [{"name": c, "type": "long", "nullable": True, "metadata": {}} for c in (stored or {})]}
-    data_schema = jsession.parseDataType(orjson.dumps(data_json).decode()).asNullable()
     columns = []
     for c in schema.names:
-        col = F.col(_quoted(physical[c]))
         f = physical_json(c)
-        if (mapping.active and _renamed_inside(f["type"])) or collated[c] != spark_fields[c].dataType:
-            # A struct cast renames fields by position; the table's collations, at any depth (the files' types are nullable).
-            col = col.cast(_nullable(collated[c]))
-        columns.append(col.alias(c) if physical[c] != c else col)
-    options = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap({})
-    factory = _factory(spark)
-
-    def relation(files: list[list], file_format=None) -> DataFrame:
-        index = factory.create(jsession, orjson.dumps(files).decode(), partitions, part_schema, options)
-        fmt, schema = (sources.parquet.ParquetFileFormat(), data_schema) if file_format is None else (file_format, dv_schema)
-        rel = sources.HadoopFsRelation(index, part_schema, schema, jvm.scala.Option.empty(), fmt, options, jsession)
-        return DataFrame(jsession.baseRelationToDataFrame(rel), spark)
-
-    extra = [F.col("_metadata.file_path").alias(file_column)] if file_column is not None else []
+        # A struct cast renames fields by position; the table's collations, at any depth (the files' types are nullable).
+        cast = (mapping.active and _renamed_inside(f["type"])) or collated[c] != spark_fields[c].dataType
+        columns.append([physical[c], c, _nullable(collated[c]).json() if cast else None])
+    extra = [f"_metadata.file_path AS {_quoted(file_column)}"] if file_column is not None else []
     if row_column is not None:
-        extra.append(F.col("_metadata.row_index").alias(row_column))
-    extra += [F.col(_quoted(c)).alias(name) for c, name in (stored or {}).items()]
-    frames = [relation(g).select(*columns, *extra) for g in plain]
-    if deleted:
-        # Files with deletion vectors: one scan whose format marks each row live or deleted (by its position).
-        dv_format = deletion_vector_format(spark, storage, root, with_dv)
-        dv_schema = data_schema.add(LIVE, jvm.org.apache.spark.sql.types.DataTypes.BooleanType, False)
-        for g in deleted:
-            frames.append(relation(g, dv_format).where(F.col(LIVE)).select(*columns, *extra))
-    if not frames:
-        frames = [relation([]).select(*columns, *extra)]
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.union(other)
-    return df
+        extra.append(f"_metadata.row_index AS {_quoted(row_column)}")
+    extra += [f"{_quoted(c)} AS {_quoted(name)}" for c, name in (stored or {}).items()]
+    spec = {
+        "plain": plain, "deleted": deleted, "partitions": [list(k) for k in keys] if part_cols else None,
+        "partSchema": orjson.dumps({"type": "struct", "fields": [physical_json(c) for c in part_cols]}).decode(),
+        "dataSchema": orjson.dumps({"type": "struct", "fields": [physical_json(c) for c in schema.names if c not in part_cols]
+                                    + [{"name": c, "type": "long", "nullable": True, "metadata": {}} for c in (stored or {})]}).decode(),
+        "columns": columns, "extra": extra, "live": LIVE,
+    }
+    # Files with deletion vectors are scanned by a format that marks each row live or deleted (by its position).
+    dv_format = deletion_vector_format(spark, storage, root, with_dv) if deleted else None
+    # (one call: the plan is built in the JVM, where each py4j round trip would cost a millisecond)
+    return DataFrame(_factory(spark).frame(spark._jsparkSession, orjson.dumps(spec).decode(), dv_format), spark)
 
 
 def _nullable(t: T.DataType) -> T.DataType:

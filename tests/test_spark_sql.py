@@ -14,6 +14,12 @@ import pytest
 
 import lakelog
 from spark_ext import sql
+from tests.spark_session import PLAIN
+
+# spark_ext.sql's own machinery, which runs statements on sessions built without spark_ext.configure (on one
+# built with it, spark_ext.sql is spark.sql: tests/test_spark_catalog*.py): test_spark_sql_plain.py runs
+# this module on such a session, in a process of its own.
+pytestmark = pytest.mark.skipif(not PLAIN, reason="runs in test_spark_sql_plain.py's plain session")
 from spark_ext.sql import SqlError
 
 ROWS = pa.table({"id": pa.array([1, 2, 3, 4, 5, 6], pa.int64()), "x": pa.array([10, 20, None, 40, 50, 60], pa.int64()),

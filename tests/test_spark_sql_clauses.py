@@ -16,6 +16,12 @@ import pytest
 import lakelog
 from lakelog.table_features.clustering import clustering_columns
 from spark_ext.sql import SqlError, sql
+from tests.spark_session import PLAIN
+
+# spark_ext.sql's own machinery, which runs statements on sessions built without spark_ext.configure (on one
+# built with it, spark_ext.sql is spark.sql: tests/test_spark_catalog*.py): test_spark_sql_plain.py runs
+# this module on such a session, in a process of its own.
+pytestmark = pytest.mark.skipif(not PLAIN, reason="runs in test_spark_sql_plain.py's plain session")
 
 
 def _rows(t: pa.Table) -> list[tuple]:

@@ -1,5 +1,9 @@
 """``spark_ext.sql(spark, statement)``: Delta's SQL for lakelog tables, on Spark.
 
+On a session built with ``spark_ext.configure`` this is ``spark.sql(statement)``: lakelog's catalog and
+analysis rule run every statement (see ``spark_ext.catalog``). On a session without them (one that only
+called ``spark_ext.register``), and for queries given ``storage_options``, it works as follows.
+
 Spark routes no row-level statement, time travel, Delta command or DDL of a Python data source's table
 to the source (its catalog entry keeps neither location nor options), so this entry point parses the
 statement and runs what it says through ``lakelog`` and ``LakelogTable``:
@@ -36,6 +40,19 @@ def sql(spark: SparkSession, statement: str, storage_options: dict | None = None
     if storage_options is not None and not isinstance(storage_options, dict):
         raise SqlError(f"storage_options must be a dict of storage option name -> value, not {type(storage_options).__name__}")
     register(spark)
+    from ..catalog.session import is_native
+
+    if storage_options is None and is_native(spark):
+        # A session from spark_ext.configure runs every statement natively; lakelog's errors keep their types.
+        from ..catalog.bridge import lakelog_error
+
+        try:
+            return spark.sql(statement)
+        except Exception as e:
+            typed = lakelog_error(e)
+            if typed is None:
+                raise
+            raise typed from None
     text = statement.strip().rstrip(";").rstrip()
     tokens = tokenize(text)
     words = [t.text.upper() for t in tokens[:4]]

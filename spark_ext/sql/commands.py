@@ -14,7 +14,7 @@ import lakelog
 from ..paths import driver_path
 from ..table import LakelogTable
 from .syntax import SqlError, Tokens, spark_dialect, spark_sql, sqlglot
-from .tables import lakelog_path, path_of, table_name
+from .tables import is_path, lakelog_path, path_of, table_name
 
 HEADS = (("RESTORE",), ("OPTIMIZE",), ("VACUUM",), ("DESCRIBE", "DETAIL"), ("DESCRIBE", "HISTORY"))
 
@@ -50,9 +50,18 @@ def _history(spark: SparkSession, toks: Tokens) -> DataFrame:
 
 
 def _detail(spark: SparkSession, toks: Tokens) -> DataFrame:
+    start = toks.i
     path = command_path(spark, toks, "DESCRIBE DETAIL")
+    end = toks.i
+    toks.i = start
+    kind, ref = toks.table_ref()
+    toks.i = end
     toks.end()
-    return LakelogTable.forPath(spark, path).detail()
+    name = None
+    if kind == "table" and not is_path(ref):
+        db = ref.args.get("db")
+        name = f"spark_catalog.{db.name if db is not None else spark.catalog.currentDatabase()}.{ref.name}"
+    return LakelogTable.forPath(spark, path).detail(name)
 
 
 def _restore(spark: SparkSession, toks: Tokens) -> DataFrame:
@@ -107,8 +116,15 @@ def _vacuum(spark: SparkSession, toks: Tokens) -> DataFrame:
     if dry:
         toks.word("RUN")
     toks.end()
-    deleted = lakelog.Table(path).vacuum(retention_hours=hours, dry_run=dry)
+    # Delta's switch for a retention shorter than the table's (spark.databricks.delta.retentionDurationCheck.enabled)
+    check = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).strip().lower() != "false"
+    deleted = lakelog.Table(path).vacuum(retention_hours=hours, dry_run=dry, enforce_retention_duration=check)
+    if not dry:
+        return spark.createDataFrame([(path,)], "path string")  # (as Delta: the table's path)
     return spark.createDataFrame([(p,) for p in deleted], "path string")
+
+
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 
 # ---------------------------------------------------------------- what Spark's catalog entry would answer

@@ -241,12 +241,12 @@ def run_create(spark: SparkSession, scope: Scope, tree, replace_only: bool = Fal
     if replace_only and existing is None:
         raise SqlError(f"REPLACE TABLE: there is no table at {spec.path!r} to replace; use CREATE [OR REPLACE] TABLE")
     if replace and existing is not None:
-        _check_replace(existing, spec, what)
+        check_replace(existing, spec, what)
         _write(spark, scope, spec, query, replace=True)
     elif existing is not None:
         if query is not None:
             raise SqlError(f"{what} ... AS SELECT: a lakelog table already exists at {spec.path!r}; use INSERT INTO, or CREATE OR REPLACE TABLE")
-        _check_matches(spark, existing, spec, what)
+        check_matches(spark, existing, spec, what)
     else:
         if query is None and not spec.columns:
             raise SqlError(f"there is no lakelog table at {spec.path!r}: give the new table's columns, or a query (AS SELECT ...)")
@@ -259,14 +259,19 @@ def run_create(spark: SparkSession, scope: Scope, tree, replace_only: bool = Fal
 
 
 def _write(spark: SparkSession, scope: Scope, spec: Spec, query, replace: bool) -> None:
+    write_spec(spark, spec, None if query is None else scope.query(query), replace)
+
+
+def write_spec(spark: SparkSession, spec: Spec, data: DataFrame | None, replace: bool) -> None:
+    """Create (or, with ``replace``, replace) the table ``spec`` declares, with ``data``'s rows (None: none)."""
     kwargs = dict(partition_by=spec.partition_by, cluster_by=spec.cluster_by, configuration=spec.properties)
-    if query is None:
+    if data is None:
         lakelog.write_table(
             spec.path, empty_data(spark, spec), mode="overwrite" if replace else "error", schema_mode="overwrite" if replace else None,
             generated_columns=spec.generated or None, identity_columns=spec.identity or None, column_defaults=spec.defaults or None, **kwargs,
         )
         return
-    writer = scope.query(query).write.format(PROVIDER)
+    writer = data.write.format(PROVIDER)
     if spec.partition_by:
         writer = writer.option("partitionBy", ",".join(spec.partition_by))
     if spec.cluster_by:
@@ -291,7 +296,7 @@ def _canonical(properties: dict[str, str] | None) -> dict[str, str]:
     return validate_new(properties or {})
 
 
-def _check_replace(existing, spec: Spec, what: str) -> None:
+def check_replace(existing, spec: Spec, what: str) -> None:
     """lakelog's overwrite keeps the table's properties and clustering, where Delta's REPLACE drops them:
     refuse a replace that would keep one the statement does not give again."""
     from lakelog.table_features.clustering import clustering_columns
@@ -306,7 +311,7 @@ def _check_replace(existing, spec: Spec, what: str) -> None:
                        "clustering (Delta's drops it), so give CLUSTER BY (columns) for the new table")
 
 
-def _check_matches(spark: SparkSession, existing, spec: Spec, what: str) -> None:
+def check_matches(spark: SparkSession, existing, spec: Spec, what: str) -> None:
     """As Delta: a CREATE TABLE naming an existing table may give its columns, partitioning, clustering and
     properties, and they must be the table's own."""
     from lakelog.table_features.clustering import clustering_columns
