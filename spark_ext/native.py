@@ -50,7 +50,7 @@ from lakelog.storage import Storage
 
 from .collation_types import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
-from .jvm_classes import compile_java
+from .jvm.janino import compile_java
 from .paths import driver_path
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column

@@ -5,6 +5,8 @@ the Scala compiler that ships in PySpark's jars: a JRE is all it needs, and noth
 The jar is cached in ``$LAKELOG_SPARK_CACHE`` (default ``$XDG_CACHE_HOME/lakelog`` or ``~/.cache/lakelog``)
 under a name that holds the Spark version and a hash of the sources, so a new lakelog or a new PySpark
 builds a new one; the first build takes about half a minute.
+
+``janino``: the Java classes the read path compiles into the driver's JVM with Janino, Spark's own compiler.
 """
 
 from __future__ import annotations
