@@ -59,7 +59,7 @@ from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
-from .workers import use_driver_python
+from .cluster.workers import use_driver_python
 from .dml_tasks import task_features
 from .collation_types import with_collations
 from .variants import from_lakelog_schema, lakelog_arrow
@@ -68,7 +68,7 @@ from .variants import from_lakelog_schema, lakelog_arrow
 def register(spark) -> None:
     """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown (a reader that can push
     filters needs it; lakelog pushes them only with the read option ``filterPushdown``). Spark's Python
-    workers then run this interpreter (see ``spark_ext.workers``), even in a session started before, and
+    workers then run this interpreter (see ``spark_ext.cluster.workers``), even in a session started before, and
     ``DataFrameWriter.partitionBy`` works for ``format("lakelog")`` (see ``spark_ext.partition_by``)."""
     use_driver_python(spark)
     install_partition_by()

@@ -51,7 +51,7 @@ from lakelog.storage import Storage
 from .collation_types import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
 from .jvm.janino import compile_java
-from .paths import driver_path
+from .cluster.paths import driver_path
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
 # mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and

@@ -23,8 +23,8 @@ from .dml import update as _update
 from .merge import LakelogMergeBuilder
 from .native import hadoop_readable
 from .native import snapshot_frame
-from .paths import driver_path
-from .workers import use_driver_python
+from .cluster.paths import driver_path
+from .cluster.workers import use_driver_python
 
 HISTORY_SCHEMA = T.StructType(
     [

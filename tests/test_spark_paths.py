@@ -10,7 +10,7 @@ import pytest
 import lakelog
 import spark_ext
 from spark_ext import LakelogTable
-from spark_ext.paths import absolute_path, driver_cwd
+from spark_ext.cluster.paths import absolute_path, driver_cwd
 
 
 @pytest.mark.parametrize(

@@ -288,7 +288,7 @@ def _timestamp(micros: Any) -> dt.datetime | None:
 
 def local_path(path: str, spark: SparkSession | None = None) -> str:
     """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; a relative path made
-    absolute as Spark's file sources make it (``spark_ext.paths``); other URLs unchanged."""
+    absolute as Spark's file sources make it (``spark_ext.cluster.paths``); other URLs unchanged."""
     if path.startswith("file:") and (path.startswith("file:/") or path.startswith("file:///")):
         rest = path[len("file:"):]
         if rest.startswith("//"):
@@ -298,7 +298,7 @@ def local_path(path: str, spark: SparkSession | None = None) -> str:
         from urllib.parse import unquote
 
         return unquote(rest)
-    from ..paths import absolute_path, driver_path
+    from ..cluster.paths import absolute_path, driver_path
 
     return driver_path(spark, path) if spark is not None else absolute_path(path)
 

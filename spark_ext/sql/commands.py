@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import lakelog
 
-from ..paths import driver_path
+from ..cluster.paths import driver_path
 from ..table import LakelogTable
 from .syntax import SqlError, Tokens, spark_dialect, spark_sql, sqlglot
 from .tables import is_path, lakelog_path, path_of, table_name

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 import lakelog
 from lakelog.errors import TableNotFoundError
 
-from ..paths import driver_path
+from ..cluster.paths import driver_path
 from .reads import Scope
 from .syntax import SqlError, parse_expression, refuse_args, spark_sql, sqlglot
 from .tables import PROVIDER, catalog_exists, is_path, location, register, table_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from ..paths import driver_path
+from ..cluster.paths import driver_path
 from .syntax import SqlError, spark_dialect, spark_sql, sqlglot
 
 PROVIDER = "lakelog"
@@ -82,7 +82,7 @@ def is_path(table) -> bool:
 
 def path_of(spark: SparkSession, table) -> str | None:
     """The path of a lakelog table reference: ``lakelog.`path``` (a relative path resolved as Spark resolves
-    one, see ``spark_ext.paths``) or a catalog table using lakelog; else None."""
+    one, see ``spark_ext.cluster.paths``) or a catalog table using lakelog; else None."""
     _, exp = sqlglot()
     if not isinstance(table.this, exp.Identifier):
         return None
