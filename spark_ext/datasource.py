@@ -61,8 +61,8 @@ from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_sc
 from .partition_by import install as install_partition_by
 from .cluster.workers import use_driver_python
 from .dml_tasks import task_features
-from .collation_types import with_collations
-from .variants import from_lakelog_schema, lakelog_arrow
+from .schema.collations import with_collations
+from .schema.variants import from_lakelog_schema, lakelog_arrow
 
 
 def register(spark) -> None:

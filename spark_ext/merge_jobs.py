@@ -51,13 +51,13 @@ from lakelog.schema.types import canonical_schema, check_column_names
 from lakelog.expressions.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .assignments import arrow_type, rule, store, value_types
-from .collation_types import with_collations
+from .schema.assignments import arrow_type, rule, store, value_types
+from .schema.collations import with_collations
 from .dml import SparkOperation, as_column, condition_text, hit_column, _q
 from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
                         UPDATE_FLAG, UPDATED)
 from .merge_changes import record_changes
-from .variants import from_lakelog_schema, lakelog_arrow
+from .schema.variants import from_lakelog_schema, lakelog_arrow
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)
@@ -163,7 +163,7 @@ class SparkMerge:
     def _assigned_types(self, out: list[pa.Field]) -> list[pa.Field]:
         """The fields of ``out`` once every clause's values are stored: with schema evolution, the struct
         fields the values add and the types void columns take. Checks each value by Spark's store
-        assignment (``spark_ext.assignments``, as Delta's MERGE) before any job and records its Spark
+        assignment (``spark_ext.schema.assignments``, as Delta's MERGE) before any job and records its Spark
         type (``own_types``) and text (``texts``)."""
         tgt = self.spark.createDataFrame([], self.old_types)
         tgt = tgt.alias(self.t_alias) if self.t_alias else tgt

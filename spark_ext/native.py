@@ -48,7 +48,7 @@ from lakelog.log.snapshot import Snapshot
 from lakelog.table_features.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
-from .collation_types import spark_collations
+from .schema.collations import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
 from .jvm.janino import compile_java
 from .cluster.paths import driver_path

@@ -23,7 +23,7 @@ from lakelog.storage import Storage
 
 from .files import conform
 from .native import hadoop_readable, snapshot_frame, spark_path
-from .variants import from_lakelog_schema
+from .schema.variants import from_lakelog_schema
 
 
 def files_frame(spark, path: str, storage_options: dict | None, storage: Storage, snapshot: Snapshot, files: list[str],

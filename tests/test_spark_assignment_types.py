@@ -1,5 +1,5 @@
 """LakelogTable update and merge values and spark_ext.sql's INSERT, UPDATE and MERGE meet their column by
-Spark's store assignment (spark_ext/assignments.py), as Delta on Spark stores them: numbers convert to
+Spark's store assignment (spark_ext/schema/assignments.py), as Delta on Spark stores them: numbers convert to
 numbers (a DECIMAL(2,1) literal into a DOUBLE column, 2.5 into a BIGINT is 2), out of range is Spark's
 CAST_OVERFLOW_IN_TABLE_INSERT with nothing committed, a string into a number or a variant is refused
 with the expression to write, and struct fields go by name in updates and merges (by position in an

@@ -120,7 +120,7 @@ def _collated(df, schema: pa.Schema):
     """``df`` with the strings ``schema``'s fields declare collated (``__COLLATIONS``) as Spark's collated strings."""
     from pyspark.sql import functions as F
 
-    from spark_ext.collation_types import spark_collations
+    from spark_ext.schema.collations import spark_collations
 
     collated = spark_collations(df.schema, schema)
     if collated == df.schema:

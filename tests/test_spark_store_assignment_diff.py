@@ -1,4 +1,4 @@
-"""Differential test of Spark's store assignment on the Spark paths (spark_ext/assignments.py) against Spark
+"""Differential test of Spark's store assignment on the Spark paths (spark_ext/schema/assignments.py) against Spark
 itself: for a grid of value types x column types x edge values (overflow, NaN and infinities into
 integers, decimal rounding and precision loss, negative zero, NULL), the same INSERT runs through
 ``spark_ext.sql`` on a lakelog table and through Spark on a Parquet table (Spark's own

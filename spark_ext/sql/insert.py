@@ -7,7 +7,7 @@ column list, or by name (``BY NAME``); columns the statement does not give are f
 fills its column; with OVERWRITE it also says what is replaced (``p = 'b'``), unless the session's
 ``spark.sql.sources.partitionOverwriteMode`` is dynamic, which replaces the partitions the rows hold.
 ``REPLACE WHERE`` replaces the rows the predicate selects, and every row written must satisfy it.
-Values meet the columns by Spark's store assignment (``spark_ext.assignments``), as a Spark INSERT
+Values meet the columns by Spark's store assignment (``spark_ext.schema.assignments``), as a Spark INSERT
 does: a type Spark does not store is refused before any job, a number is cast to a number column
 (``2.5`` into a bigint is 2; out of range fails the job), and struct fields go by position (by name
 with ``BY NAME``). A static partition value is the text Spark's parser keeps, cast to its column's type.
@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 import lakelog
 from lakelog.table_features.row_rules import DEFAULT_KEY, GENERATION_KEY
 
-from ..assignments import ansi_cast, rule, store
+from ..schema.assignments import ansi_cast, rule, store
 from ..table import LakelogTable
 from .reads import Scope
 from .syntax import SqlError, refuse_args, spark_dialect, spark_sql, sqlglot
@@ -232,7 +232,7 @@ def _is_default(item) -> bool:
 def _fit(spark: SparkSession, df: DataFrame, values: list[tuple[str, Column, str, bool]], cols: _Columns, what: str,
          by_position: bool) -> DataFrame:
     """The rows to write: each value (column, value, its text, whether it is a static partition value's
-    text) converted for its column by Spark's store assignment (``spark_ext.assignments``: refused
+    text) converted for its column by Spark's store assignment (``spark_ext.schema.assignments``: refused
     types before any job, struct fields by position unless ``by_position`` is false), a static
     partition value's text by Spark's ANSI cast."""
     staged = df.select(*[v.alias(f"__v{i}") for i, (_, v, _, _) in enumerate(values)])
