@@ -5,7 +5,7 @@ SQL (MERGE INTO, UPDATE, DELETE, time travel, DESCRIBE HISTORY, RESTORE, ...) fo
 
 from .catalog import configure
 from .datasource import LakelogDataSource, register
-from .native import read
+from .scan.native import read
 from .sql import sql
 from .table import LakelogTable
 

@@ -44,9 +44,9 @@ from lakelog.errors import CommitConflictError, InvalidArgumentError, LakelogErr
 from lakelog.schema.geospatial import plain_type
 from lakelog.expressions.filters import NEGATED_OP, term_expression
 
-from .files import MAX_PARTITION_BYTES, FilesPartition
-from .files import read_files as _read_files
-from .files import split as _split
+from .scan.files import MAX_PARTITION_BYTES, FilesPartition
+from .scan.files import read_files as _read_files
+from .scan.files import split as _split
 from .options import boolean as _bool
 from .options import partition_by as _partition_by
 from .options import partition_overwrite_mode as _partition_overwrite_mode

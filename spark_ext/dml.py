@@ -2,8 +2,8 @@
 
 The driver opens one ``lakelog.dml`` row-level operation on the latest version (its snapshot, read
 set and commit) and prunes candidate files with partition values and stats. Spark then reads the
-candidates natively (``spark_ext.native``; by Python workers where Spark has no Hadoop filesystem
-for the location, ``spark_ext.python_frame``), each row with the file it came from
+candidates natively (``spark_ext.scan.native``; by Python workers where Spark has no Hadoop filesystem
+for the location, ``spark_ext.scan.python_frame``), each row with the file it came from
 (``_metadata.file_path``), and evaluates the condition (and an update's new values) in Spark SQL.
 On copy-on-write tables one job groups the selected rows' file row indexes (and new values) by file
 and its tasks rewrite those files without them (or with them updated) with lakelog's own
@@ -50,8 +50,8 @@ from lakelog.table_features.identity_columns import high_water_marks
 from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)
 from .schema.assignments import rule, store, value_types
-from .native import spark_path
-from .python_frame import files_frame
+from .scan.native import spark_path
+from .scan.python_frame import files_frame
 from .schema.variants import from_lakelog_schema
 
 

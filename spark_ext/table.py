@@ -21,8 +21,8 @@ from .datasource import register
 from .dml import delete as _delete
 from .dml import update as _update
 from .merge import LakelogMergeBuilder
-from .native import hadoop_readable
-from .native import snapshot_frame
+from .scan.native import hadoop_readable
+from .scan.native import snapshot_frame
 from .cluster.paths import driver_path
 from .cluster.workers import use_driver_python
 

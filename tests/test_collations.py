@@ -479,7 +479,7 @@ def test_spark_keeps_and_compares_nested_collations(spark, tmp_path):
     data source, spark_ext.read, LakelogTable) as its collated strings, so Spark's own comparisons and
     row-level changes compare under them; a column mapping table created by Spark keeps them too."""
     from spark_ext import LakelogTable
-    from spark_ext.native import read
+    from spark_ext.scan.native import read
 
     path = str(tmp_path / "t")
     df = spark.sql("SELECT id, named_struct('n', collate(n, 'UTF8_LCASE')) AS st, array(collate(n, 'UTF8_LCASE')) AS arr, "

@@ -18,7 +18,7 @@ from lakelog.log.delta_log import DeltaLog
 from lakelog.storage import Storage
 
 import spark_ext
-from spark_ext.native import NATIVE_READER_FEATURES, snapshot_frame, unreadable_type_changes
+from spark_ext.scan.native import NATIVE_READER_FEATURES, snapshot_frame, unreadable_type_changes
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

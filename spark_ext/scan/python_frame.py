@@ -1,7 +1,7 @@
 """A snapshot's data files as a DataFrame read by Python workers through lakelog's storage.
 
 Delete, update and merge read their candidate files with Spark's own Parquet source where Spark has a
-Hadoop filesystem for the table's location (``spark_ext.native``). Where it has none (``az://``,
+Hadoop filesystem for the table's location (``spark_ext.scan.native``). Where it has none (``az://``,
 ``gs://`` or ``abfss://`` without the Hadoop connector), or the table has variant columns (Spark's
 source would not reassemble shredded variants), they read them here instead: one task per group
 of files, each file read with ``lakelog.read.scan.read_data_file`` (column mapping, partition values and
@@ -23,7 +23,7 @@ from lakelog.storage import Storage
 
 from .files import conform
 from .native import hadoop_readable, snapshot_frame, spark_path
-from .schema.variants import from_lakelog_schema
+from ..schema.variants import from_lakelog_schema
 
 
 def files_frame(spark, path: str, storage_options: dict | None, storage: Storage, snapshot: Snapshot, files: list[str],

@@ -48,10 +48,10 @@ from lakelog.log.snapshot import Snapshot
 from lakelog.table_features.type_widening import recorded_type_changes
 from lakelog.storage import Storage
 
-from .schema.collations import spark_collations
+from ..schema.collations import spark_collations
 from .deletion_vectors import LIVE, deletion_vector_format
-from .jvm.janino import compile_java
-from .cluster.paths import driver_path
+from ..jvm.janino import compile_java
+from ..cluster.paths import driver_path
 
 # Reader features the native path honours: log-level ones (lakelog reads the log), timestamp_ntz, column
 # mapping (physical names read, then renamed), deletion vectors (rows marked by position in the scan) and

@@ -33,7 +33,7 @@ from lakelog.table_features.deletion_vectors import DeletionVectors
 from lakelog.errors import UnsupportedFeatureError
 from lakelog.storage import Storage
 
-from .jvm.janino import compile_java
+from ..jvm.janino import compile_java
 
 LIVE = "__lakelog_row_live"  # the format's boolean column: true where the row is not deleted
 
