@@ -60,7 +60,7 @@ from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
 from .cluster.workers import use_driver_python
-from .dml_tasks import task_features
+from .dml.tasks import task_features
 from .schema.collations import with_collations
 from .schema.variants import from_lakelog_schema, lakelog_arrow
 

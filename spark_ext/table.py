@@ -1,7 +1,7 @@
 """``LakelogTable``: a handle on a table with Delta's ``DeltaTable`` names, for Spark jobs.
 
 Reads go through ``spark_ext.read`` (Spark's own Parquet source over the snapshot's files); delete,
-update and merge run on Spark (``spark_ext.dml``, ``spark_ext.merge``); history, vacuum, optimize,
+update and merge run on Spark (``spark_ext.dml.jobs``, ``spark_ext.dml.merge``); history, vacuum, optimize,
 restore and detail are lakelog's own operations with their results as DataFrames.
 """
 
@@ -18,9 +18,9 @@ from lakelog.errors import InvalidArgumentError, TableNotFoundError, Unsupported
 from lakelog.schema.types import has_variant
 
 from .datasource import register
-from .dml import delete as _delete
-from .dml import update as _update
-from .merge import LakelogMergeBuilder
+from .dml.jobs import delete as _delete
+from .dml.jobs import update as _update
+from .dml.merge import LakelogMergeBuilder
 from .scan.native import hadoop_readable
 from .scan.native import snapshot_frame
 from .cluster.paths import driver_path
@@ -256,7 +256,7 @@ class LakelogTable:
         return _update(self, condition, set, txn=(txnAppId, txnVersion), user_metadata=userMetadata)
 
     def merge(self, source: DataFrame, condition: str | Column) -> LakelogMergeBuilder:
-        """Start a MERGE of ``source`` into this table on ``condition``; see ``spark_ext.merge.LakelogMergeBuilder``."""
+        """Start a MERGE of ``source`` into this table on ``condition``; see ``spark_ext.dml.merge.LakelogMergeBuilder``."""
         return LakelogMergeBuilder(self, source, condition)
 
     def __repr__(self) -> str:

@@ -353,10 +353,10 @@ def test_merge_inserts_from_the_matched_keys_as_the_python_api(spark, tmp_path, 
     are the source rows whose key is not among them (NULL keys and repeated unmatched keys included);
     past the limit (here 2; the counting job collects only with at most half the limit of distinct
     source keys) the inserts come from the target again. All give the Python API's rows and metrics."""
-    import spark_ext.dml
+    import spark_ext.dml.jobs
 
     if limit is not None:
-        monkeypatch.setattr(spark_ext.dml, "MATCHED_KEYS_LIMIT", limit)
+        monkeypatch.setattr(spark_ext.dml.jobs, "MATCHED_KEYS_LIMIT", limit)
     base = str(tmp_path / "base")
     _make(base, files=3)
     rows = [{"id": i, "p": "a", "x": float(i), "s": f"src{i}"} for i in (1, 4, 7, 1000, 1000, 1001)]

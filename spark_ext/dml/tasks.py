@@ -1,4 +1,4 @@
-"""What the Spark tasks of a row-level change run (``spark_ext.dml`` and ``spark_ext.merge_jobs`` start
+"""What the Spark tasks of a row-level change run (``spark_ext.dml.jobs`` and ``spark_ext.dml.merge_jobs`` start
 them with ``mapInArrow``): write rows as new data files (with row tracking's stable ids), write change
 data files, and rewrite files without (or with updated) rows with lakelog's copy-on-write; each yields
 the actions it wrote as JSON for the driver's one commit. The internal column names the jobs and the

@@ -8,7 +8,7 @@ unconditional delete. ``*All`` clauses assign columns by name; with schema evolu
 (``withSchemaEvolution()`` or ``spark.databricks.delta.schema.autoMerge.enabled=true``) source
 columns the table lacks are added.
 
-Execution: ``spark_ext.merge_jobs``.
+Execution: ``spark_ext.dml.merge_jobs``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 
 from lakelog.errors import PredicateError, UnsupportedFeatureError
 
-from .dml import SparkOperation
+from .jobs import SparkOperation
 from .merge_jobs import Clause, SparkMerge
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"

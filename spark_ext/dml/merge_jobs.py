@@ -1,6 +1,6 @@
-"""The Spark jobs of a MERGE (``spark_ext.merge.LakelogMergeBuilder`` builds it; the rules are there).
+"""The Spark jobs of a MERGE (``spark_ext.dml.merge.LakelogMergeBuilder`` builds it; the rules are there).
 
-Execution (copy-on-write, as ``spark_ext.dml``): target files are pruned with the condition's
+Execution (copy-on-write, as ``spark_ext.dml.jobs``): target files are pruned with the condition's
 target-only terms and, for each ``target.k = source.k2`` term, the source's key range (and for a
 partition column its set of keys); a first Spark job joins the candidates with the source, checks
 that no target row is matched twice and counts, per file, the rows each clause changes. A second job
@@ -26,7 +26,7 @@ The source is persisted for the operation, so every job of it sees the same rows
 On tables with deletion vectors enabled it is merge-on-read, as ``lakelog.Table.merge``: the first
 job also collects, per file, the file row indexes (``_metadata.row_index``) of the target rows an
 update or delete clause changes, which the driver marks deleted in deletion vectors; the second job
-writes only the updated and inserted rows (no row is copied). The change data feed: ``spark_ext.merge_changes``.
+writes only the updated and inserted rows (no row is copied). The change data feed: ``spark_ext.dml.merge_changes``.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from lakelog.schema.types import canonical_schema, check_column_names
 from lakelog.expressions.sql import and_terms, equality_column_pairs, parse_expression
 from lakelog.write import plan_protocol, evolved_metadata
 
-from .schema.assignments import arrow_type, rule, store, value_types
-from .schema.collations import with_collations
-from .dml import SparkOperation, as_column, condition_text, hit_column, _q
-from .dml_tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
+from ..schema.assignments import arrow_type, rule, store, value_types
+from ..schema.collations import with_collations
+from .jobs import SparkOperation, as_column, condition_text, hit_column, _q
+from .tasks import (ACTION, COPIED, FILE, INSERTED, KIND, MATCHED_KEYS, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, ROW, ROW_ID, ROWS,
                         UPDATE_FLAG, UPDATED)
 from .merge_changes import record_changes
-from .schema.variants import from_lakelog_schema, lakelog_arrow
+from ..schema.variants import from_lakelog_schema, lakelog_arrow
 
 
 T_MARK = "__lakelog_target"  # TRUE on every target row (NULL after an outer join: no target row)

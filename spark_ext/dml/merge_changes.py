@@ -1,4 +1,4 @@
-"""The change data feed of a MERGE on Spark (``spark_ext.merge_jobs`` runs the merge and calls this).
+"""The change data feed of a MERGE on Spark (``spark_ext.dml.merge_jobs`` runs the merge and calls this).
 
 Every row the merge changes goes into change data files written from Spark's tasks: the target rows a
 matched or not-matched-by-source clause deletes (``delete``) or updates (``update_preimage``, then
@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .dml_tasks import ACTION, FILE, KIND, ROW_ID
+from .tasks import ACTION, FILE, KIND, ROW_ID
 
 BEST = "__lakelog_best"  # per target row, the highest clause number applying for any of its source rows
 

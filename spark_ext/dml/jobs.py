@@ -47,12 +47,12 @@ from lakelog.expressions.sql import parse_expression, table_columns
 from lakelog.storage import Storage
 from lakelog.table_features.identity_columns import high_water_marks
 
-from .dml_tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
+from .tasks import (FILE, KIND, MATCHED_KEYS_LIMIT, ONE_MATCH_MESSAGE, REWRITE_THREADS, ROW, ROWS, RT_FILE, RT_ID, RT_ROW, RT_VERSION,
                         TRACKING, UPDATED, change_task, collected, normal_path, rewrite_task, typed_task_error, writer_task)
-from .schema.assignments import rule, store, value_types
-from .scan.native import spark_path
-from .scan.python_frame import files_frame
-from .schema.variants import from_lakelog_schema
+from ..schema.assignments import rule, store, value_types
+from ..scan.native import spark_path
+from ..scan.python_frame import files_frame
+from ..schema.variants import from_lakelog_schema
 
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"  # Delta's session settings for idempotent DML
