@@ -1,5 +1,5 @@
 """Lets PySpark find ``format("lakelog")`` without a register call (it imports ``pyspark_*`` modules)."""
 
-from spark_ext.datasource import LakelogDataSource as DefaultSource
+from spark_ext.datasource.source import LakelogDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -4,7 +4,7 @@
 SQL (MERGE INTO, UPDATE, DELETE, time travel, DESCRIBE HISTORY, RESTORE, ...) for lakelog tables."""
 
 from .catalog import configure
-from .datasource import LakelogDataSource, register
+from .datasource.source import LakelogDataSource, register
 from .scan.native import read
 from .sql import sql
 from .table import LakelogTable

@@ -17,7 +17,7 @@ import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from lakelog.schema.types import has_variant
 
-from .datasource import register
+from .datasource.source import register
 from .dml.jobs import delete as _delete
 from .dml.jobs import update as _update
 from .dml.merge import LakelogMergeBuilder

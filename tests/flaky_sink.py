@@ -3,7 +3,7 @@ and batch tasks whose first attempt fails after writing."""
 
 import os
 
-from spark_ext.datasource import LakelogDataSource, LakelogStreamWriter, LakelogWriter
+from spark_ext.datasource.source import LakelogDataSource, LakelogStreamWriter, LakelogWriter
 
 
 class FlakyStreamWriter(LakelogStreamWriter):

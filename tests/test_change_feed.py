@@ -215,7 +215,7 @@ def test_a_bound_given_as_a_version_and_a_timestamp_is_refused(tmp_path):
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from lakelog.errors import ConflictingBoundsError
-    from spark_ext.change_feed import LakelogChangeReader, LakelogChangeStreamReader
+    from spark_ext.datasource.change_feed import LakelogChangeReader, LakelogChangeStreamReader
 
     path = str(tmp_path / "t")
     lakelog.write_table(path, pa.table({"id": [1, 2, 3]}), configuration={"delta.enableChangeDataFeed": "true"})

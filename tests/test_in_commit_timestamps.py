@@ -197,7 +197,7 @@ def test_stream_source_starting_timestamp_uses_ict(table_path):
     from pyspark.sql.datasource import CaseInsensitiveDict
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from spark_ext.stream_source import LakelogStreamReader, Position
+    from spark_ext.datasource.stream_source import LakelogStreamReader, Position
 
     _enabled_at_3(table_path)
 

@@ -520,7 +520,7 @@ def _spark_truth(reference, sqls: list[str]) -> list[list[int]]:
 def test_every_pushed_filter_shape_matches_spark_evaluation(spark, push_tables):
     """Each filter Spark can push (and its NOT) is accepted, and the rows read are exactly those where Spark's
     own evaluation of it is TRUE: nulls, NaN, -0.0, extremes, on data and partition columns."""
-    from spark_ext.datasource import LakelogDataSource
+    from spark_ext.datasource.source import LakelogDataSource
 
     path, reference = push_tables
     matrix = _push_matrix()

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import CaseInsensitiveDict
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 
-from spark_ext.stream_source import LakelogStreamReader, Position
+from spark_ext.datasource.stream_source import LakelogStreamReader, Position
 
 FUZZ = int(os.environ.get("LAKELOG_FUZZ_EXAMPLES", "0") or 0)
 

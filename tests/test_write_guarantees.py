@@ -208,7 +208,7 @@ def test_spark_writer_abort_keeps_the_files_of_a_commit_that_landed(table_path):
     abort() Spark calls after a failed commit. No Spark session is needed for the driver calls."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from spark_ext.datasource import LakelogWriter
+    from spark_ext.datasource.source import LakelogWriter
 
     lakelog.write_table(table_path, _data(0))
     schema = StructType([StructField("id", LongType()), StructField("s", StringType())])

@@ -68,7 +68,7 @@ def _registering(start, options):
         _use_this_python(options)
         spark = start()
         _check_native(spark)
-        from ..datasource import register
+        from ..datasource.source import register
 
         register(spark)
         return spark

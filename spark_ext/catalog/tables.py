@@ -11,7 +11,7 @@ import lakelog
 
 from lakelog.table_features.row_rules import GENERATION_KEY
 
-from ..datasource import spark_schema
+from ..datasource.source import spark_schema
 
 # Field metadata that stays in the log: Spark's types already say it (collations) or it names files
 # (column mapping).

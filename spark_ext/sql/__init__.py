@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..datasource import register
+from ..datasource.source import register
 from .syntax import SqlError, Tokens, parse, spark_sql, sqlglot, tokenize
 
 __all__ = ["sql", "SqlError"]

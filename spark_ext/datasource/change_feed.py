@@ -20,7 +20,7 @@ from lakelog.storage import Storage
 
 from .options import boolean, storage_options, table_path
 from .options import version as option_version
-from .schema.variants import from_lakelog_schema
+from ..schema.variants import from_lakelog_schema
 
 
 def reads_change_feed(options) -> bool:

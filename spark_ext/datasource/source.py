@@ -44,9 +44,9 @@ from lakelog.errors import CommitConflictError, InvalidArgumentError, LakelogErr
 from lakelog.schema.geospatial import plain_type
 from lakelog.expressions.filters import NEGATED_OP, term_expression
 
-from .scan.files import MAX_PARTITION_BYTES, FilesPartition
-from .scan.files import read_files as _read_files
-from .scan.files import split as _split
+from ..scan.files import MAX_PARTITION_BYTES, FilesPartition
+from ..scan.files import read_files as _read_files
+from ..scan.files import split as _split
 from .options import boolean as _bool
 from .options import partition_by as _partition_by
 from .options import partition_overwrite_mode as _partition_overwrite_mode
@@ -59,22 +59,22 @@ from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
-from .cluster.workers import use_driver_python
-from .dml.tasks import task_features
-from .schema.collations import with_collations
-from .schema.variants import from_lakelog_schema, lakelog_arrow
+from ..cluster.workers import use_driver_python
+from ..dml.tasks import task_features
+from ..schema.collations import with_collations
+from ..schema.variants import from_lakelog_schema, lakelog_arrow
 
 
 def register(spark) -> None:
     """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown (a reader that can push
     filters needs it; lakelog pushes them only with the read option ``filterPushdown``). Spark's Python
     workers then run this interpreter (see ``spark_ext.cluster.workers``), even in a session started before, and
-    ``DataFrameWriter.partitionBy`` works for ``format("lakelog")`` (see ``spark_ext.partition_by``)."""
+    ``DataFrameWriter.partitionBy`` works for ``format("lakelog")`` (see ``spark_ext.datasource.partition_by``)."""
     use_driver_python(spark)
     install_partition_by()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
-    from .catalog.session import register_bridge
+    from ..catalog.session import register_bridge
 
     register_bridge(spark)
 
@@ -103,7 +103,7 @@ class LakelogDataSource(DataSource):
         if reads_change_feed(self.options):
             return LakelogChangeReader(self.options, schema)
         # PySpark's read planner never calls pushFilters, and refuses readers that define it when
-        # spark.sql.python.filterPushdown.enabled is false (see spark_ext.planner).
+        # spark.sql.python.filterPushdown.enabled is false (see spark_ext.datasource.planner).
         cls = LakelogScanReader if in_read_planner() else LakelogReader
         return cls(self._table(), schema, self.options)
 
@@ -373,7 +373,7 @@ class LakelogWriter(DataSourceArrowWriter):
 
 def _save_mode(options) -> str:
     """An append, or the ``saveMode`` option that ``save()`` without a mode (``error``) or with
-    ``mode("ignore")`` becomes (see ``spark_ext.partition_by``)."""
+    ``mode("ignore")`` becomes (see ``spark_ext.datasource.partition_by``)."""
     v = options.get("saveMode")
     if v is None:
         return "append"

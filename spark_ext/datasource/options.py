@@ -7,7 +7,7 @@ import re
 
 from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError
 
-from .cluster.paths import absolute_path
+from ..cluster.paths import absolute_path
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)

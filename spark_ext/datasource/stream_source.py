@@ -39,7 +39,7 @@ from lakelog.log.versions import to_epoch_ms
 from lakelog.storage import Storage
 
 from . import options as opt
-from .scan.files import MAX_PARTITION_BYTES, FilesPartition, read_files, split
+from ..scan.files import MAX_PARTITION_BYTES, FilesPartition, read_files, split
 
 DEFAULT_MAX_FILES = 1000  # as Delta's maxFilesPerTrigger
 COMMITS_PER_READ = 100  # versions fetched per bulk read of the log
