@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from spark_ext.sql.syntax import SqlError, parse, spark_sql
+from spark_ext.statements.syntax import SqlError, parse, spark_sql
 from tests import spark_expression_cases as cases
 from tests.test_spark_expressions_diff import FULL, ROWS, SEEDS, all_cases, same, spark_eval
 

@@ -57,7 +57,7 @@ def lakelog_error(e: BaseException) -> BaseException | None:
         return None
     from lakelog import errors
 
-    from ..sql.syntax import SqlError
+    from ..statements.syntax import SqlError
 
     by_class = {_class_name(c): c for c in list(vars(errors).values()) + [SqlError]
                 if isinstance(c, type) and issubclass(c, Exception)}
@@ -91,7 +91,7 @@ def error_classes() -> dict[str, str]:
     """Every error class lakelog reports, with its SQLSTATE (that of its nearest listed base, else KD000)."""
     from lakelog import errors
 
-    from ..sql.syntax import SqlError
+    from ..statements.syntax import SqlError
 
     out = {"LAKELOG_INTERNAL": "XX000", _class_name(SqlError): "42601"}
     for cls in vars(errors).values():

@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 
 from lakelog.errors import UnsupportedFeatureError
 
-from ..sql.syntax import tokenize
+from ..statements.syntax import tokenize
 from ..table import DETAIL_SCHEMA, HISTORY_SCHEMA
 
 RESTORE_COLUMNS = {  # Delta's RESTORE columns -> lakelog's restore metrics
@@ -68,7 +68,7 @@ def command_schema(text: str) -> T.StructType:
 
 
 def run(spark: SparkSession, text: str) -> DataFrame:
-    from ..sql.commands import run_command
+    from ..statements.commands import run_command
 
     kind = _kind(text)
     df = run_command(spark, text.replace("DESC ", "DESCRIBE ", 1) if text.lstrip().upper().startswith("DESC ") else text, tokenize(text))

@@ -1,5 +1,5 @@
 """CREATE/REPLACE TABLE and ALTER TABLE on lakelog tables, as Spark's catalog hands them over: the
-declared columns and clauses become a ``spark_ext.sql.create.Spec`` (``lakelog.write_table``'s arguments, or
+declared columns and clauses become a ``spark_ext.statements.create.Spec`` (``lakelog.write_table``'s arguments, or
 a ``format("lakelog")`` write for AS SELECT), and each ALTER TABLE change one of ``lakelog.Table``'s schema
 changes. What lakelog does not keep is refused by name."""
 
@@ -15,7 +15,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 
-from ..sql.create import Spec, check_matches, check_replace, write_spec
+from ..statements.create import Spec, check_matches, check_replace, write_spec
 
 _WHAT = {"create": "CREATE TABLE", "createIfNotExists": "CREATE TABLE IF NOT EXISTS", "replace": "REPLACE TABLE",
          "createOrReplace": "CREATE OR REPLACE TABLE"}
@@ -253,6 +253,6 @@ def alter(spark: SparkSession, path: str, changes: list[dict[str, Any]]) -> None
 
 
 def _has(schema: pa.Schema, name: str) -> bool:
-    from ..sql.alter import _has as has
+    from ..statements.alter import _has as has
 
     return has(schema, name)
