@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 import lakelog
 from lakelog.errors import InvalidArgumentError, InvalidVersionError, LakelogError, TableNotFoundError, UnsupportedFeatureError
 
+from ..cluster.paths import local_path
 from ..jvm import PYTHON_INTERFACE
 
 ERROR_MARK = "\0lakelog-error\0"
@@ -284,23 +285,6 @@ def _timestamp(micros: Any) -> dt.datetime | None:
     if micros is None:
         return None
     return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(micros))
-
-
-def local_path(path: str, spark: SparkSession | None = None) -> str:
-    """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; a relative path made
-    absolute as Spark's file sources make it (``spark_ext.cluster.paths``); other URLs unchanged."""
-    if path.startswith("file:") and (path.startswith("file:/") or path.startswith("file:///")):
-        rest = path[len("file:"):]
-        if rest.startswith("//"):
-            rest = rest[2:]
-            if not rest.startswith("/"):
-                raise InvalidArgumentError(f"{path!r}: a file URL names a local path (file:/path or file:///path)")
-        from urllib.parse import unquote
-
-        return unquote(rest)
-    from ..cluster.paths import absolute_path, driver_path
-
-    return driver_path(spark, path) if spark is not None else absolute_path(path)
 
 
 class _Loaded:

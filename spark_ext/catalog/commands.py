@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 
 from lakelog.errors import UnsupportedFeatureError
 
+from ..cluster.paths import local_path
 from ..statements.syntax import tokenize
 from ..table import DETAIL_SCHEMA, HISTORY_SCHEMA
 
@@ -100,8 +101,6 @@ def table_changes(spark: SparkSession, table: str, start: Any, end: Any) -> Data
 
 def table_path(spark: SparkSession, name: str) -> str:
     """The location of the lakelog table ``name`` (a catalog name, ``lakelog.`path``` or a path)."""
-    from .bridge import local_path
-
     found = spark._jvm.org.apache.spark.sql.lakelog.LakelogCatalog.pathOf(spark._jsparkSession, name)
     if found is None:
         raise UnsupportedFeatureError(f"{name!r} is not a lakelog table (name one in the catalog, lakelog.`<path>`, or give its path)")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
+from lakelog.errors import InvalidArgumentError
 from lakelog.storage.location import url_scheme
 
 # A URL or other scheme-prefixed location (Windows drive letters are one character: plain paths).
@@ -54,6 +55,19 @@ def driver_cwd(spark) -> str:
 def driver_path(spark, path: str) -> str:
     """``path`` as every process of ``spark``'s jobs names the table (see ``absolute_path``)."""
     return path if _unresolved(path) else absolute_path(path, driver_cwd(spark))
+
+
+def local_path(path: str, spark=None) -> str:
+    """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; a relative path made
+    absolute as Spark's file sources make it (``absolute_path``); other URLs unchanged."""
+    if path.startswith("file:") and (path.startswith("file:/") or path.startswith("file:///")):
+        rest = path[len("file:"):]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            if not rest.startswith("/"):
+                raise InvalidArgumentError(f"{path!r}: a file URL names a local path (file:/path or file:///path)")
+        return unquote(rest)
+    return driver_path(spark, path) if spark is not None else absolute_path(path)
 
 
 def _unresolved(path) -> bool:
