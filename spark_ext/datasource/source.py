@@ -59,8 +59,8 @@ from .planner import in_read_planner
 from .stream_source import LakelogStreamReader
 from .change_feed import LakelogChangeReader, LakelogChangeStreamReader, feed_schema, reads_change_feed
 from .partition_by import install as install_partition_by
+from ..cluster.tasks import task_features, task_file_prefix
 from ..cluster.workers import use_driver_python
-from ..dml.tasks import task_features
 from ..schema.collations import with_collations
 from ..schema.variants import from_lakelog_schema, lakelog_arrow
 
@@ -247,15 +247,6 @@ def _collect(messages) -> list[AddFile]:
     return [AddFile.from_json(d) for m in messages if m is not None for d in m.adds]
 
 
-def _task_prefix() -> str:
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    if ctx is None:
-        return "part"
-    return f"part-{ctx.partitionId():05d}-a{ctx.attemptNumber()}"
-
-
 SESSION_PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
@@ -324,7 +315,7 @@ class LakelogWriter(DataSourceArrowWriter):
         plan = self.plan
         if plan.features is not None and plan.features.identity:
             plan = dataclasses.replace(plan, features=task_features(plan.features))
-        adds = plan.write(batches, file_prefix=_task_prefix())
+        adds = plan.write(batches, file_prefix=task_file_prefix("part"))
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], _session_partition_overwrite_mode())
 
     def _dynamic(self, messages) -> bool:
@@ -425,7 +416,7 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
             latest = lakelog.Table(plan.path, storage_options=plan.storage_options).snapshot.writer_features
             marks = {c.name: c.high_water_mark for c in (latest.identity if latest is not None else ())}
             plan = dataclasses.replace(plan, features=task_features(plan.features.drawing_from(marks)))
-        adds = plan.write(iterator, file_prefix=_task_prefix())
+        adds = plan.write(iterator, file_prefix=task_file_prefix("part"))
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], identity_marks=marks)
 
     def commit(self, messages, batchId: int) -> None:

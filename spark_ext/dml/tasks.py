@@ -25,6 +25,8 @@ from lakelog.table_features.row_tracking import writer_schema
 from lakelog.storage import Storage
 from lakelog.write import DataWriter
 
+from ..cluster.tasks import task_features, task_file_prefix
+
 FILE = "__lakelog_file"  # the data file a row was read from (Spark's path)
 ROW = "__lakelog_row"  # a row's position in its data file (the protocol's file row index)
 ROWS = "__lakelog_rows"  # a file's selected row indexes, as one array
@@ -56,23 +58,6 @@ def normal_path(path: str, *, encoded: bool = True) -> str:
     if p.startswith("file://"):
         p = "file:/" + p[len("file://"):].lstrip("/")
     return p
-
-
-def task_context(prefix: str):
-    """(Spark's TaskContext or None, this task attempt's file name prefix)."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return ctx, (f"{prefix}-{ctx.partitionId():05d}-a{ctx.attemptNumber()}" if ctx is not None else prefix)
-
-
-def task_features(features):
-    """``features`` for the running Spark task: the tasks of a job write in parallel, each drawing identity
-    values by its partition id (``lakelog.table_features.identity_columns.spark_index``)."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return features.for_task(ctx.partitionId()) if features is not None and features.identity and ctx is not None else features
 
 
 def typed_task_error(e: BaseException) -> BaseException:
@@ -144,7 +129,7 @@ def writer_task(path: str, storage_options: dict | None, schema: pa.Schema, part
     columns and ``bases`` (each read file's normalized Spark path -> baseRowId, defaultRowCommitVersion)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        _, name = task_context(prefix)
+        name = task_file_prefix(prefix)
         feats = task_features(features)
         writer = DataWriter(Storage(path, storage_options), writer_schema(schema, tracking), partition_columns, max_indexed_cols, name,
                             column_mapping=column_mapping, stats_columns=stats_columns, extra_columns=tracking or (),
@@ -253,7 +238,7 @@ def rewrite_task(state: TableState, files: dict[str, AddFile], threads: int, col
                 changes.append((add, at[order], values))
                 read.append(spark_file)
                 n_updated.append(updated)
-        _, name = task_context(prefix)
+        name = task_file_prefix(prefix)
         feats = task_features(features)
         done = rewrite_without(state, changes, threads, feats, name)
         n = len(done.adds)
