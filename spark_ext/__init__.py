@@ -3,8 +3,8 @@
 ``DeltaTable``-style handle whose delete, update and merge run on Spark; ``sql(spark, statement)``, Delta's
 SQL (MERGE INTO, UPDATE, DELETE, time travel, DESCRIBE HISTORY, RESTORE, ...) for lakelog tables."""
 
-from .catalog import configure
-from .datasource.source import LakelogDataSource, register
+from .catalog import configure, register
+from .datasource.source import LakelogDataSource
 from .scan.native import read
 from .sql import sql
 from .table import LakelogTable

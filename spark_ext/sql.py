@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .datasource.source import register
+from .catalog.session import register
 from .statements import SqlError, run_statement
 
 __all__ = ["sql", "SqlError"]

@@ -17,7 +17,7 @@ import lakelog
 from lakelog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from lakelog.schema.types import has_variant
 
-from .datasource.source import register
+from .datasource.source import register_source
 from .dml.jobs import delete as _delete
 from .dml.jobs import update as _update
 from .dml.merge import LakelogMergeBuilder
@@ -146,7 +146,7 @@ class LakelogTable:
             table = lakelog.Table(self._path, version=version, storage_options=self._storage_options)
         if hadoop_readable(self._spark, table.storage) and not has_variant(table.schema):
             return snapshot_frame(self._spark, table.storage, table.snapshot)
-        register(self._spark)
+        register_source(self._spark)
         options = {f"storage.{k}": str(v) for k, v in (self._storage_options or {}).items()}
         return self._spark.read.format("lakelog").options(**options).option("versionAsOf", str(table.version)).load(self._path)
 

@@ -3,6 +3,6 @@ lakelog tables by name (``session``); lakelog's JVM classes (``spark_ext.jvm``) 
 (``bridge``), which answers with the table's schema (``tables``), creates and alters tables (``ddl``), and
 runs Delta's commands (``commands``)."""
 
-from .session import configure, is_native
+from .session import configure, is_native, register
 
-__all__ = ["configure", "is_native"]
+__all__ = ["configure", "is_native", "register"]

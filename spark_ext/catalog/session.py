@@ -17,6 +17,7 @@ from typing import Any
 
 from lakelog.errors import InvalidArgumentError, UnsupportedFeatureError
 
+from ..datasource.source import register_source
 from ..jvm import CATALOG_CLASS, EXTENSION_CLASS, PYTHON_INTERFACE, jar_path
 
 EXTENSIONS_CONF = "spark.sql.extensions"
@@ -68,8 +69,6 @@ def _registering(start, options):
         _use_this_python(options)
         spark = start()
         _check_native(spark)
-        from ..datasource.source import register
-
         register(spark)
         return spark
 
@@ -100,6 +99,13 @@ def _check_native(spark) -> None:
             "without lakelog's catalog: stop it (spark.stop()) and build the session again")
 
 
+def register(spark) -> None:
+    """``spark_ext.register``: ``format("lakelog")`` on ``spark`` (``register_source``) and, where the session has
+    lakelog's catalog, the callbacks its classes make into this process (``register_bridge``)."""
+    register_source(spark)
+    register_bridge(spark)
+
+
 def register_bridge(spark) -> None:
     """Let lakelog's classes in ``spark``'s JVM call this process (once per JVM; a no-op where the session
     was not built with ``configure``)."""
@@ -118,4 +124,4 @@ def register_bridge(spark) -> None:
     jvm.org.apache.spark.sql.lakelog.LakelogErrors.register(json.dumps(error_classes()))
 
 
-__all__ = ["configure", "is_native", "register_bridge", "PYTHON_INTERFACE"]
+__all__ = ["configure", "is_native", "register", "register_bridge", "PYTHON_INTERFACE"]

@@ -65,8 +65,9 @@ from ..schema.collations import with_collations
 from ..schema.variants import from_lakelog_schema, lakelog_arrow
 
 
-def register(spark) -> None:
-    """Register ``format("lakelog")`` on ``spark`` and enable Python filter pushdown (a reader that can push
+def register_source(spark) -> None:
+    """Register ``format("lakelog")`` on ``spark`` (``spark_ext.register`` does this, then connects lakelog's
+    catalog where the session has it) and enable Python filter pushdown (a reader that can push
     filters needs it; lakelog pushes them only with the read option ``filterPushdown``). Spark's Python
     workers then run this interpreter (see ``spark_ext.cluster.workers``), even in a session started before, and
     ``DataFrameWriter.partitionBy`` works for ``format("lakelog")`` (see ``spark_ext.datasource.partition_by``)."""
@@ -74,9 +75,6 @@ def register(spark) -> None:
     install_partition_by()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LakelogDataSource)
-    from ..catalog.session import register_bridge
-
-    register_bridge(spark)
 
 
 class LakelogDataSource(DataSource):
