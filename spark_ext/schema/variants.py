@@ -57,7 +57,7 @@ def lakelog_arrow(schema: pa.Schema) -> pa.Schema:
 
 def from_lakelog_schema(schema: pa.Schema, **kwargs):
     """``from_arrow_schema`` of a lakelog schema: variant columns become Spark's VariantType, collated
-    strings Spark's collated strings (``collation_types``)."""
+    strings Spark's collated strings (``collations``)."""
     from .collations import spark_collations
 
     return spark_collations(from_arrow_schema(spark_arrow(schema), **kwargs), schema)
