@@ -20,13 +20,14 @@ import scala.jdk.CollectionConverters._
 class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(input: LogicalPlan): LogicalPlan = {
-    // Spark leaves the clauses of a MERGE into a table that accepts any schema to the table's own rules:
-    // its target takes lakelog's table without that capability, and Spark resolves them (lakelog's
-    // schema evolution comes from the statement, not from the capability).
+    // Spark leaves the clauses of a MERGE (and an UPDATE's assignments) on a table that accepts any schema
+    // to the table's own rules: the target takes lakelog's table without that capability, and Spark
+    // resolves them (lakelog's schema evolution comes from the statement, not from the capability).
     val plan = input.resolveOperatorsDown {
       case m: MergeIntoTable if !m.resolved && m.targetTable.exists(acceptsAny) =>
-        m.copy(targetTable = m.targetTable.transform { case r: DataSourceV2Relation if acceptsAny(r) =>
-          r.copy(table = r.table.asInstanceOf[LakelogSparkTable].copy(acceptsAnySchema = false)) })
+        m.copy(targetTable = rowLevelTarget(m.targetTable))
+      case u: UpdateTable if !u.resolved && u.table.exists(acceptsAny) =>
+        u.copy(table = rowLevelTarget(u.table))
     }
     // The targets of row-level commands stay relations until their command is resolved (a read plan in
     // their place would hide what they change).
@@ -87,7 +88,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogWriteCommand(table, writeQuery(table, aligned), "overwrite", None, dynamic = true, withMerge(options, evolve))
 
     case u @ UpdateTable(LakelogTarget(table, target), assignments, condition) if u.resolved =>
-      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false), "UPDATE")
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, checkVariants(assignments, "UPDATE"), false, false), "UPDATE")
       val changed = aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -130,16 +131,25 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
    * refuses it, and a JSON text meant as a value is the usual mistake: refused, naming parse_json.
    */
   private def checkVariants(assignments: Seq[Assignment], what: String): Seq[Assignment] = {
+    def named(key: Expression): String = key match {
+      case a: Attribute => (a.qualifier.lastOption.filterNot(_.contains("/")).map(_ + ".").getOrElse("")) + a.name
+      case other => other.sql
+    }
+    def refuse(key: Expression, value: Expression): Nothing =
+      throw LakelogException("LAKELOG_SCHEMA_MISMATCH",
+        s"$what: column ${named(key)} of type variant cannot store the string ${value.sql}: a string is not cast to a " +
+          s"variant; write parse_json(${value.sql}) to store the JSON it holds")
     def unaliased(e: Expression): Expression = e match {
       case Alias(child, _) => unaliased(child)
       case other => other
     }
     assignments.map(a => (a.key, unaliased(a.value))).foreach {
       case (key, c: Cast) if c.dataType.isInstanceOf[org.apache.spark.sql.types.VariantType] &&
-          c.child.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] =>
-        throw LakelogException("LAKELOG_SCHEMA_MISMATCH",
-          s"$what: column ${key.sql} of type variant cannot store the string ${c.child.sql}: a string is not cast to a " +
-            s"variant; write parse_json(${c.child.sql}) to store the JSON it holds")
+          c.child.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] => refuse(key, c.child)
+      // (before alignment, whose own refusal names no function)
+      case (key, value) if key.resolved && value.resolved &&
+          key.dataType.isInstanceOf[org.apache.spark.sql.types.VariantType] &&
+          value.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] => refuse(key, value)
       case _ =>
     }
     assignments
@@ -148,7 +158,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
   /** An UPDATE clause with Spark's store-assignment casts, keeping the columns it changes. */
   private def alignUpdate(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
     case UpdateAction(cond, assignments, false) =>
-      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target, assignments, false, false), "MERGE")
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target, checkVariants(assignments, "MERGE"), false, false), "MERGE")
       UpdateAction(cond, aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -168,6 +178,11 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
         case _ => true
       })
     case other => other
+  }
+
+  private def rowLevelTarget(target: LogicalPlan): LogicalPlan = target.transform {
+    case r: DataSourceV2Relation if acceptsAny(r) =>
+      r.copy(table = r.table.asInstanceOf[LakelogSparkTable].copy(acceptsAnySchema = false))
   }
 
   private def acceptsAny(plan: LogicalPlan): Boolean = plan match {
