@@ -314,9 +314,6 @@ def test_optimize_where_and_zorder(spark):
     assert cond is not None
 
 
-@pytest.mark.xfail(strict=True, reason="OPTIMIZE returns its metrics as map<string,string> (numbers as strings, filesAdded as "
-                                      "JSON text); Delta returns a struct (OptimizeMetrics: numFilesAdded BIGINT, filesAdded "
-                                      "struct<min,max,avg,totalFiles,totalSize>, ...)")
 def test_optimize_metrics_are_deltas_struct(spark):
     name = unique("optm")
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING lakelog")
@@ -352,8 +349,6 @@ def test_vacuum_dry_run_and_retain(spark):
     assert cond == "LAKELOG_RETENTION_DURATION", message
 
 
-@pytest.mark.xfail(strict=True, reason="VACUUM ignores spark.databricks.delta.retentionDurationCheck.enabled=false, Delta's "
-                                      "switch for a retention shorter than the table's (the message points to a Python argument)")
 def test_vacuum_honours_deltas_retention_check_switch(spark):
     name = unique("vacswitch")
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING lakelog")
@@ -367,7 +362,6 @@ def test_vacuum_honours_deltas_retention_check_switch(spark):
     assert len(os.listdir(location(spark, name))) == 2  # _delta_log and the live file
 
 
-@pytest.mark.xfail(strict=True, reason="VACUUM (not DRY RUN) returns no rows; Delta returns one row, the table's path")
 def test_vacuum_returns_the_tables_path(spark):
     name = unique("vacpath")
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING lakelog")
@@ -399,8 +393,6 @@ def test_restore_to_version_and_timestamp(spark):
     assert cond is not None
 
 
-@pytest.mark.xfail(strict=True, reason="MERGE ... WHEN NOT MATCHED THEN INSERT (cols) VALUES (...) leaves a column with a DEFAULT "
-                                      "that the clause does not list NULL; Delta (and INSERT INTO by name here) give it its default")
 def test_merge_insert_fills_column_defaults(spark):
     name = unique("mdefault")
     spark.sql(f"CREATE TABLE {name} (id BIGINT GENERATED ALWAYS AS IDENTITY, v STRING, d STRING DEFAULT 'dd') USING lakelog")

@@ -462,9 +462,6 @@ def test_nested_types(spark):
     assert spark_rows(spark.sql(f"SELECT st.b, arr[1], m['k'] FROM {name} WHERE id = 1")) == [("x", 2, 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="spark.read/readStream .option('readChangeFeed', 'true').table(name) ignores the option and "
-                                      "returns the table's rows (no _change_type): Delta's documented way to read the change feed "
-                                      "of a table by name")
 def test_read_change_feed_option_by_name(spark, versions, tmp_path):
     name, path = versions
     cols = ["id", "p", "_change_type", "_commit_version"]

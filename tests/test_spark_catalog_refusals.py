@@ -43,7 +43,6 @@ REFUSED = {
     "drop_by_path": "DROP TABLE lakelog.`{tpath}`",
     "read_parquet_dir_as_lakelog": "SELECT * FROM lakelog.`{pq}`",
     "insert_parquet_dir_as_lakelog": "INSERT INTO lakelog.`{pq}` VALUES (1, 2)",
-    "create_table_like": "CREATE TABLE {n} LIKE {t}",
     "replace_at_another_location": "CREATE OR REPLACE TABLE {t} (a INT, b INT) USING lakelog LOCATION '{elsewhere}'",
     "replace_a_parquet_table": "CREATE OR REPLACE TABLE {pqt} (a INT, b INT) USING lakelog",
     "table_changes_arguments": "SELECT * FROM table_changes('{t}')",
@@ -51,17 +50,7 @@ REFUSED = {
     "history_of_parquet": "DESCRIBE HISTORY {pqt}",
 }
 
-WITHOUT_CLASS = {
-    "bucketing": "LAKELOG_UNSUPPORTED_PARTITIONING is raised from the JVM but is not a registered error class: getCondition() is None",
-    "bucket_transform": "LAKELOG_UNSUPPORTED_PARTITIONING is raised from the JVM but is not a registered error class: getCondition() is None",
-    "drop_by_path": "LAKELOG_UNSUPPORTED is raised from the JVM but is not a registered error class: getCondition() is None",
-    "replace_at_another_location": "LAKELOG_LOCATION_MISMATCH is raised from the JVM but is not a registered error class: "
-                                   "getCondition() is None",
-    "replace_a_parquet_table": "LAKELOG_NOT_A_LAKELOG_TABLE is raised from the JVM but is not a registered error class: "
-                               "getCondition() is None",
-    "create_table_like": "CREATE TABLE ... LIKE a lakelog table fails with a java.lang.UnsupportedOperationException "
-                         "('spark_catalog does not support CREATE TABLE LIKE'), no error class (Delta supports it)",
-}
+WITHOUT_CLASS: dict[str, str] = {}
 
 
 @pytest.fixture
@@ -124,8 +113,6 @@ def test_truncate_is_refused_or_empties_the_table_in_a_commit(spark, setting):
         assert version_of(path) == before + 1 and len(lakelog.Table(path).to_pyarrow()) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="LAKELOG_UNSUPPORTED_PARTITIONING (from the JVM) is not a registered error class: "
-                                      "getCondition() is None")
 def test_dataframe_writers_refuse_bucketing_and_transforms_by_class(spark):
     from pyspark.sql.functions import partitioning
 

@@ -62,11 +62,24 @@ def test_relative_paths_resolve_against_the_driver_jvms_directory(spark, tmp_pat
     t.delete("id = 0")
     assert spark_ext.sql(spark, f"SELECT count(*) FROM lakelog.`{rel}`").collect()[0][0] == 3
     spark_ext.sql(spark, f"INSERT INTO lakelog.`{rel}` VALUES (9, '1')")
-    spark_ext.sql(spark, f"CREATE TABLE rel_located USING lakelog LOCATION '{rel}'")
+    spark_ext.sql(spark, f"CREATE TABLE rel_located USING lakelog LOCATION '{target}'")
     try:
         assert sorted(r.id for r in spark_ext.sql(spark, "SELECT id FROM rel_located").collect()) == [1, 2, 3, 9]
         assert spark_ext.sql(spark, f"DESCRIBE HISTORY '{rel}'").count() == 3
     finally:
         spark_ext.sql(spark, "DROP TABLE rel_located")
+    # A relative LOCATION in CREATE TABLE follows Spark's rule for every table: under the database's location.
+    spark.sql("CREATE TABLE rel_new (id BIGINT) USING lakelog LOCATION 'rel_new_dir'")
+    spark.sql("CREATE TABLE rel_pq (id BIGINT) USING parquet LOCATION 'rel_pq_dir'")
+    try:
+        spark.sql("INSERT INTO rel_new VALUES (7)")
+        new_location = spark.sql("DESCRIBE DETAIL rel_new").first()["location"]
+        pq_location = spark.sql("DESCRIBE TABLE EXTENDED rel_pq").where("col_name = 'Location'").first()["data_type"]
+        assert os.path.dirname(new_location.removeprefix("file:")) == os.path.dirname(pq_location.removeprefix("file:"))
+        assert lakelog.Table(new_location).to_pyarrow()["id"].to_pylist() == [7]
+        assert [r.id for r in spark.table("rel_new").collect()] == [7]
+    finally:
+        spark.sql("DROP TABLE rel_new")
+        spark.sql("DROP TABLE rel_pq")
     assert sorted(deltalake.DeltaTable(str(target)).to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3, 9]
     assert os.listdir(python_cwd) == []

@@ -250,6 +250,10 @@ class Bridge:
 
         return run(spark, text)._jdf
 
+    def _changeFeed(self, spark, path: str, options: dict, streaming: bool) -> Any:
+        reader = spark.readStream if streaming else spark.read
+        return reader.format("lakelog").options(**options).load(local_path(path, spark))._jdf
+
     def _tableChanges(self, spark, table: str, start: Any, end: Any) -> Any:
         from .commands import table_changes
 

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.classic.Dataset
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.types.StructType
+import scala.jdk.CollectionConverters._
 
 /**
  * Resolution rule that gives lakelog tables Delta's semantics on Spark: a read becomes the plan
@@ -18,7 +19,16 @@ import org.apache.spark.sql.types.StructType
  */
 class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
 
-  override def apply(plan: LogicalPlan): LogicalPlan = {
+  override def apply(input: LogicalPlan): LogicalPlan = {
+    // Spark leaves the clauses of a MERGE (and an UPDATE's assignments) on a table that accepts any schema
+    // to the table's own rules: the target takes lakelog's table without that capability, and Spark
+    // resolves them (lakelog's schema evolution comes from the statement, not from the capability).
+    val plan = input.resolveOperatorsDown {
+      case m: MergeIntoTable if !m.resolved && m.targetTable.exists(acceptsAny) =>
+        m.copy(targetTable = rowLevelTarget(m.targetTable))
+      case u: UpdateTable if !u.resolved && u.table.exists(acceptsAny) =>
+        u.copy(table = rowLevelTarget(u.table))
+    }
     // The targets of row-level commands stay relations until their command is resolved (a read plan in
     // their place would hide what they change).
     val targets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[LogicalPlan, java.lang.Boolean]())
@@ -78,7 +88,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
       LakelogWriteCommand(table, writeQuery(table, aligned), "overwrite", None, dynamic = true, withMerge(options, evolve))
 
     case u @ UpdateTable(LakelogTarget(table, target), assignments, condition) if u.resolved =>
-      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, assignments, false, false), "UPDATE")
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target.output, checkVariants(assignments, "UPDATE"), false, false), "UPDATE")
       val changed = aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -103,8 +113,17 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
     case DropConstraint(LakelogTableRef(table), name, ifExists, _) =>
       LakelogAlterCommand(table.path, Seq(TableChange.dropConstraint(name, ifExists, false)))
 
+    case r @ DataSourceV2Relation(table: LakelogSparkTable, _, _, _, options, _)
+        if !targets.contains(r) && LakelogAnalysis.readsChangeFeed(options.asCaseSensitiveMap.asScala.toMap) =>
+      LakelogAnalysis.changeFeedPlan(session, table, options.asCaseSensitiveMap.asScala.toMap, streaming = false, r.output)
+
     case r @ DataSourceV2Relation(table: LakelogSparkTable, _, _, _, _, _) if !targets.contains(r) =>
       LakelogAnalysis.readPlan(session, table, r.output)
+
+    case s: org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
+        if s.table.isInstanceOf[LakelogSparkTable] && LakelogAnalysis.readsChangeFeed(s.extraOptions.asCaseSensitiveMap.asScala.toMap) =>
+      LakelogAnalysis.changeFeedPlan(session, s.table.asInstanceOf[LakelogSparkTable],
+        s.extraOptions.asCaseSensitiveMap.asScala.toMap, streaming = true, s.output.collect { case a: AttributeReference => a })
   }
 
   /**
@@ -112,16 +131,25 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
    * refuses it, and a JSON text meant as a value is the usual mistake: refused, naming parse_json.
    */
   private def checkVariants(assignments: Seq[Assignment], what: String): Seq[Assignment] = {
+    def named(key: Expression): String = key match {
+      case a: Attribute => (a.qualifier.lastOption.filterNot(_.contains("/")).map(_ + ".").getOrElse("")) + a.name
+      case other => other.sql
+    }
+    def refuse(key: Expression, value: Expression): Nothing =
+      throw LakelogException("LAKELOG_SCHEMA_MISMATCH",
+        s"$what: column ${named(key)} of type variant cannot store the string ${value.sql}: a string is not cast to a " +
+          s"variant; write parse_json(${value.sql}) to store the JSON it holds")
     def unaliased(e: Expression): Expression = e match {
       case Alias(child, _) => unaliased(child)
       case other => other
     }
     assignments.map(a => (a.key, unaliased(a.value))).foreach {
       case (key, c: Cast) if c.dataType.isInstanceOf[org.apache.spark.sql.types.VariantType] &&
-          c.child.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] =>
-        throw LakelogException("LAKELOG_SCHEMA_MISMATCH",
-          s"$what: column ${key.sql} of type variant cannot store the string ${c.child.sql}: a string is not cast to a " +
-            s"variant; write parse_json(${c.child.sql}) to store the JSON it holds")
+          c.child.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] => refuse(key, c.child)
+      // (before alignment, whose own refusal names no function)
+      case (key, value) if key.resolved && value.resolved &&
+          key.dataType.isInstanceOf[org.apache.spark.sql.types.VariantType] &&
+          value.dataType.isInstanceOf[org.apache.spark.sql.types.StringType] => refuse(key, value)
       case _ =>
     }
     assignments
@@ -130,7 +158,7 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
   /** An UPDATE clause with Spark's store-assignment casts, keeping the columns it changes. */
   private def alignUpdate(target: Seq[Attribute], action: MergeAction): MergeAction = action match {
     case UpdateAction(cond, assignments, false) =>
-      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target, assignments, false, false), "MERGE")
+      val aligned = checkVariants(AssignmentUtils.alignUpdateAssignments(target, checkVariants(assignments, "MERGE"), false, false), "MERGE")
       UpdateAction(cond, aligned.filter {
         case Assignment(key: Attribute, value: Attribute) => key.exprId != value.exprId
         case _ => true
@@ -150,6 +178,16 @@ class LakelogAnalysis(session: SparkSession) extends Rule[LogicalPlan] {
         case _ => true
       })
     case other => other
+  }
+
+  private def rowLevelTarget(target: LogicalPlan): LogicalPlan = target.transform {
+    case r: DataSourceV2Relation if acceptsAny(r) =>
+      r.copy(table = r.table.asInstanceOf[LakelogSparkTable].copy(acceptsAnySchema = false))
+  }
+
+  private def acceptsAny(plan: LogicalPlan): Boolean = plan match {
+    case DataSourceV2Relation(t: LakelogSparkTable, _, _, _, _, _) => t.acceptsAnySchema
+    case _ => false
   }
 
   /** `query` with its lakelog reads resolved (a command keeps its query out of the rule's reach). */
@@ -218,6 +256,26 @@ object LakelogAnalysis {
   /** The positions of a MERGE's `WHEN NOT MATCHED THEN INSERT *` clauses (Spark's analysis turns them into
    *  column lists, which would drop the columns schema evolution adds). Set by [[LakelogSqlParser]]. */
   val StarInserts = org.apache.spark.sql.catalyst.trees.TreeNodeTag[Set[Int]]("lakelog.starInserts")
+
+  /** Whether a read's options ask for the change data feed (Delta's `readChangeFeed` option). */
+  def readsChangeFeed(options: Map[String, String]): Boolean =
+    options.exists { case (k, v) => k.equalsIgnoreCase("readChangeFeed") && v.trim.equalsIgnoreCase("true") }
+
+  /** The change data feed of `table` (batch or streaming), as `format("lakelog")` reads it with the same
+   *  options; the table's columns keep the relation's attributes, the change columns follow. */
+  def changeFeedPlan(session: SparkSession, table: LakelogSparkTable, options: Map[String, String], streaming: Boolean,
+                     output: Seq[AttributeReference]): LogicalPlan = {
+    val frame = LakelogPython.call("changeFeed", session, "path" -> table.path, "options" -> options, "streaming" -> streaming)
+      .asInstanceOf[org.apache.spark.sql.Dataset[_]]
+    val inner = frame.queryExecution.analyzed
+    val columns = inner.output.map { have =>
+      output.find(_.name.equalsIgnoreCase(have.name)) match {
+        case Some(want) => Alias(have, want.name)(exprId = want.exprId)
+        case None => have
+      }
+    }
+    Project(columns, inner)
+  }
 
   /** The plan of `table` as lakelog reads it, renamed to the relation's output attributes. */
   def readPlan(session: SparkSession, table: LakelogSparkTable, output: Seq[AttributeReference]): LogicalPlan = {

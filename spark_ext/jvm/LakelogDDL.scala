@@ -79,6 +79,7 @@ object LakelogDDL {
       case _ =>
     }
     val given = properties.get(TableCatalog.PROP_LOCATION).orElse(properties.get("option.path"))
+      .map(g => if (byPath) g else tableLocation(session, ident, g))
     val known = if (byPath) Some(ident.name) else entry.map(LakelogCatalog.locationOf)
     (given, known) match {
       case (Some(g), Some(k)) if !samePath(session, g, k) =>
@@ -124,6 +125,16 @@ object LakelogDDL {
     if (!byPath && entry.isEmpty && reply != "exists") {
       catalog.register(ident, location, managed, properties.get(TableCatalog.PROP_COMMENT))
     }
+  }
+
+  /** A LOCATION as Spark's session catalog keeps it: a relative one is under the database's location
+   *  (Spark's rule for every table it creates), so that the table is written where its entry points. */
+  private def tableLocation(session: SparkSession, ident: Identifier, location: String): String = {
+    if (new org.apache.hadoop.fs.Path(location).isAbsolute || location.contains(":")) return location
+    import org.apache.spark.sql.catalyst.catalog.CatalogUtils
+    val catalog = session.sessionState.catalog
+    val database = ident.namespace.lastOption.getOrElse(catalog.getCurrentDatabase)
+    CatalogUtils.URIToString(catalog.makeQualifiedTablePath(CatalogUtils.stringToURI(location), database))
   }
 
   def alter(session: SparkSession, path: String, changes: Seq[TableChange]): Unit = {

@@ -63,7 +63,8 @@ case class LakelogSparkTable(
     info: LakelogTableInfo,
     catalogTable: Option[CatalogTable],
     timeTravel: VersionSpec,
-    storageOptions: Map[String, String] = Map.empty)
+    storageOptions: Map[String, String] = Map.empty,
+    acceptsAnySchema: Boolean = true)
   extends Table with SupportsRead with SupportsWrite {
 
   def path: String = info.path
@@ -91,17 +92,18 @@ case class LakelogSparkTable(
     base.asJava
   }
 
-  override def capabilities(): util.Set[TableCapability] = Set(
+  override def capabilities(): util.Set[TableCapability] = (Set(
     TableCapability.BATCH_READ,
     TableCapability.BATCH_WRITE,
     TableCapability.TRUNCATE,
     TableCapability.OVERWRITE_BY_FILTER,
     TableCapability.OVERWRITE_DYNAMIC,
     TableCapability.MICRO_BATCH_READ,
-    TableCapability.STREAMING_WRITE,
+    TableCapability.STREAMING_WRITE) ++
     // (lakelog's analysis rule aligns a batch write's data by Spark's own rule, and keeps the columns a write
-    // with schema evolution adds, which Spark's output resolution would refuse first)
-    TableCapability.ACCEPT_ANY_SCHEMA).asJava
+    // with schema evolution adds, which Spark's output resolution would refuse first; a row-level command's
+    // target does without, so that Spark resolves its clauses)
+    (if (acceptsAnySchema) Set(TableCapability.ACCEPT_ANY_SCHEMA) else Set.empty)).asJava
 
   /** lakelog's Python data source (`format("lakelog")`) over this table: its streaming source and sink. */
   private def source(options: util.Map[String, String]): Table = {
