@@ -215,8 +215,11 @@ class Table:
         """UniForm: write the Iceberg metadata (``metadata/``) of every version since the last one it
         describes, up to the latest, which this Table moves to; returns that version. A commit does this
         itself; this catches up after a commit whose Iceberg step failed or was interrupted. A table
-        without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``."""
-        from . import iceberg
+        without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``. A
+        table with ``lakelog.iceberg.catalog`` and ``lakelog.iceberg.table`` then has its Iceberg catalog caught up
+        too (``lakelog.errors.CatalogError`` when that fails; ``CatalogConflictError`` when the catalog's table was
+        changed by another writer, which is never overwritten)."""
+        from . import catalog, iceberg
 
         self.refresh()
         if not iceberg.enabled(self.metadata.configuration):
@@ -224,7 +227,9 @@ class Table:
                 f"the table at {self.path!r} does not have UniForm on: set delta.universalFormat.enabledFormats = 'iceberg' "
                 "(with delta.enableIcebergCompatV2 = true) to have Iceberg metadata written"
             )
-        return iceberg.sync(self.storage)
+        version = iceberg.sync(self.storage)
+        catalog.publish_iceberg(self.storage, self.metadata.configuration)
+        return version
 
     # The operations below work on the latest version of the table (whatever version this Table shows)
     # and, when they commit, leave this Table at the latest version. See lakelog.maintenance.

@@ -376,6 +376,8 @@ class Transaction:
         except Exception as e:  # noqa: BLE001 - the Delta commit stands; the next one catches up
             warnings.warn(f"lakelog: version {version} is committed, but writing its Iceberg metadata (UniForm) failed: {e!r}; "
                           "the next commit or Table.sync_iceberg() writes it", stacklevel=3)
+            return
+        catalog.after_iceberg_step(self.storage, version, metadata.configuration)
 
     def _maybe_catalogs(self, version: int, actions: list[Action]) -> None:
         """The catalog entries ``lakelog.catalog.sync`` lists, registered again after a commit that changed the

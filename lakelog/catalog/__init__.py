@@ -2,8 +2,8 @@
 
 The one seam between lakelog and catalogs (specs/catalogs.md). ``names`` parses catalog names
 (``glue://database/table``); ``aws`` makes the Glue client; ``glue`` looks entries up and registers
-tables, with ``glue_columns``; ``sync`` keeps the entries ``lakelog.catalog.sync`` lists in step after
-commits. A catalog is told about a commit after it, never before, and its failure never undoes one.
+tables, with ``glue_columns``; ``iceberg_catalogs`` publishes UniForm's Iceberg metadata through
+pyiceberg's catalogs; ``sync`` keeps the entries in step after commits. A catalog is told about a commit after it, never before, and its failure never undoes one.
 boto3 (and pyiceberg) are imported only when a catalog is used.
 """
 
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .names import CatalogName, catalog_name, glue_name
-from .sync import SYNC_KEY, after_commit, catalog_location, check_properties, register_after_write, register_glue, sync_catalogs
+from .iceberg_catalogs import publish as publish_iceberg
+from .sync import SYNC_KEY, after_commit, after_iceberg_step, catalog_location, check_properties, register_after_write, register_glue, sync_catalogs
 
 
 def resolve(path: Any, storage_options: dict[str, Any] | None) -> tuple[Any, CatalogName | None]:
@@ -49,5 +50,5 @@ def location_for_write(name: CatalogName, location: str | None, storage_options:
     return there, True
 
 
-__all__ = ["SYNC_KEY", "CatalogName", "after_commit", "catalog_location", "catalog_name", "check_properties", "glue_name",
+__all__ = ["SYNC_KEY", "CatalogName", "after_commit", "after_iceberg_step", "publish_iceberg", "catalog_location", "catalog_name", "check_properties", "glue_name",
            "location_for_write", "register_after_write", "register_glue", "resolve", "sync_catalogs"]

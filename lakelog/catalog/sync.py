@@ -14,7 +14,7 @@ from ..actions import Metadata
 from ..errors import CatalogSyncWarning
 from ..storage import Storage
 from ..storage.location import table_url
-from . import glue
+from . import glue, iceberg_catalogs
 from .aws import glue_client
 from .names import CatalogName, parse_names
 
@@ -22,9 +22,10 @@ SYNC_KEY = "lakelog.catalog.sync"
 
 
 def check_properties(configuration: dict[str, str]) -> None:
-    """Refuse a malformed ``lakelog.catalog.sync`` before it is committed."""
+    """Refuse a malformed ``lakelog.catalog.sync`` (or Iceberg catalog pair) before it is committed."""
     if SYNC_KEY in configuration:
         parse_names(configuration[SYNC_KEY], SYNC_KEY)
+    iceberg_catalogs.configured(configuration)
 
 
 def synced_names(configuration: dict[str, str]) -> list[CatalogName]:
@@ -84,3 +85,17 @@ def after_commit(storage: Storage, version: int, metadata: Metadata | None, chan
             warnings.warn(CatalogSyncWarning(
                 f"lakelog: version {version} is committed, but registering it as {name} failed: {e}; "
                 "Table.sync_catalogs() or `lakelog register PATH` catches the entry up", version, e), stacklevel=4)
+
+
+def after_iceberg_step(storage: Storage, version: int, configuration: dict[str, str]) -> None:
+    """After the Iceberg step of commit ``version``: publish the Iceberg metadata to the table's Iceberg
+    catalog (``lakelog.iceberg.catalog``). Never raises: a failure, or a concurrent change of the catalog's
+    pointer, is a ``CatalogSyncWarning``; ``Table.sync_iceberg()`` catches the catalog up."""
+    try:
+        if iceberg_catalogs.configured(configuration) is None:
+            return
+        iceberg_catalogs.publish(storage, configuration)
+    except Exception as e:  # noqa: BLE001 - the commit stands; sync_iceberg catches the catalog up
+        warnings.warn(CatalogSyncWarning(
+            f"lakelog: version {version} is committed with its Iceberg metadata, but publishing it to the Iceberg catalog "
+            f"failed: {e}; Table.sync_iceberg() or `lakelog uniform PATH` catches the catalog up", version, e), stacklevel=4)
