@@ -15,10 +15,13 @@ from typing import Any
 
 import orjson
 
+from typing import TYPE_CHECKING
+
 from ..errors import CatalogConflictError, CatalogError, InvalidTablePropertyError
-from ..iceberg.convert import snapshot_id
-from ..iceberg.metadata import DELTA_VERSION, METADATA_DIR, IcebergMetadata, metadata_name, read_latest
 from ..storage import Storage
+
+if TYPE_CHECKING:  # the UniForm modules (fastavro) are imported only when a table publishes to a catalog
+    from ..iceberg.metadata import IcebergMetadata
 
 CATALOG_KEY = "lakelog.iceberg.catalog"
 TABLE_KEY = "lakelog.iceberg.table"
@@ -67,6 +70,8 @@ def publish(storage: Storage, configuration: dict[str, str]) -> str:
     """Publish the table's latest Iceberg metadata to its catalog: ``"registered"``, ``"advanced"`` or
     ``"unchanged"`` (``""`` when the table names no catalog or has no Iceberg metadata yet). A catalog
     table that is another table, or that another writer advanced, is a ``CatalogConflictError``."""
+    from ..iceberg.metadata import METADATA_DIR, metadata_name, read_latest
+
     target = configured(configuration)
     if target is None:
         return ""
@@ -108,6 +113,9 @@ def publish(storage: Storage, configuration: dict[str, str]) -> str:
 
 def _ours(meta_uuid: str, snapshot: Any) -> bool:
     """Whether an Iceberg snapshot is one lakelog wrote: its id is lakelog's for the Delta version it names."""
+    from ..iceberg.convert import snapshot_id
+    from ..iceberg.metadata import DELTA_VERSION
+
     try:
         version = int((snapshot.summary or {}).get(DELTA_VERSION))
     except (TypeError, ValueError):
@@ -115,7 +123,7 @@ def _ours(meta_uuid: str, snapshot: Any) -> bool:
     return snapshot.snapshot_id == snapshot_id(meta_uuid, version)
 
 
-def _advance(cat: Any, table: Any, meta: IcebergMetadata, label: str) -> str:
+def _advance(cat: Any, table: Any, meta: "IcebergMetadata", label: str) -> str:
     from pyiceberg.table.metadata import TableMetadataUtil
     from pyiceberg.table.update import (
         AddPartitionSpecUpdate,
