@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	@echo "make: installing lakelog and its test and Spark dependencies into $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --upgrade pip
-	@$(BIN)/python -m pip install -qq -e '.[dev,spark,s3,azure,gcs]'
+	@$(BIN)/python -m pip install -qq -e '.[dev,spark,s3,azure,gcs,glue,iceberg-catalogs]'
 	@test -x $(AZURITE) || npm install --prefix $(EMULATORS) --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 	@touch $(STAMP)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import write
+from . import catalog, write
 from .errors import InvalidArgumentError
 
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
@@ -33,8 +33,14 @@ def write_table(
     identity_columns: Any = None,
     cluster_by: list[str] | None = None,
     column_defaults: dict[str, str] | None = None,
+    location: str | None = None,
 ) -> int:
     """Write ``data`` to the table at ``path`` in one atomic commit and return the committed version.
+
+    ``path`` may be a catalog name, ``glue://database/table``: the write goes to the location AWS Glue
+    holds for it. ``location`` (with a name Glue does not know yet): where to create the table, which is
+    then registered under the name (a failed registration is a ``CatalogSyncWarning``; the commit stands).
+    A name registered with another location is a ``CatalogConflictError``, raised before anything is written.
 
     mode: "append" | "overwrite" | "error" (fail if the table exists) | "ignore" (do nothing if it exists).
     schema_mode: None (schema must match) | "merge" (add new nullable columns) | "overwrite" (with mode="overwrite").
@@ -56,6 +62,24 @@ def write_table(
     Timestamps are stored in microseconds; a nanosecond value with a sub-microsecond part is refused
     (``SchemaMismatchError``), never rounded or truncated, here as on every write path.
     """
+    name = catalog.catalog_name(path)
+    if name is None:
+        if location is not None:
+            raise InvalidArgumentError(f"location= goes with a catalog name (glue://database/table); {path!r} is the location itself")
+        return _write(path, data, mode, partition_by, schema_mode, configuration, storage_options, app_id, app_version, user_metadata,
+                      predicate, partition_overwrite, generated_columns, identity_columns, cluster_by, column_defaults)
+    target, registered = catalog.location_for_write(name, location, storage_options)
+    version = _write(target, data, mode, partition_by, schema_mode, configuration, storage_options, app_id, app_version, user_metadata,
+                     predicate, partition_overwrite, generated_columns, identity_columns, cluster_by, column_defaults)
+    if not registered:
+        catalog.register_after_write(target, name, storage_options, version)
+    return version
+
+
+def _write(path: str, data: Any, mode: str, partition_by: Any, schema_mode: str | None, configuration: dict | None,
+           storage_options: dict | None, app_id: str | None, app_version: int | None, user_metadata: str | None, predicate: Any,
+           partition_overwrite: str | None, generated_columns: dict | None, identity_columns: Any, cluster_by: list | None,
+           column_defaults: dict | None) -> int:
     if partition_overwrite not in (None, *PARTITION_OVERWRITE_MODES):
         raise InvalidArgumentError(f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, not {partition_overwrite!r}")
     partial = predicate is not None or partition_overwrite == "dynamic"

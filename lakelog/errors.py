@@ -302,3 +302,39 @@ class VariantError(LakelogError, ValueError):
     """A Variant value cannot be built or read: invalid JSON text (as Spark's ``parse_json`` refuses it),
     a duplicate object key, a Python value with no Variant type, or metadata/value bytes that are not a
     valid Parquet Variant encoding (truncated, a bad header, an unknown type id)."""
+
+
+class CatalogError(LakelogError):
+    """A catalog (AWS Glue, an Iceberg catalog) refused or failed a request; ``catalog`` names the entry
+    (``glue://db/t``, ``<catalog>:<namespace.table>``). Raised before a write commits, or by an explicit
+    registration or catch-up: a failure after a commit never undoes it (``CatalogSyncWarning``)."""
+
+    def __init__(self, message: str, *, catalog: str | None = None):
+        super().__init__(message)
+        self.catalog = catalog
+
+
+class CatalogTableNotFoundError(CatalogError, TableNotFoundError):
+    """A catalog name (``glue://db/t``) names no table, or its database does not exist."""
+
+
+class CatalogConflictError(CatalogError):
+    """A catalog entry is not what lakelog would make it without overwriting someone else's: a name
+    registered with another location, or an Iceberg catalog table that is another table or whose
+    pointer another writer advanced. Nothing was overwritten."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """A catalog's endpoint could not be reached or did not answer within the request policy
+    (``timeout``, ``connect_timeout``, ``max_retries``)."""
+
+
+class CatalogSyncWarning(UserWarning):
+    """A commit landed (``version``) but keeping a catalog in step after it failed; the commit stands,
+    and ``Table.sync_catalogs()`` (Glue; ``lakelog register PATH``) or ``Table.sync_iceberg()`` (Iceberg
+    catalogs; ``lakelog uniform PATH``) catches the catalog up."""
+
+    def __init__(self, message: str, version: int | None = None, error: BaseException | None = None):
+        super().__init__(message)
+        self.version = version
+        self.error = error

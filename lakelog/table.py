@@ -18,10 +18,16 @@ if TYPE_CHECKING:  # imported where used: scans, writes and maintenance bring py
 class Table:
     """A lakelog (Delta) table at one version.
 
-    ``version`` or ``timestamp`` (datetime or ISO string; naive means UTC) pick an older version.
+    ``version`` or ``timestamp`` (datetime or ISO string; naive means UTC) pick an older version. ``path``
+    may be a catalog name, ``glue://database/table``: the table at the location AWS Glue holds for it
+    (``path`` is then that location, ``catalog_name`` the name).
     """
 
     def __init__(self, path: str, *, version: int | None = None, timestamp: Any = None, storage_options: dict[str, Any] | None = None):
+        from . import catalog
+
+        path, name = catalog.resolve(path, storage_options)
+        self.catalog_name: str | None = name.uri if name is not None else None
         self.path = str(path)
         self.storage = Storage(self.path, storage_options)
         self._snapshot = Snapshot.load(self.storage, version=version, timestamp=timestamp)
@@ -185,12 +191,35 @@ class Table:
         self._snapshot.check_writer_protocol()
         return {"version": self.version, **generate_full(self.storage, self._snapshot)}
 
+    def sync_catalogs(self) -> dict[str, str]:
+        """Register the table again in every catalog entry its ``lakelog.catalog.sync`` property lists
+        (``glue://db/t``, comma separated), as of the latest version; {entry: "created" | "updated" |
+        "unchanged"}. A commit that changes the table's metadata does this itself; this catches up after
+        one whose catalog step failed or was interrupted. Errors are raised (``lakelog.errors.CatalogError``)."""
+        from . import catalog
+
+        self.refresh()
+        return catalog.sync_catalogs(self.storage, self.metadata)
+
+    def register_glue(self, name: str) -> str:
+        """Register this table in AWS Glue as ``name`` (``database.table`` or ``glue://database/table``), in
+        the forms Athena and Spark read; "created", "updated" or "unchanged". A name registered with another
+        location is a ``CatalogConflictError``. AWS settings: the table's S3 storage options, else the
+        ``AWS_*`` variables."""
+        from . import catalog
+
+        self.refresh()
+        return catalog.register_glue(self.storage, catalog.glue_name(name), self.metadata)
+
     def sync_iceberg(self) -> int:
         """UniForm: write the Iceberg metadata (``metadata/``) of every version since the last one it
         describes, up to the latest, which this Table moves to; returns that version. A commit does this
         itself; this catches up after a commit whose Iceberg step failed or was interrupted. A table
-        without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``."""
-        from . import iceberg
+        without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``. A
+        table with ``lakelog.iceberg.catalog`` and ``lakelog.iceberg.table`` then has its Iceberg catalog caught up
+        too (``lakelog.errors.CatalogError`` when that fails; ``CatalogConflictError`` when the catalog's table was
+        changed by another writer, which is never overwritten)."""
+        from . import catalog, iceberg
 
         self.refresh()
         if not iceberg.enabled(self.metadata.configuration):
@@ -198,7 +227,9 @@ class Table:
                 f"the table at {self.path!r} does not have UniForm on: set delta.universalFormat.enabledFormats = 'iceberg' "
                 "(with delta.enableIcebergCompatV2 = true) to have Iceberg metadata written"
             )
-        return iceberg.sync(self.storage)
+        version = iceberg.sync(self.storage)
+        catalog.publish_iceberg(self.storage, self.metadata.configuration)
+        return version
 
     # The operations below work on the latest version of the table (whatever version this Table shows)
     # and, when they commit, leave this Table at the latest version. See lakelog.maintenance.

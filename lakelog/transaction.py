@@ -35,7 +35,7 @@ from .log.delta_log import DeltaLog, commit_name
 from .log.cleanup import cleanup_expired_logs
 from .table_features.properties import TableProperties
 from .schema import collations
-from . import iceberg
+from . import catalog, iceberg
 from .table_features import iceberg_compat, row_tracking, symlink_manifest
 from .log.snapshot import Snapshot
 from .storage import ConditionalWriteConflict, Storage
@@ -168,6 +168,7 @@ class Transaction:
             TableProperties(new_metadata.configuration).check_writable()
         if new_metadata is not None:
             iceberg.check_enablement(new_metadata.configuration)
+            catalog.check_properties(new_metadata.configuration)
         if self.snapshot is not None:
             if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
                 self.snapshot.check_writable(new_metadata.configuration if new_metadata is not None else None)
@@ -243,6 +244,7 @@ class Transaction:
                 time.sleep(delay)
         self._maybe_checkpoint(version, payload)
         self._maybe_uniform(version, payload)
+        self._maybe_catalogs(version, payload)
         # Last: raises SymlinkManifestError (the commit stands) when the manifests could not be updated.
         symlink_manifest.after_commit(self.storage, self.snapshot, payload, version, lambda: self._snapshot_at(version, payload))
         return CommitResult(version, attempts)
@@ -374,6 +376,14 @@ class Transaction:
         except Exception as e:  # noqa: BLE001 - the Delta commit stands; the next one catches up
             warnings.warn(f"lakelog: version {version} is committed, but writing its Iceberg metadata (UniForm) failed: {e!r}; "
                           "the next commit or Table.sync_iceberg() writes it", stacklevel=3)
+            return
+        catalog.after_iceberg_step(self.storage, version, metadata.configuration)
+
+    def _maybe_catalogs(self, version: int, actions: list[Action]) -> None:
+        """The catalog entries ``lakelog.catalog.sync`` lists, registered again after a commit that changed the
+        table's metadata; never failing the commit (``lakelog.catalog.sync``)."""
+        new = next((a for a in actions if isinstance(a, Metadata)), None)
+        catalog.after_commit(self.storage, version, new or (self.snapshot and self.snapshot.metadata), new is not None)
 
     def _maybe_checkpoint(self, version: int, actions: list[Action]) -> None:
         metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)

@@ -18,6 +18,7 @@ LAYERS = [
     {"log"},
     {"read"},
     {"iceberg"},
+    {"catalog"},
     {"transaction"},
     {"write"},
     {"change_feed", "alter", "maintenance", "conversion"},

@@ -23,22 +23,28 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK_RE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 HEADING_RE = re.compile(r"^## (.*)$", re.MULTILINE)
 OBJECT_STORES = "Object stores: S3, Azure, GCS"
+CATALOGS = "Catalogs: AWS Glue and Iceberg catalogs"
+# Sections whose blocks start the servers they use and run in a process of their own, with what they print.
+OWN_PROCESS = {OBJECT_STORES: ["2", "2", "2"], CATALOGS: ["DELTA s3://lakelog-catalogs/orders", "2", "4 2", "3"]}
 
 
-def _blocks(section: str | None = None, other_sections: bool = True) -> list[tuple[str, str]]:
-    """(language, code) of the README's blocks; with ``section``, only those under that ``##`` heading
-    (``other_sections=False``) or only those elsewhere (``other_sections=True``)."""
+def _blocks(section: str | tuple[str, ...] | None = None, other_sections: bool = True) -> list[tuple[str, str]]:
+    """(language, code) of the README's blocks; with ``section`` (a ``##`` heading or several), only those
+    under it (``other_sections=False``) or only those elsewhere (``other_sections=True``)."""
+    sections = (section,) if isinstance(section, str) else section
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         text = f.read()
     headings = [(m.start(), m.group(1).strip()) for m in HEADING_RE.finditer(text)]
     out = []
     for m in BLOCK_RE.finditer(text):
         under = next((h for pos, h in reversed(headings) if pos < m.start()), None)
-        if section is None or (under == section) != other_sections:
+        if sections is None or (under in sections) != other_sections:
             out.append((m.group(1), m.group(2)))
     return out
 
@@ -53,7 +59,7 @@ def test_python_blocks_run_in_order(spark, tmp_path, monkeypatch, capsys):
     """Those of "Object stores" run with the emulators they start: test_object_store_blocks_start_their_emulators."""
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__readme__"}
-    for i, (lang, code) in enumerate(_blocks(OBJECT_STORES)):
+    for i, (lang, code) in enumerate(_blocks(tuple(OWN_PROCESS))):
         if lang != "python":
             continue
         try:
@@ -107,7 +113,7 @@ def test_shell_blocks_run(tmp_path):
     env["PATH"] = _lakelog_wrapper(tmp_path) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     ran = 0
-    for i, (lang, code) in enumerate(_blocks(OBJECT_STORES)):
+    for i, (lang, code) in enumerate(_blocks(tuple(OWN_PROCESS))):
         if lang != "sh":
             continue
         commands = [line.split("#", 1)[0].strip() for line in code.splitlines()]
@@ -165,12 +171,13 @@ print("all blocks ran")
 """
 
 
-def test_object_store_blocks_start_their_emulators(tmp_path):
+@pytest.mark.parametrize("section", sorted(OWN_PROCESS))
+def test_own_process_blocks_start_their_emulators(tmp_path, section):
     import json
     import signal
 
-    blocks = _blocks(OBJECT_STORES, other_sections=False)
-    assert [lang for lang, _ in blocks].count("sh") >= 2 and [lang for lang, _ in blocks].count("python") >= 4
+    blocks = _blocks(section, other_sections=False)
+    assert [lang for lang, _ in blocks].count("sh") >= 1 and [lang for lang, _ in blocks].count("python") >= 2
     (tmp_path / "blocks.json").write_text(json.dumps(blocks))
     (tmp_path / "driver.py").write_text(_SECTION_DRIVER)
     # the reader's shell: this environment's programs (moto_server) first, no store variable set
@@ -192,4 +199,4 @@ def test_object_store_blocks_start_their_emulators(tmp_path):
             proc.wait()
     out, err = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
     assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err[-5000:]}\nservers:\n{(tmp_path / 'servers.log').read_text()[-3000:]}"
-    assert out.splitlines() == ["2", "2", "2", "all blocks ran"], out
+    assert out.splitlines() == [*OWN_PROCESS[section], "all blocks ran"], out

@@ -206,6 +206,36 @@ def cmd_uniform(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_register(args: argparse.Namespace) -> int:
+    from .. import catalog
+
+    t = open_table(args)
+    if args.glue is not None:
+        outcomes = {catalog.glue_name(args.glue).uri: t.register_glue(args.glue)}
+    else:
+        outcomes = t.sync_catalogs()
+        if not outcomes:
+            raise UsageError(f"name the entry (--glue database.table): the table at {t.path} lists none in its "
+                             "lakelog.catalog.sync property")
+    if args.json:
+        emit_json({"version": t.version, "location": t.path, "entries": outcomes})
+    else:
+        for name, outcome in outcomes.items():
+            print(f"{name}: {outcome} (location {t.path}, version {t.version})")
+    return EXIT_OK
+
+
+def cmd_lookup(args: argparse.Namespace) -> int:
+    from .. import catalog
+
+    location, name = catalog.resolve(catalog.glue_name(args.path).uri, args.storage_options)
+    if args.json:
+        emit_json({"name": name.uri, "location": location})
+    else:
+        print(location)
+    return EXIT_OK
+
+
 def cmd_vacuum(args: argparse.Namespace) -> int:
     t = open_table(args)
     progress = Progress("vacuum: deleting files")

@@ -19,7 +19,9 @@ from .commands import (
     cmd_history,
     cmd_merge,
     cmd_optimize,
+    cmd_lookup,
     cmd_properties,
+    cmd_register,
     cmd_restore,
     cmd_show,
     cmd_uniform,
@@ -158,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(func=fn)
-        p.add_argument("path", metavar="PATH", help="table location (local path or URL: file://, s3://, memory://)")
+        p.add_argument("path", metavar="PATH", help="table location (local path or URL: file://, s3://, memory://) or AWS Glue name (glue://database/table)")
         return p
 
     def time_travel(p: argparse.ArgumentParser) -> None:
@@ -205,6 +207,20 @@ def build_parser() -> argparse.ArgumentParser:
         "one whose Iceberg step failed or was interrupted).",
     )
 
+    p = add(
+        "register", cmd_register, "register the table in AWS Glue (Athena's and Spark's forms)",
+        "Create or update the AWS Glue entry --glue database.table for the table at PATH, in the forms Athena "
+        "(table_type=DELTA) and Spark (provider delta, path) read; without --glue, every entry the table's "
+        "lakelog.catalog.sync property lists (catching them up after a commit whose catalog step failed). An "
+        "entry registered with another location is an error and stays as it is. AWS settings: --storage-option "
+        "(delta-rs' names) or the AWS_* variables (AWS_ENDPOINT_URL_GLUE or AWS_ENDPOINT_URL for the endpoint).",
+    )
+    p.add_argument("--glue", metavar="DATABASE.TABLE", help="the Glue entry to create or update")
+    p = add(
+        "lookup", cmd_lookup, "print the location AWS Glue holds for a table name",
+        "Print the location of the AWS Glue table PATH (database.table or glue://database/table); every command "
+        "also takes glue://database/table as its PATH.",
+    )
     p = add(
         "vacuum", cmd_vacuum, "delete data files no version inside the retention window needs",
         "Delete data files that the latest version does not reference and that were removed (or, for files "

@@ -31,6 +31,7 @@ from typing import Any
 from ..actions import AddFile, Metadata, encode_path, now_ms
 from ..errors import ConvertError, NanosecondTimestampError, SchemaMismatchError, TableExistsError
 from ..schema.types import check_column_names, schema_to_string
+from .. import catalog
 from ..storage import Storage
 from ..transaction import Transaction
 from ..write import plan_protocol
@@ -64,7 +65,8 @@ def convert(
     (Delta type names: ``string``, ``integer``/``int``, ``long``/``bigint``, ``double``, ``date``,
     ``timestamp``, ``boolean``, ``decimal(p,s)``, ...), as a list, a comma-separated string or a
     ``{name: type or None}`` dict. An empty list means "not partitioned". A given type overrides
-    inference. Returns the committed version (0).
+    inference. Returns the committed version (0). ``path`` may be a registered catalog name
+    (``glue://database/table``).
 
     Raises ``TableExistsError`` when ``path`` already has a ``_delta_log``,
     ``SparkMetadataLogError`` (a ``CorruptLogError``) for a damaged ``_spark_metadata`` log,
@@ -72,6 +74,7 @@ def convert(
     schemas cannot be unified, and ``ConvertError`` for other layouts that cannot be converted.
     """
     requested = parse_partition_by(partition_by)
+    path, _ = catalog.resolve(path, storage_options)  # a registered glue://database/table name: its location
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     if storage.list_dir(storage.log_dir):

@@ -11,7 +11,7 @@ from ..errors import InvalidArgumentError, InvalidArgumentTypeError, StorageErro
 from .base import FileInfo, Store, _mtime_ms
 from .conditional import SINGLE_WRITER_ADVICE, verify_conditional_create
 from .local import LocalStore
-from .location import resolve_location, url_scheme
+from .location import CATALOG_SCHEMES, resolve_location, url_scheme
 from .memory import MemoryStore
 from .policy import unanswered
 from .s3 import S3Store
@@ -89,6 +89,12 @@ class Storage:
         if self.max_commit_attempts is not None and self.max_commit_attempts < 1:
             raise InvalidArgumentError(f"lakelog.max_commit_attempts must be a positive integer, not {attempts!r}")
         uri = os.fspath(uri)
+        if url_scheme(uri) in CATALOG_SCHEMES:
+            raise InvalidArgumentError(
+                f"{uri!r} is a table's name in a catalog, not a storage location: open it with lakelog.Table, read_table, "
+                "write_table, plan_write, convert or the lakelog CLI, which look its location up"
+            )
+        self.options = opts  # the store's options (lakelog's own taken out): catalogs on the same cloud use them too
         self.store = open_store(resolve_location(uri), opts)
         self.single_writer = self.single_writer or self.store.unsafe_commits
         self.protocol = self.store.protocols[0]

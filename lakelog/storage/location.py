@@ -8,6 +8,8 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidArgumentError
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(.*)$", re.DOTALL)
+# Names of tables in catalogs, not storage locations: ``lakelog.catalog`` resolves them.
+CATALOG_SCHEMES = ("glue", "unity", "uc")
 
 
 def url_scheme(uri: str) -> str | None:

@@ -20,6 +20,7 @@ from ..schema.types import check_column_names, schema_to_string
 from ..schema.input_data import to_arrow_stream
 from ..table_features.properties import TableProperties, validate_new
 from ..log.snapshot import Snapshot
+from .. import catalog
 from ..storage import Storage
 from ..transaction import DuplicateTransaction, Transaction, backoff_delay, check_user_metadata
 from ..table_features import clustering, iceberg_compat, row_tracking
@@ -311,7 +312,8 @@ def plan_write(
     """Check a write of data with ``schema`` against the table and return its plan (see ``WritePlan``).
 
     ``generated_columns`` ({column: Spark SQL expression}) declares generated columns when the write
-    creates the table (or replaces its schema); a column the data lacks gets the expression's type."""
+    creates the table (or replaces its schema); a column the data lacks gets the expression's type.
+    ``path`` may be a registered catalog name (``glue://database/table``)."""
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentTypeError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
     if mode not in MODES:
@@ -325,6 +327,7 @@ def plan_write(
     if partition_by is not None and (not isinstance(partition_by, (list, tuple)) or not all(isinstance(c, str) for c in partition_by)):
         raise InvalidArgumentTypeError(f"partition_by must be a column name or a list of column names, not {partition_by!r}")
     configuration = validate_new(configuration)
+    path, _ = catalog.resolve(path, storage_options)  # a registered glue://database/table name: its location
     storage = Storage(path, storage_options)
     storage.check_atomic_commits()
     snapshot = _load_or_none(storage)
