@@ -71,3 +71,11 @@ def test_an_unknown_glue_name_is_refused_by_name_on_the_spark_paths(spark, glue_
     with pytest.raises(Exception, match="CatalogTableNotFoundError.*has no table 'missing'"):
         spark.createDataFrame([(9, "z")], "id long, name string").write.format("lakelog").mode("append").save(missing)
     assert lakelog.Table(location).version == 0  # nothing was written anywhere
+
+
+def test_sql_on_a_table_by_glue_name(spark, glue_table):
+    name, location, _ = glue_table
+    assert _ids(spark.sql(f"SELECT id FROM lakelog.`{name}`")) == [0, 1, 2]
+    spark.sql(f"DELETE FROM lakelog.`{name}` WHERE id = 0")
+    assert lakelog.Table(location).version == 1
+    assert sorted(lakelog.read_table(location).column("id").to_pylist()) == [1, 2]
