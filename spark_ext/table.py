@@ -102,7 +102,7 @@ class LakelogTable:
     def __init__(self, spark, path: str, storage_options: dict | None = None, alias: str | None = None):
         use_driver_python(spark)  # delete/update/merge run Python functions on the workers
         self._spark = spark
-        self._path = str(driver_path(spark, path))
+        self._path = str(driver_path(spark, path, storage_options))
         self._storage_options = storage_options
         self._alias = alias
 
@@ -110,7 +110,7 @@ class LakelogTable:
     @classmethod
     def forPath(cls, spark, path: str, storage_options: dict | None = None) -> "LakelogTable":
         """The table at ``path``; ``TableNotFoundError`` when there is none."""
-        path = driver_path(spark, path)
+        path = driver_path(spark, path, storage_options)
         lakelog.Table(path, storage_options=storage_options)  # fails now, not at the first action
         return cls(spark, path, storage_options)
 
@@ -118,7 +118,7 @@ class LakelogTable:
     def isLakelogTable(cls, spark, path: str, storage_options: dict | None = None) -> bool:
         """Whether ``path`` holds a table (a ``_delta_log`` with commits)."""
         try:
-            lakelog.Table(driver_path(spark, path), storage_options=storage_options)
+            lakelog.Table(driver_path(spark, path, storage_options), storage_options=storage_options)
         except TableNotFoundError:
             return False
         return True

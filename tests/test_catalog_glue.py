@@ -235,3 +235,38 @@ def test_cli_registers_looks_up_and_opens_glue_names(s3_endpoint, glue, tmp_path
     assert r.returncode == 1 and "another location" in r.stderr
     r = _cli("register", other)
     assert r.returncode == 2 and "lakelog.catalog.sync" in r.stderr
+
+
+def test_cli_write_creates_a_table_by_glue_name_at_its_location(s3_endpoint, glue, tmp_path):
+    source = tmp_path / "rows.csv"
+    source.write_text("id,name\n1,a\n2,b\n")
+    name = f"glue://{glue.database}/created"
+    location = s3_endpoint.new_table_uri()
+
+    r = _cli("write", name, str(source))  # an unknown name and no --location: nothing is written
+    assert r.returncode != 0 and "--location" in r.stderr, r.stderr
+    r = _cli("write", name, str(source), "--location", location, "--partition-by", "name", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["version"] == 0
+    entry = glue.get_table(DatabaseName=glue.database, Name="created")["Table"]
+    assert entry["StorageDescriptor"]["Location"] == location
+    assert entry["Parameters"]["table_type"] == "DELTA"
+    assert lakelog.Table(location).partition_columns == ["name"]
+
+    # later writes by name go to the registered location; --location naming another place is refused
+    assert _cli("write", name, str(source)).returncode == 0
+    assert _cli("write", name, str(source), "--location", location.replace("s3://", "s3a://")).returncode == 0
+    other = s3_endpoint.new_table_uri()
+    r = _cli("write", name, str(source), "--location", other)
+    assert r.returncode != 0 and "registered with location" in r.stderr, r.stderr
+    assert lakelog.Table(name).version == 2 and lakelog.read_table(name).num_rows == 6
+    with pytest.raises(TableNotFoundError):
+        lakelog.Table(other)
+    r = _cli("write", str(tmp_path / "plain"), str(source), "--location", location)  # a path is its own location
+    assert r.returncode != 0 and "--location goes with" in r.stderr, r.stderr
+
+    # --replace-where creates by name too
+    replaced = s3_endpoint.new_table_uri()
+    r = _cli("write", f"glue://{glue.database}/replaced", str(source), "--location", replaced, "--replace-where", "id >= 1")
+    assert r.returncode == 0, r.stderr
+    assert lakelog.read_table(f"glue://{glue.database}/replaced").num_rows == 2

@@ -39,7 +39,7 @@ def location_for_write(name: CatalogName, location: str | None, storage_options:
     if entry is None:
         if location is None:
             raise CatalogTableNotFoundError(
-                f"AWS Glue has no table {name.table!r} in database {name.database!r}; pass location='s3://bucket/path' to "
+                f"AWS Glue has no table {name.table!r} in database {name.database!r}; pass location='s3://bucket/path' (the CLI's --location) to "
                 "create the table there and register it", catalog=name.uri)
         return location, False
     there = glue.location_of(entry, name)

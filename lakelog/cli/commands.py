@@ -384,7 +384,29 @@ def _properties(args: argparse.Namespace) -> dict[str, str] | None:
     return dict(args.properties) if args.properties else None
 
 
-def _replace_where(args: argparse.Namespace, schema, formats: list[str]) -> int:
+def _write_target(args: argparse.Namespace):
+    """(where ``write`` goes, the catalog name to register there afterwards or None). A Glue name goes to
+    its registered location, which ``--location`` must name too; an unregistered one to ``--location``."""
+    from ..catalog import catalog_name, location_for_write
+
+    name = catalog_name(args.path)
+    if name is None:
+        if args.location is not None:
+            raise UsageError(f"--location goes with an AWS Glue name (glue://database/table); {args.path!r} is the location itself")
+        return args.path, None
+    location, registered = location_for_write(name, args.location, args.storage_options)
+    return location, None if registered else name
+
+
+def _register_new(args: argparse.Namespace, location: str, name, version: int) -> None:
+    """Register the table just created at ``location`` under ``name`` (a failure warns; the commit stands)."""
+    if name is not None:
+        from ..catalog import register_after_write
+
+        register_after_write(location, name, args.storage_options, version)
+
+
+def _replace_where(args: argparse.Namespace, path: str, unregistered, schema, formats: list[str]) -> int:
     """``write --replace-where``: every input file, one stream, replacing the rows the predicate selects."""
     import pyarrow as pa
 
@@ -404,9 +426,10 @@ def _replace_where(args: argparse.Namespace, schema, formats: list[str]) -> int:
     counted = _counting(batches())
     reader = pa.RecordBatchReader.from_batches(schema, counted)
     version = overwrite_where(
-        args.path, reader, args.replace_where, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        path, reader, args.replace_where, partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
         configuration=_properties(args), storage_options=args.storage_options,
     )
+    _register_new(args, path, unregistered, version)
     if args.json:
         emit_json({"version": version, "rows": counted.rows, "files": len(args.files)})
     else:
@@ -428,15 +451,17 @@ def cmd_write(args: argparse.Namespace) -> int:
         schema = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UsageError(f"the input files have incompatible schemas: {e}") from None
+    path, unregistered = _write_target(args)
     if args.replace_where is not None:
-        return _replace_where(args, schema, formats)
+        return _replace_where(args, path, unregistered, schema, formats)
     plan = plan_write(
-        args.path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
+        path, schema, mode=args.mode or "append", partition_by=_names(args.partition_by), schema_mode=args.schema_mode,
         configuration=_properties(args), storage_options=args.storage_options,
         generated_columns=dict(args.generated) if args.generated else None, identity_columns=_names(args.identity),
         cluster_by=_names(args.cluster_by),
     )
     if plan.skip:
+        _register_new(args, path, unregistered, plan.read_version)
         if args.json:
             emit_json({"version": plan.read_version, "rows": 0, "files": 0, "skipped": True})
         else:
@@ -460,6 +485,7 @@ def cmd_write(args: argparse.Namespace) -> int:
         progress.close()
         plan.abort(adds)  # keeps any file a commit references
         raise
+    _register_new(args, path, unregistered, version)
     if args.json:
         emit_json({"version": version, "rows": rows, "files": len(args.files), "data_files": len(adds)})
     else:

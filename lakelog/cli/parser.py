@@ -274,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schema-mode", choices=["merge", "overwrite"], help="merge: add new columns; overwrite (with --mode overwrite): replace the schema")
     p.add_argument("--format", choices=["csv", "parquet", "json"], help="input format (default: from the file extension)")
     p.add_argument("--delimiter", metavar="CHAR", help="CSV delimiter (default ',', tab for .tsv)")
+    p.add_argument(
+        "--location", metavar="URL",
+        help="with an AWS Glue name PATH (glue://database/table) Glue does not know yet: create the table at URL and register it; "
+             "a registered name must have this location",
+    )
 
     p = add(
         "delete", cmd_delete, "delete the rows a SQL predicate selects (one DELETE commit)",

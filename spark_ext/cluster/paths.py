@@ -4,7 +4,8 @@ A Spark job's processes have different working directories (on a cluster each ex
 own work directory), so a relative path would name a different directory in each of them: the
 driver would commit a log whose files the executors wrote elsewhere. As Spark's own file sources do,
 a local path is made absolute against the driver JVM's working directory; that absolute path is the
-one every task, plan and commit then uses.
+one every task, plan and commit then uses. A catalog name (``glue://database/table``) is resolved here
+too, once, to the location its catalog holds: tasks get the location and never call the catalog.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import re
 from urllib.parse import quote, unquote
 
+from lakelog.catalog import catalog_name, resolve
 from lakelog.errors import InvalidArgumentError
 from lakelog.storage.location import url_scheme
 
@@ -21,12 +23,15 @@ _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 _LOCAL_SCHEMES = ("file", "local")
 
 
-def absolute_path(path: str, cwd: str | None = None) -> str:
+def absolute_path(path: str, cwd: str | None = None, storage_options: dict | None = None) -> str:
     """``path`` naming the same place in every process of a job: a local path made absolute against
     ``cwd`` (default: this process's working directory), as Hadoop qualifies it (``..`` and ``.``
     resolved by name); URLs unchanged. A ``file:`` URL with a relative path (``file:events``), which
     Spark reads against the working directory, becomes ``file://<cwd>/events``. ``~`` expands to the
-    home directory as in lakelog's Python API (Spark's file sources would make a directory named ``~``)."""
+    home directory as in lakelog's Python API (Spark's file sources would make a directory named ``~``).
+    A catalog name becomes its location (``catalog_location``)."""
+    if catalog_name(path) is not None:
+        return catalog_location(path, storage_options)
     if _unresolved(path):
         return path
     path = os.fspath(path)
@@ -41,6 +46,13 @@ def absolute_path(path: str, cwd: str | None = None) -> str:
     return path
 
 
+def catalog_location(name: str, storage_options: dict | None = None) -> str:
+    """The location AWS Glue holds for ``glue://database/table`` (AWS settings from ``storage_options``, in
+    delta-rs' names, else the ``AWS_*`` variables); ``CatalogTableNotFoundError`` when there is none. Spark
+    writes create no catalog entry: create the table with ``lakelog.write_table(name, data, location=...)``."""
+    return resolve(name, storage_options)[0]
+
+
 def driver_cwd(spark) -> str:
     """The driver JVM's working directory, against which Spark's file sources resolve relative paths
     (this process's may have changed since the JVM started); this process's where there is no JVM
@@ -52,14 +64,18 @@ def driver_cwd(spark) -> str:
     return str(jvm.java.lang.System.getProperty("user.dir")) if jvm is not None else os.getcwd()
 
 
-def driver_path(spark, path: str) -> str:
+def driver_path(spark, path: str, storage_options: dict | None = None) -> str:
     """``path`` as every process of ``spark``'s jobs names the table (see ``absolute_path``)."""
+    if catalog_name(path) is not None:
+        return catalog_location(path, storage_options)
     return path if _unresolved(path) else absolute_path(path, driver_cwd(spark))
 
 
-def local_path(path: str, spark=None) -> str:
+def local_path(path: str, spark=None, storage_options: dict | None = None) -> str:
     """A table location as lakelog takes it: ``file:/x`` and ``file:///x`` as ``/x``; a relative path made
-    absolute as Spark's file sources make it (``absolute_path``); other URLs unchanged."""
+    absolute as Spark's file sources make it (``absolute_path``); a catalog name its location; other URLs unchanged."""
+    if catalog_name(path) is not None:
+        path = catalog_location(path, storage_options)
     if path.startswith("file:") and (path.startswith("file:/") or path.startswith("file:///")):
         rest = path[len("file:"):]
         if rest.startswith("//"):
@@ -67,7 +83,7 @@ def local_path(path: str, spark=None) -> str:
             if not rest.startswith("/"):
                 raise InvalidArgumentError(f"{path!r}: a file URL names a local path (file:/path or file:///path)")
         return unquote(rest)
-    return driver_path(spark, path) if spark is not None else absolute_path(path)
+    return driver_path(spark, path, storage_options) if spark is not None else absolute_path(path, storage_options=storage_options)
 
 
 def _unresolved(path) -> bool:

@@ -14,7 +14,8 @@ _BYTES_RE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)b?\s*$", re.IGNORECASE)
 
 
 def table_path(options) -> str:
-    """The ``path`` option, a local path made absolute. Called on the driver (in the Python worker that
+    """The ``path`` option, a local path made absolute, a catalog name (``glue://database/table``) its
+    location (looked up with the ``storage.*`` options). Called on the driver (in the Python worker that
     plans the job, which runs in the driver JVM's working directory), so tasks get the absolute path."""
     path = options.get("path")
     if not path:
@@ -23,7 +24,7 @@ def table_path(options) -> str:
             "(CREATE TABLE ... USING lakelog) reaches Spark's Python data sources without its location: run SQL on it "
             "through spark_ext.sql(spark, statement)"
         )
-    return absolute_path(path)
+    return absolute_path(path, storage_options=storage_options(options))
 
 
 def storage_options(options) -> dict[str, str] | None:

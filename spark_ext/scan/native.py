@@ -382,7 +382,7 @@ def read(spark, path: str, version: int | None = None, timestamp: Any = None, st
     ``hdfs://``...; ``UnsupportedFeatureError`` naming the missing connector otherwise); ``storage_options``
     are lakelog's, for reading the log. A relative local path is resolved against the driver's working
     directory, as Spark's file sources resolve it."""
-    table = lakelog.Table(driver_path(spark, path), version=version, timestamp=timestamp, storage_options=storage_options)
+    table = lakelog.Table(driver_path(spark, path, storage_options), version=version, timestamp=timestamp, storage_options=storage_options)
     check_hadoop_readable(spark, table.storage)
     return snapshot_frame(spark, table.storage, table.snapshot)
 
