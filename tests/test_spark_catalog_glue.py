@@ -31,6 +31,14 @@ def glue_table(s3_endpoint, tmp_path):
     return name, location, client
 
 
+def _aws(s3_endpoint) -> dict[str, str]:
+    """The Glue settings as format("lakelog")'s storage.* options (delta-rs' names): Spark's Python workers
+    have the environment of the session's start, which may predate the emulator's AWS_* variables."""
+    return {"storage.aws_endpoint_url": s3_endpoint.url, "storage.aws_region": s3_endpoint.region,
+            "storage.aws_access_key_id": s3_endpoint.access_key, "storage.aws_secret_access_key": s3_endpoint.secret_key,
+            "storage.aws_allow_http": "true"}
+
+
 def _ids(df) -> list[int]:
     return sorted(r["id"] for r in df.collect())
 
@@ -43,12 +51,13 @@ def test_glue_names_resolve_to_their_location_on_the_driver(glue_table):
         absolute_path(name.replace("/events", "/missing"))
 
 
-def test_spark_reads_and_writes_a_table_by_glue_name(spark, glue_table):
+def test_spark_reads_and_writes_a_table_by_glue_name(spark, glue_table, s3_endpoint):
     name, location, _ = glue_table
-    assert _ids(spark.read.format("lakelog").load(name)) == [0, 1, 2]
-    spark.createDataFrame([(3, "d")], "id long, name string").write.format("lakelog").mode("append").save(name)
+    aws = _aws(s3_endpoint)
+    assert _ids(spark.read.format("lakelog").options(**aws).load(name)) == [0, 1, 2]
+    spark.createDataFrame([(3, "d")], "id long, name string").write.format("lakelog").options(**aws).mode("append").save(name)
     assert lakelog.Table(location).version == 1  # the commit went to the registered location
-    assert _ids(spark.read.format("lakelog").option("versionAsOf", 0).load(name)) == [0, 1, 2]
+    assert _ids(spark.read.format("lakelog").options(**aws).option("versionAsOf", 0).load(name)) == [0, 1, 2]
     assert _ids(spark_ext.read(spark, name)) == [0, 1, 2, 3]
 
     table = LakelogTable.forPath(spark, name)
@@ -58,8 +67,9 @@ def test_spark_reads_and_writes_a_table_by_glue_name(spark, glue_table):
     assert LakelogTable.isLakelogTable(spark, name)
 
 
-def test_an_unknown_glue_name_is_refused_by_name_on_the_spark_paths(spark, glue_table):
+def test_an_unknown_glue_name_is_refused_by_name_on_the_spark_paths(spark, glue_table, s3_endpoint):
     name, location, _ = glue_table
+    aws = _aws(s3_endpoint)
     missing = name.replace("/events", "/missing")
     with pytest.raises(CatalogTableNotFoundError, match="has no table 'missing'"):
         LakelogTable.forPath(spark, missing)
@@ -67,9 +77,9 @@ def test_an_unknown_glue_name_is_refused_by_name_on_the_spark_paths(spark, glue_
         spark_ext.read(spark, missing)
     assert not LakelogTable.isLakelogTable(spark, missing)
     with pytest.raises(Exception, match="CatalogTableNotFoundError.*has no table 'missing'"):
-        spark.read.format("lakelog").load(missing).collect()
+        spark.read.format("lakelog").options(**aws).load(missing).collect()
     with pytest.raises(Exception, match="CatalogTableNotFoundError.*has no table 'missing'"):
-        spark.createDataFrame([(9, "z")], "id long, name string").write.format("lakelog").mode("append").save(missing)
+        spark.createDataFrame([(9, "z")], "id long, name string").write.format("lakelog").options(**aws).mode("append").save(missing)
     assert lakelog.Table(location).version == 0  # nothing was written anywhere
 
 
