@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 from lakelog.errors import InvalidArgumentError, UnsupportedFeatureError
 
+from ..cluster.workers import use_driver_python_at_start
 from ..datasource.source import register_source
 from ..jvm import CATALOG_CLASS, EXTENSION_CLASS, PYTHON_INTERFACE, jar_path
 
@@ -66,21 +66,13 @@ def _registering(start, options):
     """``start`` (the builder's getOrCreate or create), then lakelog's registration on the session."""
 
     def started():
-        _use_this_python(options)
+        use_driver_python_at_start(options)
         spark = start()
         _check_native(spark)
         register(spark)
         return spark
 
     return started
-
-
-def _use_this_python(options) -> None:
-    # Spark's own lookup of Python data sources (when the session starts) runs PYSPARK_PYTHON, else the
-    # python3 on PATH: for a script run with a virtual environment's interpreter, not activated, that is
-    # an interpreter without lakelog, and the session starts with a failed lookup in its log.
-    if not os.environ.get("PYSPARK_PYTHON") and not options.get("spark.pyspark.python"):
-        os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
 def is_native(spark) -> bool:

@@ -28,3 +28,13 @@ def use_driver_python(spark) -> None:
     sc.pythonExec = chosen or sys.executable
     # Contexts this process starts later (after spark.stop()) start with it too.
     os.environ["PYSPARK_PYTHON"] = sc.pythonExec
+
+
+def use_driver_python_at_start(options) -> None:
+    """Before a session starts from a builder with ``options``: its Python workers run this interpreter,
+    with the same rule as ``use_driver_python`` (a user's ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` is
+    kept). Spark's own lookup of Python data sources runs when the session starts, with PYSPARK_PYTHON,
+    else the python3 on PATH: for a script run with a virtual environment's interpreter, not activated,
+    an interpreter without lakelog, and the session would start with a failed lookup in its log."""
+    if not os.environ.get("PYSPARK_PYTHON") and not options.get("spark.pyspark.python"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
