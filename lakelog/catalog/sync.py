@@ -37,16 +37,12 @@ def catalog_location(storage: Storage) -> str:
     return table_url(storage.uri, storage.root if storage.is_local else None)
 
 
-def aws_options(storage: Storage) -> dict[str, Any]:
-    """The storage options Glue uses for a table: the table's own AWS options (an S3 table's account, the
-    request policy); ``glue_client`` leaves another store's options aside."""
-    return storage.options
-
-
 def register_glue(storage: Storage, name: CatalogName, metadata: Metadata) -> str:
     """Register the table of ``storage`` (its ``metadata``) as the Glue table ``name``; ``"created"``,
     ``"updated"`` or ``"unchanged"``. Errors are raised (see ``glue.register``)."""
-    return glue.register(glue_client(aws_options(storage)), name, catalog_location(storage), metadata)
+    # (the table's own options: an S3 table's account, the request policy; glue_client leaves another
+    # store's options aside)
+    return glue.register(glue_client(storage.options), name, catalog_location(storage), metadata)
 
 
 def register_after_write(location: str, name: CatalogName, storage_options: dict[str, Any] | None, version: int) -> None:
