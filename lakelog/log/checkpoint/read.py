@@ -233,7 +233,7 @@ def stats_json_from_parsed(parsed: pa.Array) -> pa.Array:
             out.append(None)
             continue
         out.append(orjson.dumps({k: _stats_value(v) for k, v in row.items() if v is not None}).decode())
-    return pa.array(out, pa.string())
+    return arrow_values.array(out, pa.string())
 
 
 READ_ROWS = 131_072  # checkpoint rows read (and held decoded) at once, unless one row group has more
