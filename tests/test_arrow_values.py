@@ -85,3 +85,40 @@ def test_numpy_round_trip(values, cut):
     sliced = arr.slice(min(cut, len(arr)))
     assert arrow_values.to_numpy(sliced).tolist() == values[min(cut, len(values)):]
     assert arrow_values.to_numpy(pa.chunked_array([arr, sliced], arr.type)).tolist() == values + values[min(cut, len(values)):]
+
+
+LEAVES = [pa.bool_(), pa.int32(), pa.int64(), pa.float64(), pa.string(), pa.binary(), pa.timestamp("us", "UTC")]
+nested_types = st.recursive(
+    st.sampled_from(LEAVES),
+    lambda inner: st.builds(pa.list_, inner)
+    | st.builds(pa.large_list, inner)
+    | st.builds(lambda k, v: pa.map_(k, v), st.sampled_from([pa.string(), pa.int64()]), inner)
+    | st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
+    max_leaves=5,
+)
+
+
+def nested_values(t: pa.DataType):
+    if pa.types.is_struct(t):
+        v = st.fixed_dictionaries({}, optional={f.name: nested_values(f.type) for f in t})
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        v = st.lists(nested_values(t.value_type), max_size=3) | st.lists(nested_values(t.value_type), max_size=2).map(tuple)
+    elif pa.types.is_map(t):
+        pairs = st.lists(st.tuples(values_of(t.key_type), nested_values(t.item_type)), max_size=3)
+        v = pairs | pairs.map(dict)
+    else:
+        return values_of(t)
+    return st.none() | v
+
+
+@settings(max_examples=300, deadline=None)
+@given(nested_types.filter(lambda t: not t in LEAVES).flatmap(lambda t: st.tuples(st.just(t), st.lists(nested_values(t), max_size=5))))
+def test_nested_values_convert_as_pyarrow_converts_them(case):
+    # Structs, lists and maps (the log's action rows) are built from their children, without pandas.
+    t, values = case
+    ours, our_error = _outcome(lambda: arrow_values.array(values, t))
+    theirs, their_error = _outcome(lambda: pa.array(values, t))
+    assert our_error == their_error, (values, t)
+    if ours is not None:
+        ours.validate(full=True)
+        assert _same(ours, theirs), (values, t, ours, theirs)

@@ -15,6 +15,8 @@ import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lakelog
 from lakelog.log.checkpoint import read as checkpoint_read
@@ -263,3 +265,25 @@ def test_stats_are_read_when_needed_from_the_checkpoint_the_snapshot_read(tmp_pa
     t = lakelog.Table(path)
     os.remove(os.path.join(_log(path), _cp_name(version)))
     assert t.to_pyarrow(filters=[("id", ">=", 100)]).sort_by("id").column("id").to_pylist() == expected[5]
+
+
+_tails = st.sampled_from(["", "x", "-c000.snappy.parquet", "0" * 70 + ".parquet", "é/ü"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["", "p=1/", "p=22/", "a/b/"]), st.text("ab0/%é", max_size=12), _tails), max_size=40),
+    st.integers(0, 5),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_the_duplicate_check_agrees_with_a_set(parts, skip, cut, long):
+    # Fingerprints pick the rows to check exactly; equal paths anywhere in the chunks (sliced, short,
+    # sharing their last 64 bytes or all but one byte) must still be found, and distinct ones pass.
+    import lakelog.log.checkpoint.read as read
+
+    paths = [("part-000/" if long else "") + "".join(p) for p in parts]  # long: no path under 8 bytes
+    cut = min(cut, len(paths))
+    chunks = [pa.array(["pad"] * skip + paths[:cut], pa.string()).slice(skip), pa.array(paths[cut:], pa.string())]
+    column = pa.chunked_array(chunks, pa.string())
+    assert read._all_distinct(column) == (len(set(paths)) == len(paths))

@@ -193,3 +193,17 @@ def test_writes_and_row_changes_on_a_plain_table_import_no_sqlglot(tmp_path):
     assert "sqlglot" not in mods
     mods, out = modules_after(code.format(p=checked))
     assert out == "['c', 'd', 'z']" and "sqlglot" in mods
+
+
+def test_writing_a_checkpoint_imports_no_pandas(tmp_path):
+    """A checkpoint's rows (protocol, metaData, txn, adds with partition values, removes) are built from
+    their children, not through pyarrow's pandas-checking conversion; the control reads the result."""
+    p = _table(str(tmp_path / "t"), checkpoint_at=1)
+    lakelog.Table(p).delete("id = 12")  # a remove row, and a file rewritten
+    mods, out = modules_after(f"import lakelog\nt = lakelog.Table({p!r})\nprint(t.checkpoint())")
+    version = lakelog.Table(p).version
+    assert out == str(version) and "pandas" not in mods and "pyarrow.dataset" not in mods
+    assert os.path.exists(os.path.join(p, "_delta_log", f"{version:020d}.checkpoint.parquet"))
+    import deltalake
+
+    assert sorted(deltalake.DeltaTable(p).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 10, 11]

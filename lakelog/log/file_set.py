@@ -219,24 +219,25 @@ class FileSet:
             self._dict = out
         return self._dict
 
-    def base_rows_kept(self) -> pa.StructArray | None:
-        """The checkpoint add rows still live (for writing the next checkpoint without Python objects)."""
+    def base_rows_kept(self) -> pa.ChunkedArray | None:
+        """The checkpoint add rows still live, chunked as read (for writing the next checkpoint without
+        Python objects or a copy of the rows that stay)."""
         if self.base is None:
             return None
         base = self.base
         dropped = self._base_rows_changed()
         if not dropped:
-            return base.adds
+            return base.add_rows
         keep = np.ones(base.num_rows, bool)
         keep[dropped] = False
-        # Only the chunks (row groups as read) holding a dropped row are filtered; then one copy joins them.
+        # Only the chunks (row groups as read) holding a dropped row are filtered.
         pieces, start = [], 0
         for chunk in base.add_rows.chunks:
             end = start + len(chunk)
             mask = keep[start:end]
             pieces.append(chunk if mask.all() else chunk.filter(arrow_values.from_numpy(mask)))
             start = end
-        return pa.concat_arrays(pieces) if pieces else base.adds
+        return pa.chunked_array(pieces, base.add_rows.type)
 
     def changed_add_columns(self):
         """The live adds of the JSON commits as (columns, live rows of them), in commit order: a checkpoint

@@ -5,7 +5,8 @@ imports pandas the first time it runs, to recognise pandas' missing-value marker
 start, paid by every filtered scan planning in a fresh process. The values filters use (booleans,
 integers, floats, strings, binary, dates, timestamps) are laid out here directly, with pyarrow's results:
 the same types, values and errors (``OverflowError`` or ``pa.ArrowInvalid`` for a value out of the
-type's range). Any other type or value (NumPy scalars, decimals, ...) goes to pyarrow's conversion.
+type's range), and structs, lists and maps of them (the log's action rows). Any other type or value
+(NumPy scalars, decimals, ...) goes to pyarrow's conversion.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def from_numpy(a: np.ndarray) -> pa.Array:
 def array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     """``values`` (None: null) as an array of type ``t``, as ``pa.array(values, t)`` gives it."""
     values = list(values)
+    if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        nested = _nested(values, t)
+        return pa.array(values, t) if nested is None else nested
     valid = [v is not None for v in values]
     present = [v for v in values if v is not None]
     data = _data(present, t)
@@ -60,6 +64,41 @@ def array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     if pa.types.is_boolean(t):
         return pa.Array.from_buffers(t, n, [mask, pa.py_buffer(np.packbits(full, bitorder="little"))])
     return pa.Array.from_buffers(t, n, [mask, pa.py_buffer(full)])
+
+
+def _nested(values: list, t: pa.DataType) -> pa.Array | None:
+    """A struct, list or map array from its children, built by ``array``; None where pyarrow's
+    conversion must decide (a value of another shape: a tuple for a struct, a dict for a list, ...)."""
+    valid = [v is not None for v in values]
+    mask = None if all(valid) else from_numpy(~np.array(valid, bool))
+    if pa.types.is_struct(t):
+        if not all(v is None or type(v) is dict for v in values):
+            return None
+        children = [array([None if v is None else v.get(f.name) for v in values], f.type) for f in t]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_map(t):
+        if not all(v is None or type(v) is dict or (type(v) is list and all(type(i) is tuple and len(i) == 2 for i in v)) for v in values):
+            return None
+        pairs = [[] if v is None else list(v.items()) if type(v) is dict else v for v in values]
+        if any(k is None for p in pairs for k, _ in p):
+            return None  # pyarrow's error for a null key
+        offsets = _list_offsets(pairs, np.int32)
+        keys = array([k for p in pairs for k, _ in p], t.key_type)
+        items = array([i for p in pairs for _, i in p], t.item_type)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=t, mask=mask)
+    if not all(v is None or type(v) in (list, tuple) for v in values):
+        return None
+    lists = [() if v is None else v for v in values]
+    offsets = _list_offsets(lists, np.int64 if pa.types.is_large_list(t) else np.int32)
+    items = array([i for v in lists for i in v], t.value_type)
+    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    return cls.from_arrays(offsets, items, type=t, mask=mask)
+
+
+def _list_offsets(lists: list, dtype) -> pa.Array:
+    offsets = np.zeros(len(lists) + 1, dtype)
+    np.cumsum([len(v) for v in lists], out=offsets[1:])
+    return from_numpy(offsets)
 
 
 def _spread(data, valid: list[bool]):
@@ -85,11 +124,19 @@ def _data(values: list, t: pa.DataType):
             return None
         return np.array(values, bool)
     if pa.types.is_integer(t):
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        exact = all(type(v) is int for v in values)
+        if not exact and not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             return None
-        ints = [int(v) for v in values]
         dtype = numpy_dtype(t)
         info = np.iinfo(dtype)
+        if exact and values:  # a long column (the log's sizes, times): NumPy converts it, then its range is checked
+            try:
+                wide = np.array(values, np.int64)
+            except OverflowError:
+                wide = None
+            if wide is not None and info.min <= wide.min() and wide.max() <= info.max:
+                return wide.astype(dtype, copy=False)
+        ints = [int(v) for v in values]
         for v in ints:
             if not info.min <= v <= info.max:
                 if v < 0 and info.min == 0:
@@ -145,7 +192,7 @@ def _micros(v: dt.datetime) -> int:
 def _offsets(encoded: list[bytes], t: pa.DataType):
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     offsets = np.zeros(len(encoded) + 1, np.int64 if large else np.int32)
-    lengths = np.fromiter((len(b) for b in encoded), np.int64, len(encoded))
+    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
     total = int(lengths.sum())
     if not large and total >= 2**31:
         return None  # pyarrow's conversion chunks or refuses it

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...actions import AddFile, DeletionVectorDescriptor
+from ...schema import arrow_values
 
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
@@ -134,7 +135,7 @@ def _add_rows(adds: list[AddFile]) -> list[dict]:
 
 
 def _rows(kind: str, values: list) -> pa.Array:
-    return pa.array(values, CHECKPOINT_SCHEMA.field(kind).type)
+    return arrow_values.array(values, CHECKPOINT_SCHEMA.field(kind).type)
 
 
 def _conform(rows: pa.StructArray, target: pa.StructType) -> pa.StructArray:
@@ -143,7 +144,7 @@ def _conform(rows: pa.StructArray, target: pa.StructType) -> pa.StructArray:
     children = []
     for f in target:
         if f.name == "dataChange":
-            children.append(pa.repeat(pa.scalar(False), n))
+            children.append(pa.repeat(arrow_values.scalar(False, pa.bool_()), n))
         elif rows.type.get_field_index(f.name) >= 0:
             child = rows.field(f.name)
             children.append(child if child.type == f.type else child.cast(f.type))

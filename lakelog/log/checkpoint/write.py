@@ -21,6 +21,7 @@ from ..last_checkpoint import hint_needs_update, read_hint, write_hint
 from ..delta_log import checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
 from ...table_features.properties import TableProperties
+from ...schema import arrow_values
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 
@@ -100,10 +101,10 @@ def _file_blocks(snapshot: TableState, now: int, batch_rows: int | None = None) 
             yield items[i : i + step]
 
     kept = snapshot.file_set.base_rows_kept()
-    if kept is not None and len(kept):
+    for chunk in kept.chunks if kept is not None else ():
         step = batch_rows or len(kept)
-        for i in range(0, len(kept), step):
-            yield "base", kept.slice(i, step)
+        for i in range(0, len(chunk), step):
+            yield "base", chunk.slice(i, step)
     for arr in _changed_add_batches(snapshot.file_set, batch_rows):
         yield "add", arr
     # expired tombstones are dropped, as Delta does
@@ -157,17 +158,17 @@ def _optional(values: list, type_: pa.DataType, convert=None) -> pa.Array:
     n = len(values)
     if values.count(None) == n:
         return pa.nulls(n, type_)
-    return pa.array(values if convert is None else [convert(v) for v in values], type_)
+    return arrow_values.array(values if convert is None else [convert(v) for v in values], type_)
 
 
 def _str_maps(maps: list[dict]) -> pa.MapArray:
     """Partition-value dicts as a map column, built from their flattened keys and values (faster than
     converting each dict)."""
     if countOf(maps, None):
-        return pa.array(maps, _STR_MAP)
-    offsets = pa.array(list(accumulate(map(len, maps), initial=0)), pa.int32())
-    keys = pa.array(list(chain.from_iterable(maps)), pa.string())
-    values = pa.array(list(chain.from_iterable(map(dict.values, maps))), pa.string())
+        return arrow_values.array(maps, _STR_MAP)
+    offsets = arrow_values.array(list(accumulate(map(len, maps), initial=0)), pa.int32())
+    keys = arrow_values.array(list(chain.from_iterable(maps)), pa.string())
+    values = arrow_values.array(list(chain.from_iterable(map(dict.values, maps))), pa.string())
     return pa.MapArray.from_arrays(offsets, keys, values, type=_STR_MAP)
 
 
@@ -175,12 +176,12 @@ def _add_array(cols: dict[str, list]) -> pa.StructArray:
     add_type = CHECKPOINT_SCHEMA.field("add").type
     n = len(cols["path"])
     children = [
-        pa.array(cols["path"], pa.string()),
+        arrow_values.array(cols["path"], pa.string()),
         _str_maps(cols["partition_values"]),
-        pa.array(cols["size"], pa.int64()),
-        pa.array(cols["modification_time"], pa.int64()),
-        pa.repeat(pa.scalar(False), n),  # checkpoint adds describe state, not a change
-        pa.array(cols["stats"], pa.string()),
+        arrow_values.array(cols["size"], pa.int64()),
+        arrow_values.array(cols["modification_time"], pa.int64()),
+        pa.repeat(arrow_values.scalar(False, pa.bool_()), n),  # checkpoint adds describe state, not a change
+        arrow_values.array(cols["stats"], pa.string()),
         _optional(cols["tags"], _STR_MAP),
         _optional(cols["deletion_vector"], DV_TYPE, _dv_row),
         _optional(cols["base_row_id"], pa.int64()),
@@ -274,7 +275,7 @@ def _write_classic(snapshot: TableState) -> dict:
     return {"version": snapshot.version, "size": rows, "sizeInBytes": len(data), "numOfAddFiles": snapshot.num_files}
 
 
-def _v2_add_type(kept: pa.StructArray | None) -> pa.StructType:
+def _v2_add_type(kept: pa.ChunkedArray | None) -> pa.StructType:
     """The add type of V2 sidecars: the classic checkpoint's add fields, then any other field the rows of
     the previous checkpoint carry (written by another engine), unchanged."""
     base = CHECKPOINT_SCHEMA.field("add").type
@@ -312,12 +313,12 @@ def _write_v2(snapshot: TableState, max_sidecar_actions: int | None = None) -> d
             [CHECKPOINT_SCHEMA.field(c) for c in NON_FILE_COLUMNS]
             + [("checkpointMetadata", CHECKPOINT_METADATA_TYPE), ("sidecar", SIDECAR_TYPE), ("add", add_type), ("remove", remove_type)]
         )
-        blocks = [("checkpointMetadata", pa.array([{"version": version, "tags": _items(meta.tags)}], CHECKPOINT_METADATA_TYPE))]
+        blocks = [("checkpointMetadata", arrow_values.array([{"version": version, "tags": _items(meta.tags)}], CHECKPOINT_METADATA_TYPE))]
         blocks += _non_file_blocks(snapshot)
         blocks.append(
             (
                 "sidecar",
-                pa.array(
+                arrow_values.array(
                     [{"path": s.path, "sizeInBytes": s.size_in_bytes, "modificationTime": s.modification_time, "tags": _items(s.tags)} for s in sidecars],
                     SIDECAR_TYPE,
                 ),
