@@ -147,8 +147,10 @@ def _what_file(path: str) -> str:
 
 
 class DeltaLog:
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, explain_missing: bool = True):
         self.storage = storage
+        # False where a missing table is expected (a write creating one): no listings to say why
+        self.explain_missing = explain_missing
 
     def list(self, from_version: int = 0) -> LogListing:
         """List the log: all of it, or (``from_version`` > 0) only the files of versions >= ``from_version``
@@ -183,7 +185,8 @@ class DeltaLog:
         if not listing.commits and not listing.checkpoints:
             if listing.partial:
                 return self.list()
-            raise TableNotFoundError(f"no table at {self.storage.uri!r}: {self._what_is_there()}")
+            why = self._what_is_there() if self.explain_missing else f"{self.storage.log_dir} has no commits"
+            raise TableNotFoundError(f"no table at {self.storage.uri!r}: {why}")
         return listing
 
     def list_latest(self) -> LogListing:

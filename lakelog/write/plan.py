@@ -486,9 +486,10 @@ def _check_txn(app_id: Any, app_version: Any) -> tuple[str | None, int | None]:
 
 def _load_or_none(storage: Storage) -> Snapshot | None:
     try:
-        return Snapshot.load(storage)
+        listing = DeltaLog(storage, explain_missing=False).list_latest()
     except TableNotFoundError:
         return None
+    return Snapshot.load(storage, listing=listing)
 
 
 def discard_files(storage: Storage, files: list[AddFile]) -> None:
