@@ -93,6 +93,18 @@ def arrow_pool_for(command: str | None, environ: dict[str, str], modules: dict[s
     return None
 
 
+def _publish_iceberg() -> None:
+    """Wait for the Iceberg steps (UniForm) of the command's commits, which run after a commit returns: the
+    process ends with ``os._exit``, which skips the interpreter's own wait. A failure was a warning already."""
+    from ..errors import IcebergSyncError
+    from ..iceberg import flush
+
+    try:
+        flush()
+    except IcebergSyncError:
+        pass
+
+
 def run() -> NoReturn:
     """The ``lakelog`` console script and ``python -m lakelog.cli``: ``main()``, then leave the process at
     once with its exit code.
@@ -129,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning(args.command)
-            return args.func(args)
+            try:
+                return args.func(args)
+            finally:
+                _publish_iceberg()
     except KeyboardInterrupt:
         print("lakelog: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
