@@ -1,13 +1,17 @@
-"""UniForm's cost: the Iceberg step's share of a commit, on a table with UniForm against the same table
-without it (both with column mapping and icebergCompatV2, so only the Iceberg step differs).
+"""UniForm's cost: what the Iceberg step adds to a commit as its caller sees it, on a table with UniForm
+against the same table without it (both with column mapping and icebergCompatV2, so only the Iceberg step
+differs), and the step's own time (on the worker thread that runs it after the commit returns).
 
     python -m benchmarks.uniform              # 1-row appends (20 runs) and 1M-row appends (5 runs)
     python -m benchmarks.uniform --runs 5 --rows 200000
 
-Each contender appends to its own table, interleaved (a, b, a, b, ...) after a warm-up; the tables
-grow as the runs go, alike. The Iceberg step is also timed alone (inside the UniForm commits), which is
-steadier than the difference of two noisy medians; the first UniForm commit of a process also imports
-``lakelog.iceberg``'s modules, timed apart.
+Each contender appends to its own table, interleaved (a, b, a, b, ...) after a warm-up; the tables grow as
+the runs go, alike. Two settings: back to back (the next append starts while the previous append's step
+may still run, as a loop of appends does) and settled (``lakelog.iceberg.flush()`` after each append,
+untimed: the commit alone). The share is (UniForm commit - plain commit) / plain commit, the Iceberg step's
+cost to the caller; the step alone is also given as a share of the plain commit (what a synchronous step,
+``LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT=true``, adds), also measured. The first UniForm commit of a process
+also imports ``lakelog.iceberg``'s modules, timed apart.
 """
 
 from __future__ import annotations
@@ -27,12 +31,32 @@ from benchmarks.timing import machine, median_times
 
 COMPAT = {"delta.columnMapping.mode": "name", "delta.enableIcebergCompatV2": "true"}
 UNIFORM = {**COMPAT, "delta.universalFormat.enabledFormats": "iceberg"}
+SYNC_ENV = "LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT"
 
 
 def _import_cost() -> float:
     code = "import time, lakelog; t = time.perf_counter(); import lakelog.iceberg.catch_up; print(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout)
+
+
+def _compare(label: str, plain: str, uni: str, data: pa.Table, runs: int, step: list[float], *, settle: bool, unit: str) -> None:
+    import lakelog
+    from lakelog import iceberg
+
+    def uniform_append():
+        lakelog.write_table(uni, data, mode="append")
+
+    setup = iceberg.flush if settle else None  # (untimed: before each run, so the step of the run before is done)
+    iceberg.flush()
+    step.clear()
+    t_plain, t_uni = median_times([lambda: lakelog.write_table(plain, data, mode="append"), uniform_append], runs, setup=setup)
+    iceberg.flush()
+    s_med = statistics.median(step)
+    scale, fmt = (1000, ".2f") if unit == "ms" else (1, ".3f")
+    print(f"{label}: commit as the caller sees it {t_plain * scale:{fmt}} {unit} without UniForm, {t_uni * scale:{fmt}} {unit} with: "
+          f"the Iceberg step costs the caller {(t_uni / t_plain - 1) * 100:+.1f}% (target <= 10%); the step alone "
+          f"{s_med * 1000:.2f} ms = {s_med / t_plain * 100:.1f}% of the plain commit ({len(step)} steps for {runs + 1} appends)")
 
 
 def main() -> None:
@@ -53,7 +77,8 @@ def main() -> None:
         finally:
             step.append(time.perf_counter() - t0)
 
-    iceberg.sync = timed_sync  # the commit hook calls it through the module
+    iceberg.sync = timed_sync  # the step calls it through the module, on whichever thread runs it
+    os.environ.pop(SYNC_ENV, None)
     print(f"machine: {machine()}")
     print(f"import lakelog.iceberg.catch_up (once per process): {_import_cost() * 1000:.1f} ms")
     with tempfile.TemporaryDirectory() as d:
@@ -61,24 +86,18 @@ def main() -> None:
         one = pa.table({"id": pa.array([1], pa.int64()), "name": ["x"]})
         lakelog.write_table(plain, one, configuration=COMPAT)
         lakelog.write_table(uni, one, configuration=UNIFORM)
-        step.clear()
-        t_plain, t_uni = median_times([lambda: lakelog.write_table(plain, one, mode="append"),
-                                       lambda: lakelog.write_table(uni, one, mode="append")], args.runs)
-        s_med = statistics.median(step)
-        print(f"one-row append: {t_plain * 1000:.1f} ms without UniForm, {t_uni * 1000:.1f} ms with "
-              f"({(t_uni / t_plain - 1) * 100:+.0f}%); the Iceberg step alone: {s_med * 1000:.2f} ms = "
-              f"{s_med / t_plain * 100:.1f}% of the plain commit (target <= 20%)")
+        _compare("one-row append, back to back", plain, uni, one, args.runs, step, settle=False, unit="ms")
+        _compare("one-row append, settled", plain, uni, one, args.runs, step, settle=True, unit="ms")
+        os.environ[SYNC_ENV] = "true"
+        try:
+            _compare(f"one-row append, {SYNC_ENV}=true", plain, uni, one, args.runs, step, settle=True, unit="ms")
+        finally:
+            del os.environ[SYNC_ENV]
         big = mixed_table(args.rows)
         bplain, buni = os.path.join(d, "bplain"), os.path.join(d, "buniform")
         lakelog.write_table(bplain, big.slice(0, 10), configuration=COMPAT)
         lakelog.write_table(buni, big.slice(0, 10), configuration=UNIFORM)
-        step.clear()
-        t_plain, t_uni = median_times([lambda: lakelog.write_table(bplain, big, mode="append"),
-                                       lambda: lakelog.write_table(buni, big, mode="append")], max(3, args.runs // 4))
-        s_med = statistics.median(step)
-        print(f"{args.rows:,}-row append: {t_plain:.3f} s without UniForm, {t_uni:.3f} s with "
-              f"({(t_uni / t_plain - 1) * 100:+.1f}%); the Iceberg step alone: {s_med * 1000:.2f} ms = "
-              f"{s_med / t_plain * 100:.2f}% of the plain append (target <= 5%)")
+        _compare(f"{args.rows:,}-row append, settled", bplain, buni, big, max(3, args.runs // 4), step, settle=True, unit="s")
         t0 = time.perf_counter()
         lakelog.Table(uni).sync_iceberg()
         print(f"sync_iceberg with nothing to do: {(time.perf_counter() - t0) * 1000:.1f} ms")

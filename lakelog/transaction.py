@@ -374,8 +374,9 @@ class Transaction:
         if metadata is None or not iceberg.enabled(metadata.configuration):
             return
         before = self.snapshot if self.snapshot is not None and self.snapshot.version == version - 1 else None
-        iceberg.after_commit(self.storage, version, before=before, committed={version: actions} if before is not None or version == 0 else None,
-                             configuration=metadata.configuration, now=now)
+        storage, configuration = self.storage, metadata.configuration
+        iceberg.after_commit(storage, version, before=before, committed={version: actions} if before is not None or version == 0 else None, now=now,
+                             then=lambda: catalog.after_iceberg_step(storage, version, configuration, stacklevel=7))
 
     def _maybe_catalogs(self, version: int, actions: list[Action]) -> None:
         """The catalog entries ``lakelog.catalog.sync`` lists, registered again after a commit that changed the

@@ -93,18 +93,6 @@ def arrow_pool_for(command: str | None, environ: dict[str, str], modules: dict[s
     return None
 
 
-def _publish_iceberg() -> None:
-    """Wait for the Iceberg steps (UniForm) of the command's commits, which run after a commit returns: the
-    process ends with ``os._exit``, which skips the interpreter's own wait. A failure was a warning already."""
-    from ..errors import IcebergSyncError
-    from ..iceberg import flush
-
-    try:
-        flush()
-    except IcebergSyncError:
-        pass
-
-
 def run() -> NoReturn:
     """The ``lakelog`` console script and ``python -m lakelog.cli``: ``main()``, then leave the process at
     once with its exit code.
@@ -144,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 return args.func(args)
             finally:
-                _publish_iceberg()
+                # UniForm's Iceberg step follows a commit on a worker thread: wait for it here, as the
+                # process ends with os._exit, which skips the interpreter's own wait
+                from ..iceberg import flush
+
+                flush(raise_errors=False)
     except KeyboardInterrupt:
         print("lakelog: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -23,9 +23,9 @@ import os
 import sys
 import threading
 import warnings
-from typing import Any
+from typing import Any, Callable
 
-from ..errors import IcebergSyncError, IcebergSyncWarning, InvalidArgumentError, InvalidTablePropertyError
+from ..errors import IcebergSyncError, IcebergSyncTimeoutError, IcebergSyncWarning, InvalidArgumentError, InvalidTablePropertyError
 
 FORMATS_KEY = "delta.universalFormat.enabledFormats"
 COMPAT_KEYS = ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2")
@@ -82,43 +82,49 @@ def converts_in_commit(configuration_before: dict[str, str] | None) -> bool:
     return value in ("true", "1") or configuration_before is None or not enabled(configuration_before)
 
 
-def after_commit(storage: Any, version: int, *, before: Any, committed: dict[int, list] | None, configuration: dict[str, str], now: bool) -> None:
-    """The Iceberg step after commit ``version`` (what ``sync`` takes, and the table's ``configuration``),
-    then the Iceberg catalog's: in this thread when ``now``, else queued for the worker thread."""
+def after_commit(storage: Any, version: int, *, before: Any, committed: dict[int, list] | None, now: bool,
+                 then: Callable[[], BaseException | None]) -> None:
+    """The Iceberg step after commit ``version`` (``before`` and ``committed`` as ``sync`` takes them), then
+    ``then`` (publishing to the Iceberg catalog: its failure returned, never raised): in this thread when
+    ``now``, else queued for the worker thread."""
     if not now:
         from . import background
         from .files import table_location
 
-        if background.submit(table_location(storage), storage, version, before, committed, configuration):
+        if background.submit(table_location(storage), storage, version, before, committed, then):
             return
-    run_step(storage, version, before, committed, configuration, stacklevel=4)
+    run_step(storage, version, before, committed, then, stacklevel=4)
 
 
-def run_step(storage: Any, version: int, before: Any, committed: dict[int, list] | None, configuration: dict[str, str],
+def run_step(storage: Any, version: int, before: Any, committed: dict[int, list] | None, then: Callable[[], BaseException | None],
              stacklevel: int = 1) -> BaseException | None:
-    """One Iceberg step and its catalog publication; a failure is an ``IcebergSyncWarning`` and returned."""
+    """One Iceberg step, then ``then``; a failure is a warning (``IcebergSyncWarning``; ``then`` warns of
+    its own) and returned."""
     try:
         sync(storage, before=before, committed=committed)
     except Exception as e:  # noqa: BLE001 - the Delta commit stands; the next step catches up
         warnings.warn(IcebergSyncWarning(f"lakelog: version {version} is committed, but writing its Iceberg metadata (UniForm) failed: {e!r}; "
                                          "the next commit or Table.sync_iceberg() writes it", version, e), stacklevel=stacklevel + 1)
         return e
-    from ..catalog import after_iceberg_step
-
-    after_iceberg_step(storage, version, configuration)
-    return None
+    return then()
 
 
-def flush(timeout: float | None = None) -> None:
+def flush(timeout: float | None = None, *, raise_errors: bool = True) -> None:
     """Wait until the Iceberg steps (UniForm) of every commit this process made so far are done, for at most
     ``timeout`` seconds (None: until they are). Raises ``IcebergSyncError`` naming each table whose latest
-    step failed since the last flush (the Delta commits stand; ``Table.sync_iceberg()`` catches up), and
+    step failed since the last flush (the Delta commits stand; ``Table.sync_iceberg()`` catches up; each
+    failure was also a warning when it happened: ``raise_errors=False`` leaves it at that), and
     ``IcebergSyncTimeoutError`` when the time ran out first."""
     if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout >= 0):
         raise InvalidArgumentError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
     background = sys.modules.get(f"{__name__}.background")
-    if background is not None:  # (else no step was ever queued in this process)
+    if background is None:  # no step was ever queued in this process
+        return
+    try:
         background.wait(None, timeout)
+    except IcebergSyncError as e:
+        if raise_errors or isinstance(e, IcebergSyncTimeoutError):
+            raise
 
 
 def settle(storage: Any) -> None:

@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import IcebergSyncError, IcebergSyncTimeoutError, IcebergSyncWarning
 
@@ -30,7 +30,7 @@ class _Pending:
     version: int
     before: Any  # the snapshot ``committed`` applies to (None: load the latest)
     committed: dict[int, list] | None
-    configuration: dict[str, str]
+    then: Callable[[], BaseException | None]  # the newest commit's catalog publication
     ticket: int
 
 
@@ -46,7 +46,7 @@ class _Worker:
         self.next_ticket = 0
 
     def submit(self, key: str, storage: Any, version: int, before: Any, committed: dict[int, list] | None,
-               configuration: dict[str, str]) -> bool:
+               then: Callable[[], BaseException | None]) -> bool:
         """Queue the step after commit ``version``; False when the interpreter is exiting (convert now)."""
         with self.cond:
             if self.exiting or (self.thread is None and not _exit_hook_registered()):
@@ -58,7 +58,7 @@ class _Worker:
                 before = queued.before
             elif queued is not None:
                 before = committed = None  # a gap (another writer's commits): the step loads the latest version
-            self.queue[key] = _Pending(storage, version, before, committed, configuration, self.next_ticket)
+            self.queue[key] = _Pending(storage, version, before, committed, then, self.next_ticket)
             self.tickets[key] = self.next_ticket
             if self.thread is None:
                 self.thread = threading.Thread(target=self.run, name="lakelog-iceberg", daemon=True)
@@ -79,7 +79,7 @@ class _Worker:
                 key = next(iter(self.queue))
                 job = self.queue.pop(key)
             try:
-                error = run_step(job.storage, job.version, job.before, job.committed, job.configuration)
+                error = run_step(job.storage, job.version, job.before, job.committed, job.then)
             except BaseException as e:  # noqa: BLE001 - (a warning turned into an error by a filter): kept for the flush
                 error = e
             with self.cond:
@@ -151,8 +151,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_in_child)
 
 
-def submit(key: str, storage: Any, version: int, before: Any, committed: dict[int, list] | None, configuration: dict[str, str]) -> bool:
-    return _worker.submit(key, storage, version, before, committed, configuration)
+def submit(key: str, storage: Any, version: int, before: Any, committed: dict[int, list] | None, then: Callable[[], BaseException | None]) -> bool:
+    return _worker.submit(key, storage, version, before, committed, then)
 
 
 def wait(keys: list[str] | None, timeout: float | None) -> None:
