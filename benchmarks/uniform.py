@@ -42,6 +42,22 @@ def _import_cost() -> float:
     return float(out.stdout)
 
 
+def _timed(module, name: str) -> list[float]:
+    """Replace ``module.name`` by a wrapper that appends each call's duration to the returned list."""
+    times: list[float] = []
+    fn = getattr(module, name)
+
+    def timed(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            times.append(time.perf_counter() - t0)
+
+    setattr(module, name, timed)
+    return times
+
+
 def _compare(label: str, plain: str, uni: str, data: pa.Table, runs: int, step: list[float], handoff: list[float], *, burst: int, unit: str) -> None:
     """Median time per append of ``burst`` appends in a row to each table, interleaved; each run starts with
     no step pending (``flush``, untimed), so the appends of a burst after the first meet their steps."""
@@ -72,28 +88,9 @@ def main() -> None:
     import lakelog
     from lakelog import iceberg
 
-    step: list[float] = []
-    sync = iceberg.sync
-
-    def timed_sync(*a, **k):
-        t0 = time.perf_counter()
-        try:
-            return sync(*a, **k)
-        finally:
-            step.append(time.perf_counter() - t0)
-
-    iceberg.sync = timed_sync  # the step calls it through the module, on whichever thread runs it
-    handoff: list[float] = []
-    after_commit = iceberg.after_commit
-
-    def timed_after_commit(*a, **k):
-        t0 = time.perf_counter()
-        try:
-            return after_commit(*a, **k)
-        finally:
-            handoff.append(time.perf_counter() - t0)
-
-    iceberg.after_commit = timed_after_commit  # the commit's UniForm part (the hand-off, or the whole step when synchronous)
+    # both called through the module: the step (on whichever thread runs it), and the commit's UniForm part
+    # (the hand-off, or the whole step when synchronous)
+    step, handoff = _timed(iceberg, "sync"), _timed(iceberg, "after_commit")
     os.environ.pop(SYNC_ENV, None)
     print(f"machine: {machine()}")
     print(f"import lakelog.iceberg.catch_up (once per process): {_import_cost() * 1000:.1f} ms")
