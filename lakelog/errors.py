@@ -287,6 +287,34 @@ class IcebergCompatError(LakelogError):
     turning it on needs something the table lacks; nothing was committed. The message says what to do."""
 
 
+class IcebergSyncError(LakelogError):
+    """UniForm: commits landed but the Iceberg step after them failed (or, ``IcebergSyncTimeoutError``, had
+    not finished when a flush stopped waiting). Raised by ``lakelog.iceberg.flush()``; the commits stand and
+    the next commit, ``Table.sync_iceberg()`` or ``lakelog uniform PATH`` catches the Iceberg metadata up.
+    ``errors``: {table location: the step's exception}."""
+
+    committed = True  # the Delta commits stand
+
+    def __init__(self, message: str, errors: dict[str, BaseException] | None = None):
+        super().__init__(message)
+        self.errors = dict(errors or {})
+
+
+class IcebergSyncTimeoutError(IcebergSyncError, TimeoutError):
+    """``lakelog.iceberg.flush(timeout=...)`` stopped waiting before the pending Iceberg steps finished; they
+    go on in the background."""
+
+
+class IcebergSyncWarning(UserWarning):
+    """UniForm: commit ``version`` landed, but its Iceberg step failed (``error``); the commit stands and the
+    next commit, ``Table.sync_iceberg()`` or ``lakelog uniform PATH`` catches the Iceberg metadata up."""
+
+    def __init__(self, message: str, version: int | None = None, error: BaseException | None = None):
+        super().__init__(message)
+        self.version = version
+        self.error = error
+
+
 class SymlinkManifestError(LakelogError):
     """A commit landed (``version``) but the symlink format manifests could not be updated after it: the
     commit stands, the manifests are stale until ``Table.generate_symlink_manifest()`` regenerates them."""

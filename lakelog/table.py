@@ -213,8 +213,9 @@ class Table:
 
     def sync_iceberg(self) -> int:
         """UniForm: write the Iceberg metadata (``metadata/``) of every version since the last one it
-        describes, up to the latest, which this Table moves to; returns that version. A commit does this
-        itself; this catches up after a commit whose Iceberg step failed or was interrupted. A table
+        describes, up to the latest, which this Table moves to; returns that version. A commit has this done
+        after it returns (``lakelog.iceberg``); this waits for that step, and catches up after a commit whose
+        Iceberg step failed or was interrupted. A table
         without UniForm (``delta.universalFormat.enabledFormats``) is an ``UnsupportedFeatureError``. A
         table with ``lakelog.iceberg.catalog`` and ``lakelog.iceberg.table`` then has its Iceberg catalog caught up
         too (``lakelog.errors.CatalogError`` when that fails; ``CatalogConflictError`` when the catalog's table was
@@ -227,6 +228,7 @@ class Table:
                 f"the table at {self.path!r} does not have UniForm on: set delta.universalFormat.enabledFormats = 'iceberg' "
                 "(with delta.enableIcebergCompatV2 = true) to have Iceberg metadata written"
             )
+        iceberg.settle(self.storage)
         version = iceberg.sync(self.storage)
         catalog.publish_iceberg(self.storage, self.metadata.configuration)
         return version

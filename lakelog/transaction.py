@@ -181,6 +181,9 @@ class Transaction:
         if any(isinstance(a, (AddFile, RemoveFile, Metadata, Protocol)) for a in actions):
             symlink_manifest.check_commit(self.snapshot, actions)
         metadata = new_metadata or (self.snapshot.metadata if self.snapshot is not None else None)
+        # (decided before the commit: a bad LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT is refused while nothing is written)
+        convert_now = metadata is not None and iceberg.enabled(metadata.configuration) and iceberg.converts_in_commit(
+            self.snapshot.metadata.configuration if self.snapshot is not None else None)
         if metadata is not None:
             mapped = TableProperties(metadata.configuration).column_mapping_mode != "none"
             actions = collations.without_binary_bounds(actions, collations.stats_paths(metadata.schema_string, mapped))
@@ -243,7 +246,7 @@ class Transaction:
             if delay:
                 time.sleep(delay)
         self._maybe_checkpoint(version, payload)
-        self._maybe_uniform(version, payload)
+        self._maybe_uniform(version, payload, convert_now)
         self._maybe_catalogs(version, payload)
         # Last: raises SymlinkManifestError (the commit stands) when the manifests could not be updated.
         symlink_manifest.after_commit(self.storage, self.snapshot, payload, version, lambda: self._snapshot_at(version, payload))
@@ -364,20 +367,16 @@ class Transaction:
             elif isinstance(a, AddFile) and a.data_change and self.reads_data and self._reads(a):
                 raise conflict(f"added {a.path!r}, which this {self.operation} would have read")
 
-    def _maybe_uniform(self, version: int, actions: list[Action]) -> None:
-        """UniForm: write the Iceberg metadata of the new version. After the commit and never failing it: a
-        failed step is caught up by the next commit (or ``Table.sync_iceberg``)."""
+    def _maybe_uniform(self, version: int, actions: list[Action], now: bool) -> None:
+        """UniForm: the Iceberg step of the new version (then the Iceberg catalog's), after the commit and
+        never failing it: queued for the worker thread, or run here when ``now`` (``lakelog.iceberg``)."""
         metadata = next((a for a in actions if isinstance(a, Metadata)), None) or (self.snapshot and self.snapshot.metadata)
         if metadata is None or not iceberg.enabled(metadata.configuration):
             return
         before = self.snapshot if self.snapshot is not None and self.snapshot.version == version - 1 else None
-        try:
-            iceberg.sync(self.storage, before=before, committed={version: actions} if before is not None or version == 0 else None)
-        except Exception as e:  # noqa: BLE001 - the Delta commit stands; the next one catches up
-            warnings.warn(f"lakelog: version {version} is committed, but writing its Iceberg metadata (UniForm) failed: {e!r}; "
-                          "the next commit or Table.sync_iceberg() writes it", stacklevel=3)
-            return
-        catalog.after_iceberg_step(self.storage, version, metadata.configuration)
+        storage, configuration = self.storage, metadata.configuration
+        iceberg.after_commit(storage, version, before=before, committed={version: actions} if before is not None or version == 0 else None, now=now,
+                             then=lambda: catalog.after_iceberg_step(storage, version, configuration, stacklevel=7))
 
     def _maybe_catalogs(self, version: int, actions: list[Action]) -> None:
         """The catalog entries ``lakelog.catalog.sync`` lists, registered again after a commit that changed the

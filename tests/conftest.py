@@ -13,6 +13,17 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 S3_BUCKET = "lakelog-tests"
 
 
+@pytest.fixture(autouse=True)
+def _iceberg_steps_done():
+    """UniForm's Iceberg steps run after a commit returns: each test's are done (and their failures raised)
+    before the next test starts, so none outlives its test's table or reaches another test's flush."""
+    yield
+    if "lakelog.iceberg.background" in sys.modules:
+        from lakelog import iceberg
+
+        iceberg.flush()
+
+
 @pytest.fixture
 def table_path(tmp_path):
     """A fresh local table location."""

@@ -17,7 +17,8 @@ import pytest
 from pyiceberg.catalog import load_catalog
 
 import lakelog
-from lakelog.errors import CatalogConflictError, CatalogError, CatalogSyncWarning, InvalidTablePropertyError, TableNotFoundError
+from lakelog import iceberg
+from lakelog.errors import CatalogConflictError, CatalogError, CatalogSyncWarning, IcebergSyncError, InvalidTablePropertyError, TableNotFoundError
 
 UNIFORM = {"delta.universalFormat.enabledFormats": "iceberg", "delta.enableIcebergCompatV2": "true", "delta.columnMapping.mode": "name"}
 
@@ -43,6 +44,7 @@ def _rows(t: pa.Table) -> list:
 def _every_version_reads_the_same(path: str, name: str, props: dict, identifier: str = "sales.orders") -> int:
     """Each Iceberg snapshot the catalog's table has, read through the catalog, holds the rows of the Delta
     version its summary names; returns how many snapshots there are."""
+    iceberg.flush()  # (the Iceberg step and the catalog's follow a commit once it has returned)
     table = load_catalog(name, **props).load_table(identifier)
     assert table.metadata.current_snapshot_id is not None
     assert table.current_snapshot().summary["delta-version"] == str(lakelog.Table(path).version)
@@ -63,6 +65,7 @@ def test_every_version_is_found_through_the_catalog(tmp_path, iceberg_catalog):
         lakelog.write_table(path, pa.table({"id": [4], "region": ["us"]}))
         lakelog.Table(path).delete("id = 2")
         lakelog.write_table(path, pa.table({"id": [5], "region": ["eu"], "note": ["new column"]}), schema_mode="merge")
+        iceberg.flush()
     assert _every_version_reads_the_same(path, name, props) == 4
     table = load_catalog(name, **props).load_table("sales.orders")
     assert "note" in table.schema().column_names
@@ -83,7 +86,10 @@ def test_a_concurrent_change_of_the_pointer_is_reported_never_overwritten(tmp_pa
     moved = load_catalog(name, **props).load_table("sales.orders")
     with pytest.warns(CatalogSyncWarning, match="version 1 is committed") as record:
         assert lakelog.write_table(path, pa.table({"id": [3], "region": ["eu"]})) == 1
+        with pytest.raises(IcebergSyncError, match="at version 1: CatalogConflictError") as raised:
+            iceberg.flush()
     assert isinstance([w.message for w in record if isinstance(w.message, CatalogSyncWarning)][0].error, CatalogConflictError)
+    assert isinstance(next(iter(raised.value.errors.values())), CatalogConflictError)
     assert lakelog.read_table(path).num_rows == 3  # the commit stands
     now = load_catalog(name, **props).load_table("sales.orders")
     assert (now.metadata_location, now.current_snapshot().snapshot_id) == (moved.metadata_location, moved.current_snapshot().snapshot_id)
@@ -108,8 +114,9 @@ def test_catch_up_registers_and_advances_the_catalog(tmp_path, iceberg_catalog, 
         monkeypatch.delenv(f"PYICEBERG_CATALOG__{name.upper()}__{key.upper()}")
     with pytest.warns(CatalogSyncWarning, match="sync_iceberg"):
         lakelog.write_table(path, pa.table({"id": [1, 2], "region": ["eu", "us"]}), configuration=_config(name))
-    with pytest.warns(CatalogSyncWarning):
+    with pytest.warns(CatalogSyncWarning), pytest.raises(IcebergSyncError, match="PYICEBERG_CATALOG__"):
         lakelog.Table(path).delete("id = 1")
+        iceberg.flush()
     with pytest.raises(CatalogError, match="PYICEBERG_CATALOG__"):
         lakelog.Table(path).sync_iceberg()
     for key, value in props.items():

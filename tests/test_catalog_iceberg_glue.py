@@ -23,7 +23,8 @@ from pyiceberg.catalog import load_catalog
 from pyiceberg.utils.config import Config
 
 import lakelog
-from lakelog.errors import CatalogConflictError, CatalogSyncWarning
+from lakelog import iceberg
+from lakelog.errors import CatalogConflictError, CatalogSyncWarning, IcebergSyncError
 
 UNIFORM = {"delta.universalFormat.enabledFormats": "iceberg", "delta.enableIcebergCompatV2": "true", "delta.columnMapping.mode": "name"}
 
@@ -89,6 +90,7 @@ def test_every_version_is_found_through_pyicebergs_glue_catalog(s3_endpoint, glu
         lakelog.write_table(location, pa.table({"id": [4], "region": ["us"]}))
         lakelog.Table(location).delete("id = 2")
         lakelog.write_table(location, pa.table({"id": [5], "region": ["eu"], "note": ["new"]}), schema_mode="merge")
+        iceberg.flush()  # (the Iceberg step and the catalog's follow a commit once it has returned)
 
     out = subprocess.run([sys.executable, "-c", READER, name, f"{database}.orders"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -118,6 +120,8 @@ def test_a_concurrent_change_in_glue_is_reported_never_overwritten(s3_endpoint, 
     moved = _load(name).load_table(f"{database}.orders")
     with pytest.warns(CatalogSyncWarning, match="version 1 is committed"):
         assert lakelog.write_table(location, pa.table({"id": [3], "region": ["eu"]})) == 1
+        with pytest.raises(IcebergSyncError, match="CatalogConflictError"):
+            iceberg.flush()
     assert lakelog.read_table(location).num_rows == 3  # the commit stands
     now = _load(name).load_table(f"{database}.orders")
     assert now.metadata_location == moved.metadata_location

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -26,8 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakelog
+from lakelog import iceberg
 from lakelog.cli import main as cli_main
-from lakelog.errors import InvalidTablePropertyError, LakelogError, UnsupportedFeatureError
+from lakelog.errors import (IcebergSyncError, IcebergSyncTimeoutError, IcebergSyncWarning, InvalidArgumentError, InvalidTablePropertyError,
+                            LakelogError, UnsupportedFeatureError)
 
 pyiceberg_table = pytest.importorskip("pyiceberg.table")
 
@@ -41,6 +44,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def latest_metadata(path) -> str:
+    """The newest metadata file, once the Iceberg steps queued by this process's commits are done."""
+    iceberg.flush()
+    return unflushed_metadata(path)
+
+
+def unflushed_metadata(path) -> str:
     with open(os.path.join(path, "metadata", "version-hint.text")) as f:
         n = int(f.read().strip())
     return os.path.join(path, "metadata", f"v{n}.metadata.json")
@@ -225,10 +234,16 @@ def test_a_failed_iceberg_step_is_caught_up(tmp_path):
     path = str(tmp_path / "t")
     lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
     failing = {"lakelog.fault_injector": _failing_iceberg_step}
-    with pytest.warns(UserWarning, match="version 1 is committed, but writing its Iceberg metadata"):
+    with pytest.warns(IcebergSyncWarning, match="version 1 is committed, but writing its Iceberg metadata"):
         lakelog.write_table(path, data(range(5, 8)), mode="append", storage_options=failing)
+        with pytest.raises(IcebergSyncError, match="failed: .* at version 1: OSError.*injected") as raised:
+            iceberg.flush()  # the step runs after the commit returned: its failure is the flush's error too
+    assert raised.value.committed and list(raised.value.errors) == [f"file:{path}"]
+    iceberg.flush()  # reported once
     with pytest.warns(UserWarning, match="version 2 is committed"):
         lakelog.Table(path, storage_options=failing).delete("id = 1")
+        with pytest.raises(IcebergSyncError, match="at version 2"):
+            iceberg.flush()
     assert lakelog.Table(path).version == 2  # the Delta commits stand
     ice = pyiceberg_table.StaticTable.from_metadata(latest_metadata(path))
     assert ice.properties["delta-version"] == "0"
@@ -237,9 +252,12 @@ def test_a_failed_iceberg_step_is_caught_up(tmp_path):
     # the next commit catches up too
     with pytest.warns(UserWarning):
         lakelog.write_table(path, data(range(40, 41)), mode="append", storage_options=failing)
+        with pytest.raises(IcebergSyncError):
+            iceberg.flush()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         lakelog.write_table(path, data(range(50, 51)), mode="append")
+        iceberg.flush()
     assert check_iceberg(path).keys() == {0, 1, 2, 3, 4}
 
 
@@ -264,6 +282,141 @@ def test_a_writer_killed_between_the_commit_and_the_iceberg_step(tmp_path, capsy
     assert check_iceberg(path).keys() == {0, 1}
     assert cli_main(["uniform", path, "--json"]) == 0  # nothing left to do
     assert '"version": 1' in capsys.readouterr().out.replace(":1", ": 1")
+
+
+class _Hold:
+    """A fault injector that holds the Iceberg step at its first write until released, noting the thread."""
+
+    def __init__(self):
+        self.entered, self.release, self.threads = threading.Event(), threading.Event(), set()
+
+    def __call__(self, op, p):
+        if "/metadata/" in p and op in ("put", "put_if_absent"):
+            self.threads.add(threading.current_thread().name)
+            self.entered.set()
+            assert self.release.wait(120), "never released"
+
+
+def _iceberg_version(path) -> int:
+    """The Delta version the newest Iceberg metadata file describes, read without waiting for any step."""
+    with open(unflushed_metadata(path), "rb") as f:
+        return int(orjson.loads(f.read())["properties"]["delta-version"])
+
+
+def test_the_commit_returns_before_its_iceberg_step_and_a_burst_converts_once(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)  # the commit turning UniForm on converts in it
+    assert _iceberg_version(path) == 0
+    hold = _Hold()
+    lakelog.write_table(path, data(range(3, 5)), mode="append", storage_options={"lakelog.fault_injector": hold})
+    assert hold.entered.wait(120)
+    # the commit has returned while its Iceberg step waits on another thread
+    assert lakelog.Table(path).version == 1 and _iceberg_version(path) == 0
+    assert hold.threads == {"lakelog-iceberg"}
+    with pytest.raises(IcebergSyncTimeoutError, match="had not finished after 0 s"):
+        iceberg.flush(timeout=0)
+    for k in range(3):  # queued behind the held step: one step converts the three
+        lakelog.write_table(path, data([10 + k]), mode="append")
+    lakelog.Table(path).delete("id = 0")
+    hold.release.set()
+    assert check_iceberg(path).keys() == {0, 1, 2, 3, 4, 5}  # one snapshot per Delta version
+    assert sorted(glob.glob("v*.metadata.json", root_dir=tmp_path / "t" / "metadata")) == [f"v{n}.metadata.json" for n in (1, 2, 3)]  # 0; 1; 2-5
+    with pytest.raises(InvalidArgumentError, match="timeout"):
+        iceberg.flush(timeout=-1)
+
+
+def test_sync_iceberg_waits_for_the_queued_step(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)
+    hold = _Hold()
+    lakelog.write_table(path, data(range(3, 5)), mode="append", storage_options={"lakelog.fault_injector": hold})
+    assert hold.entered.wait(120)
+    done = []
+    waiter = threading.Thread(target=lambda: done.append(lakelog.Table(path).sync_iceberg()))
+    waiter.start()
+    waiter.join(0.5)  # (not a timing assertion: whatever it did by now, it must not have converted around the held step)
+    assert _iceberg_version(path) == 0
+    hold.release.set()
+    waiter.join(120)
+    assert done == [1] and _iceberg_version(path) == 1
+
+
+def test_sync_iceberg_settles_the_failure_of_a_queued_step(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)
+    with pytest.warns(IcebergSyncWarning, match="version 1 is committed"):
+        lakelog.write_table(path, data(range(3, 5)), mode="append", storage_options={"lakelog.fault_injector": _failing_iceberg_step})
+        assert lakelog.Table(path).sync_iceberg() == 1  # waits for the queued step, then catches up
+    iceberg.flush()  # the table is caught up: its step's failure is not reported again
+    assert check_iceberg(path).keys() == {0, 1}
+
+
+def test_synchronous_conversion_by_environment_variable(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(3)), configuration=UNIFORM)
+    monkeypatch.setenv("LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT", "true")
+    hold = _Hold()
+    hold.release.set()
+    lakelog.write_table(path, data(range(3, 5)), mode="append", storage_options={"lakelog.fault_injector": hold})
+    assert hold.threads == {threading.current_thread().name} and _iceberg_version(path) == 1  # done inside the commit
+    monkeypatch.setenv("LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT", "sometimes")
+    with pytest.raises(InvalidArgumentError, match="LAKELOG_UNIFORM_ICEBERG_SYNC_CONVERT='sometimes' is not true or false"):
+        lakelog.write_table(path, data(range(5, 6)), mode="append")
+    assert lakelog.Table(path).version == 1  # refused before anything was committed
+
+
+def test_a_writer_killed_after_the_commit_returned_before_its_iceberg_step(tmp_path):
+    """The process dies (SIGKILL) once the commit has returned, its Iceberg step held on the worker thread:
+    the next commit, in another process, converts both versions."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    script = textwrap.dedent(f"""
+        import os, signal, threading, pyarrow as pa, lakelog
+        entered = threading.Event()
+        def hold(op, p):
+            if "/metadata/" in p:
+                entered.set()
+                threading.Event().wait()
+        lakelog.write_table({path!r}, pa.table({{"id": pa.array([100], pa.int64()), "part": ["a"], "name": ["k"], "score": [1.0]}}),
+                            mode="append", storage_options={{"lakelog.fault_injector": hold}})
+        entered.wait()
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert lakelog.Table(path).version == 1 and _iceberg_version(path) == 0
+    lakelog.write_table(path, data([200]), mode="append")
+    assert check_iceberg(path).keys() == {0, 1, 2}
+
+
+def test_a_short_script_publishes_at_exit(tmp_path):
+    """The interpreter's exit waits for the queued step (held here until the interpreter is shutting down)."""
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    script = textwrap.dedent(f"""
+        import threading, time, pyarrow as pa, lakelog
+        def hold(op, p):
+            while "/metadata/" in p and not threading._SHUTTING_DOWN:  # (CPython's flag, set as the exit begins)
+                time.sleep(0.01)
+        lakelog.write_table({path!r}, pa.table({{"id": pa.array([100], pa.int64()), "part": ["a"], "name": ["k"], "score": [1.0]}}),
+                            mode="append", storage_options={{"lakelog.fault_injector": hold}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _iceberg_version(path) == 1
+    assert check_iceberg(path).keys() == {0, 1}
+
+
+def test_the_command_line_publishes_before_it_exits(tmp_path):
+    path = str(tmp_path / "t")
+    lakelog.write_table(path, data(range(5)), configuration=UNIFORM)
+    src = tmp_path / "rows.json"
+    src.write_text('{"id": 100, "part": "a", "name": "k", "score": 1.0}\n')
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-m", "lakelog.cli", "write", path, str(src)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert _iceberg_version(path) == 2  # (os._exit skips the interpreter's own wait)
+    assert check_iceberg(path).keys() == {0, 1, 2}
 
 
 def test_import_lakelog_loads_no_iceberg_code():
@@ -305,8 +458,9 @@ def test_random_programs_read_the_same_through_iceberg(tmp_path_factory, ops, pa
         elif op == "new_process":  # forget the manifest list this process wrote: the next step reads it back
             convert._LAST_LIST[:] = [None, []]
         else:  # a commit whose Iceberg step fails: caught up by the next one
-            with pytest.warns(UserWarning):
+            with pytest.warns(UserWarning), pytest.raises(IcebergSyncError):
                 lakelog.write_table(path, data([k]), mode="append", storage_options={"lakelog.fault_injector": _failing_iceberg_step})
+                iceberg.flush()
     lakelog.Table(path).sync_iceberg()
     check_iceberg(path)
 
@@ -347,9 +501,10 @@ def test_vacuum_keeps_the_iceberg_metadata_and_catch_up_survives_log_cleanup(tmp
     path = str(tmp_path / "t")
     lakelog.write_table(path, data(range(4)), configuration={**UNIFORM, "delta.checkpointInterval": "3"})
     failing = {"lakelog.fault_injector": _failing_iceberg_step}
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning), pytest.raises(IcebergSyncError):
         for k in range(3):
             lakelog.write_table(path, data(range(10 * k + 10, 10 * k + 12)), mode="overwrite", storage_options=failing)
+        iceberg.flush()
     # the commits after the last converted version are gone (as log cleanup removes them): the next
     # commit (vacuum's) converts its version whole, on top of the existing history
     for v in (1, 2):
@@ -371,6 +526,7 @@ def test_uniform_on_s3(s3_endpoint):
     import fsspec
 
     fs = fsspec.filesystem("s3")
+    iceberg.flush()
     hint = int(fs.cat_file(f"{path}/metadata/version-hint.text"))
     ice = pyiceberg_table.StaticTable.from_metadata(f"{path}/metadata/v{hint}.metadata.json", properties={
         "s3.endpoint": s3_endpoint.url, "s3.access-key-id": s3_endpoint.access_key,
@@ -582,6 +738,7 @@ def _iceberg_properties(backend) -> dict[str, str]:
 
 
 def _iceberg_at(backend, url: str):
+    iceberg.flush()
     st = backend.storage(url)
     n = int(st.read(st.join("metadata", "version-hint.text")))
     location = "file:" + st.root if backend.kind == "local" else url

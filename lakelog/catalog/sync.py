@@ -83,15 +83,17 @@ def after_commit(storage: Storage, version: int, metadata: Metadata | None, chan
                 "Table.sync_catalogs() or `lakelog register PATH` catches the entry up", version, e), stacklevel=4)
 
 
-def after_iceberg_step(storage: Storage, version: int, configuration: dict[str, str]) -> None:
+def after_iceberg_step(storage: Storage, version: int, configuration: dict[str, str], stacklevel: int = 4) -> Exception | None:
     """After the Iceberg step of commit ``version``: publish the Iceberg metadata to the table's Iceberg
     catalog (``lakelog.iceberg.catalog``). Never raises: a failure, or a concurrent change of the catalog's
-    pointer, is a ``CatalogSyncWarning``; ``Table.sync_iceberg()`` catches the catalog up."""
+    pointer, is a ``CatalogSyncWarning`` and returned; ``Table.sync_iceberg()`` catches the catalog up."""
     try:
         if iceberg_catalogs.configured(configuration) is None:
-            return
+            return None
         iceberg_catalogs.publish(storage, configuration)
     except Exception as e:  # noqa: BLE001 - the commit stands; sync_iceberg catches the catalog up
         warnings.warn(CatalogSyncWarning(
             f"lakelog: version {version} is committed with its Iceberg metadata, but publishing it to the Iceberg catalog "
-            f"failed: {e}; Table.sync_iceberg() or `lakelog uniform PATH` catches the catalog up", version, e), stacklevel=4)
+            f"failed: {e}; Table.sync_iceberg() or `lakelog uniform PATH` catches the catalog up", version, e), stacklevel=stacklevel)
+        return e
+    return None

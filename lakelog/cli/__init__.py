@@ -129,7 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning(args.command)
-            return args.func(args)
+            try:
+                return args.func(args)
+            finally:
+                # UniForm's Iceberg step follows a commit on a worker thread: wait for it here, as the
+                # process ends with os._exit, which skips the interpreter's own wait
+                from ..iceberg import flush
+
+                flush(raise_errors=False)
     except KeyboardInterrupt:
         print("lakelog: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -65,6 +65,14 @@ from ..schema.collations import with_collations
 from ..schema.variants import from_lakelog_schema, lakelog_arrow
 
 
+def _publish_iceberg() -> None:
+    """A write's commit runs in a Python worker that Spark may end as soon as it has returned: UniForm's
+    Iceberg step, which follows a commit on a worker thread, is waited for here."""
+    from lakelog.iceberg import flush
+
+    flush(raise_errors=False)
+
+
 def register_source(spark) -> None:
     """Register ``format("lakelog")`` on ``spark`` (``spark_ext.register`` does this, then connects lakelog's
     catalog where the session has it) and enable Python filter pushdown (a reader that can push
@@ -332,6 +340,12 @@ class LakelogWriter(DataSourceArrowWriter):
         return any(_partition_overwrite_mode(v, f"session setting {SESSION_PARTITION_OVERWRITE_MODE}") == "dynamic" for v in seen)
 
     def commit(self, messages) -> None:
+        try:
+            self._commit(messages)
+        finally:
+            _publish_iceberg()
+
+    def _commit(self, messages) -> None:
         adds = _collect(messages)
         kwargs = dict(app_id=self.app_id, app_version=self.app_version, user_metadata=self.options.get("userMetadata"))
         if self.plan.mode == "overwrite" and self.replace_where is not None:
@@ -418,6 +432,12 @@ class LakelogStreamWriter(DataSourceStreamArrowWriter):
         return LakelogCommitMessage([a.to_json()["add"] for a in adds], identity_marks=marks)
 
     def commit(self, messages, batchId: int) -> None:
+        try:
+            self._commit(messages, batchId)
+        finally:
+            _publish_iceberg()
+
+    def _commit(self, messages, batchId: int) -> None:
         plan = self.plan
         drawn = [m.identity_marks for m in messages if m is not None and m.identity_marks is not None]
         if drawn:
