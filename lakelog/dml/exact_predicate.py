@@ -16,6 +16,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..schema import arrow_values
 from ..schema.types import ColumnNames
 
 _FLIP = {
@@ -128,4 +129,18 @@ class _Exact:
         if v is None:
             raise _NotExact
         # (an integer compared in int64: exact for every signed integer column)
-        return pa.scalar(v, pa.float64() if t == pa.float64() else pa.int64())
+        return arrow_values.scalar(v, pa.float64() if t == pa.float64() else pa.int64())
+
+
+def filter_table(table: pa.Table, expression: pc.Expression, columns: list[str]) -> pa.Table:
+    """``columns`` of the rows of ``table`` where ``expression`` is TRUE, in no particular order. Run by
+    Acero's own module: ``pyarrow.dataset`` (``ds.dataset(table).to_table``, ``Table.filter``) imports
+    pandas, ~40 MiB and 0.2 s of a fresh process."""
+    from pyarrow._acero import Declaration, FilterNodeOptions, ProjectNodeOptions, TableSourceNodeOptions
+
+    plan = Declaration.from_sequence([
+        Declaration("table_source", TableSourceNodeOptions(table)),
+        Declaration("filter", FilterNodeOptions(expression)),
+        Declaration("project", ProjectNodeOptions([pc.field(c) for c in columns], columns)),
+    ])
+    return plan.to_table(use_threads=False)
