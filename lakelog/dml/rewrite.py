@@ -61,6 +61,7 @@ from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .file_reads import FileReads
+from .memory_pool import system_allocator
 from .merge_on_read import MergeOnRead
 from .stable_ids import materialize
 from ..table_features import row_tracking
@@ -448,9 +449,11 @@ def predicate_parameter(*texts: str | None) -> str:
 
 
 def run(op: RowLevelOperation, body) -> Any:
-    """Run ``body(op)``; on any error, delete the files it wrote and close the engine."""
+    """Run ``body(op)`` (pyarrow allocating from the system allocator: ``memory_pool``); on any error,
+    delete the files it wrote and close the engine."""
     try:
-        out = body(op)
+        with system_allocator():
+            out = body(op)
     except BaseException:
         op.abort()
         raise
