@@ -17,7 +17,7 @@ from ..expressions.filters import _references
 from ..schema.types import ColumnNames
 from ..expressions.sql import Engine, collated_sql, filters_to_sql, table_columns
 from ..expressions.simple_sql import parse_simple
-from .exact_predicate import exact_expression, filter_table
+from .exact_predicate import exact_expression, filter_table, prune_filters
 from .internal_columns import POS
 
 
@@ -35,6 +35,9 @@ class Predicate:
     # types are selected without the engine.
     exact: pc.Expression | None = None
     exact_types: dict[str, pa.DataType] | None = None
+    # ``prune`` as DNF filter tuples (``exact_predicate.prune_filters``), when the predicate is that simple:
+    # files are skipped over all stats at once (``lakelog.read.pruning``), without a pyarrow dataset.
+    prune_filters: list | None = None
 
     def exact_for(self, schema: pa.Schema) -> pc.Expression | None:
         """``exact`` if the columns it reads have in ``schema`` the types it was made for, else None."""
@@ -102,8 +105,9 @@ def _simple_predicate(text: Any, schema: pa.Schema, engine: Engine) -> Predicate
     if exact is None:
         return None
     columns = table_columns(tree, schema.names)
-    return Predicate(sql=text, prune=prune_expression(tree, schema, engine), columns=columns, text=text, exact=exact,
-                     exact_types={c: schema.field(c).type for c in columns})
+    prune = prune_expression(tree, schema, engine)
+    return Predicate(sql=text, prune=prune, columns=columns, text=text, exact=exact, exact_types={c: schema.field(c).type for c in columns},
+                     prune_filters=prune_filters(tree, schema) if prune is not None else None)
 
 
 def table_collation_of(schema: pa.Schema, resolve=None):

@@ -44,7 +44,7 @@ from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, de
 from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
 from ..table_features.deletion_vectors import DeletionVectors
-from ..read.scan import files_dataset
+from ..read.scan import candidate_adds, files_dataset
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
@@ -213,9 +213,12 @@ class RowLevelOperation(FileReads):
         self.features = features.computing(self.features.computed) if features is not None and self.features is not None else features
 
     # ------------------------------------------------------------ files
-    def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
-        """Files that may hold rows satisfying ``prune`` (by partition values and stats)."""
+    def candidates(self, prune: pc.Expression | None, filters: list | None = None) -> list[AddFile]:
+        """Files that may hold rows satisfying ``prune`` (by partition values and stats); ``filters``: the
+        same as DNF filter tuples, decided over all files at once without a pyarrow dataset."""
         self.read_prunes.append(prune)
+        if prune is not None and filters:
+            return candidate_adds(self.snapshot, filters)
         files = list(self.snapshot.files.values())
         if prune is None or not files:
             return files

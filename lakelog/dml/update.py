@@ -152,7 +152,7 @@ def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, An
     pred = compile_predicate(predicate, op.schema, op.engine)
     assignments = _Assignments(op, updates)
     context = f"cannot evaluate the update {updates!r}"
-    files = op.candidates(pred.prune)
+    files = op.candidates(pred.prune, pred.prune_filters)
     updated = 0
     if isinstance(op.deleter, CopyOnWrite) and not op.records_changes:
         # The new values need only the columns the expressions read: computed per scanned group, they go
