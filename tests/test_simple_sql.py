@@ -44,7 +44,7 @@ def _texts(count: int, seed: int) -> list[str]:
             return atom()
         k = rnd.random()
         if k < 0.2:
-            return f"NOT{rnd.choice([' ', ' (', '('])}{expr(depth - 1)}" + (")" if False else "")
+            return f"NOT{rnd.choice([' ', ' (', '('])}{expr(depth - 1)}"
         word = rnd.choice(["AND", "and", "Or", "OR"])
         left, right = expr(depth - 1), expr(depth - 1)
         if rnd.random() < 0.5:
