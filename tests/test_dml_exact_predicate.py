@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import lakelog
@@ -113,3 +114,45 @@ def test_delete_and_update_with_nan_and_null_as_the_engine(tmp_path):
     assert t.update({"x": "1"}, "NOT (x >= 0.5)")["num_updated_rows"] == 2  # 0.1 and -0.0; NULL stays
     rows = dict(zip(*[t.to_pyarrow().column(c).to_pylist() for c in ("id", "x")]))
     assert rows == {0: 1.0, 2: None, 4: 1.0, 5: 0.5}
+
+
+def test_stats_pruning_of_simple_predicates_keeps_every_file_with_a_selected_row(tmp_path):
+    """Files skipped by the DNF form of a simple predicate (``prune_filters``, decided over the stats of
+    every file at once) hold no row the engine selects; they are the ones the dataset path skips."""
+    from lakelog.dml.rewrite import RowLevelOperation
+
+    path = str(tmp_path / "t")
+    rnd = random.Random(4)
+    for k in range(8):
+        lo = k * 10 - 40
+        lakelog.write_table(path, pa.table({
+            "i64": pa.array([None if rnd.random() < 0.1 else lo + rnd.randrange(10) for _ in range(20)], pa.int64()),
+            "i8": pa.array([None if k == 3 else rnd.randrange(-128, 128) // (k + 1) for _ in range(20)], pa.int8()),
+            "x": pa.array([rnd.choice(DOUBLES) for _ in range(20)], pa.float64()),
+            "y": pa.array([rnd.choice(DOUBLES) for _ in range(20)], pa.float64()),
+            "i16": pa.array([lo * 10 + rnd.randrange(100) for _ in range(20)], pa.int16()),
+            "i32": pa.array([rnd.choice([0, 1, 2, 3]) * k for _ in range(20)], pa.int32()),
+        }))
+    t = lakelog.Table(path)
+    engine = Engine()
+    contents = {a.path: pq.read_table(t.storage.join(a.relative_path)) for a in t.snapshot.files.values()}
+    pruned = 0
+    try:
+        for text in _predicates(120, seed=9) + ["i64 < -35", "NOT (i64 >= -35)", "i8 = 300", "i64 > 5 AND i64 < 17"]:
+            op = RowLevelOperation(t.storage)
+            try:
+                pred = compile_predicate(text, op.schema, op.engine)
+                if pred.prune_filters is None:
+                    continue
+                kept = {a.path for a in op.candidates(pred.prune, pred.prune_filters)}
+                by_dataset = {a.path for a in op.candidates(pred.prune)}
+            finally:
+                op.close()
+            assert kept == by_dataset, text
+            for name, content in contents.items():
+                if len(engine.positions(content, text, text)):
+                    assert name in kept, (text, name)
+            pruned += len(kept) < 8
+    finally:
+        engine.close()
+    assert pruned > 8

@@ -207,3 +207,23 @@ def test_writing_a_checkpoint_imports_no_pandas(tmp_path):
     import deltalake
 
     assert sorted(deltalake.DeltaTable(p).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 10, 11]
+
+
+def test_simple_deletes_and_updates_import_no_pandas_or_duckdb(tmp_path):
+    """A delete or update whose predicate (a numeric column against a number, IS NULL, AND/OR/NOT) and
+    values (string literals) pyarrow evaluates exactly loads neither pandas (through pyarrow.dataset or
+    pyarrow's conversion of Python values) nor DuckDB nor sqlglot; a predicate outside that grammar loads
+    DuckDB (the control). Files are skipped by an integer column's stats without a pyarrow dataset."""
+    p = str(tmp_path / "t")
+    lakelog.write_table(p, pa.table({"id": pa.array(range(10), pa.int64()), "x": pa.array([k / 10 for k in range(10)]),
+                                     "s": [f"s{k}" for k in range(10)]}))
+    code = (f"import lakelog\nt = lakelog.Table({p!r})\n"
+            "print(t.delete('x < 0.15 OR id IS NULL')['num_deleted_rows'])\n"
+            "print(t.update({'s': \"'it''s'\"}, 'NOT (x >= 0.45) AND id > 1')['num_updated_rows'])\n")
+    mods, out = modules_after(code)
+    assert out.splitlines() == ["2", "3"]
+    assert heavy(mods) == [] and "sqlglot" not in mods
+    rows = lakelog.Table(p).to_pyarrow().sort_by("id")
+    assert rows.column("s").to_pylist()[:4] == ["it's", "it's", "it's", "s5"] and rows.num_rows == 8
+    mods, out = modules_after(f"import lakelog\nprint(lakelog.Table({p!r}).delete('x * 2 > 1.7')['num_deleted_rows'])")
+    assert out == "1" and "duckdb" in mods

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..actions import AddFile
+from ..schema import arrow_values
 from ..schema.conform import cast_batch
 from .internal_columns import ROW
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def rows_at(content: pa.Table, rows: np.ndarray) -> pa.Table:
     """The rows of a file's ``content`` (as ``read_file`` gives it: ascending ``ROW``) at the file row
     indexes ``rows`` (ascending, each present)."""
-    return content.take(pa.array(np.searchsorted(content.column(ROW).to_numpy(), rows)))
+    return content.take(arrow_values.from_numpy(np.searchsorted(arrow_values.to_numpy(content.column(ROW)), rows)))
 
 
 @dataclass
@@ -108,7 +109,7 @@ class CopyOnWrite:
         else:
             if content is None:
                 content = self.op.complete(add, known)
-            index = content.column(ROW).to_numpy()  # ascending file row indexes
+            index = arrow_values.to_numpy(content.column(ROW))  # ascending file row indexes
             mask = np.ones(content.num_rows, dtype=bool)
             if len(index) and index[0] == 0 and index[-1] == len(index) - 1:
                 mask[rows] = False  # every row of the file is here (no deletion vector): indexes are positions
@@ -118,7 +119,7 @@ class CopyOnWrite:
             del index
             schema, columns = content.schema, content.columns
             content = None
-            kept = _filtered(schema, columns, pa.array(mask))  # (a boolean filter copies faster than a take of indexes)
+            kept = _filtered(schema, columns, arrow_values.from_numpy(mask))  # (a boolean filter copies faster than a take of indexes)
         parts = [t for t in (kept, replacement) if t is not None and t.num_rows]
         if not parts:
             return [], 0

@@ -51,7 +51,7 @@ def _delete(op: RowLevelOperation, predicate: Any) -> dict[str, Any]:
 def delete_matching(op: RowLevelOperation, pred: Predicate) -> int:
     """Mark every row ``pred`` selects deleted; returns how many. Files are pruned first; a predicate on
     partition columns only removes whole files without opening them."""
-    files = op.candidates(pred.prune)
+    files = op.candidates(pred.prune, pred.prune_filters)
     deleted = 0
     # A predicate that reads partition columns only (at least one) has one value per file.
     by_partition = pred.sql is not None and reads_only_partitions(pred.columns, op.partition_columns)

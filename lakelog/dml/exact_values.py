@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..schema import arrow_values
 from ..schema.types import ColumnNames
 from .exact_predicate import column_ref, number_literal
 
@@ -73,13 +74,13 @@ def _value(tree: dict, t: pa.DataType, schema: pa.Schema, index: ColumnNames) ->
         return None
     kind, text = lit.get("kind"), lit["text"]
     if kind == "STRING":
-        return pa.scalar(text, pa.string()) if t == pa.string() else None
+        return arrow_values.scalar(text, pa.string()) if t == pa.string() else None
     if kind == "BOOLEAN":
-        return pa.scalar(text == "true", pa.bool_()) if t == pa.bool_() and text in ("true", "false") else None
+        return arrow_values.scalar(text == "true", pa.bool_()) if t == pa.bool_() and text in ("true", "false") else None
     if t not in (pa.float64(), *_INTEGER_TYPES):
         return None
     v = number_literal(tree, t)
     bits = _INTEGER_TYPES.get(t)
     if v is None or (bits is not None and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)):
         return None
-    return pa.scalar(v, t)
+    return arrow_values.scalar(v, t)

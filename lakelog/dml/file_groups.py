@@ -9,13 +9,14 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from ..actions import AddFile
+from ..schema import arrow_values
 from ..schema.partition_values import parse_partition_value
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from .internal_columns import FILE, ROW
+from .exact_predicate import filter_table
 from .predicate import Predicate
 
 
@@ -36,7 +37,7 @@ class Group:
         return rows if with_file else rows.drop_columns([FILE])
 
     def _masked(self, mask: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-        rows = self.table.column(ROW).to_numpy()
+        rows = arrow_values.to_numpy(self.table.column(ROW))
         start = 0
         for k, n in enumerate(self.counts):
             hit = np.flatnonzero(mask[start : start + n])
@@ -50,7 +51,7 @@ class Group:
         if predicate.everything:
             hit = self.table.select([FILE, ROW])
         elif expression is not None:
-            hit = ds.dataset(self.table).to_table(columns=[FILE, ROW], filter=expression)
+            hit = filter_table(self.table, expression, [FILE, ROW])
         else:
             # The positions of the selected rows, not a mask read in result order: the engine may
             # return rows in any order (an IN list is a join), so only a carried position is trusted.
@@ -58,7 +59,7 @@ class Group:
             return
         if hit.num_rows == 0:
             return
-        files, rows = hit.column(FILE).to_numpy(), hit.column(ROW).to_numpy()
+        files, rows = arrow_values.to_numpy(hit.column(FILE)), arrow_values.to_numpy(hit.column(ROW))
         order = np.lexsort((rows, files))
         files, rows = files[order], rows[order]
         cuts = np.flatnonzero(np.diff(files)) + 1
@@ -68,7 +69,7 @@ class Group:
 
 def with_file_index(tables: list[pa.Table], indexes) -> list[pa.Table]:
     """Each of ``tables`` (one file's rows) with its FILE index (from ``indexes``) as a column."""
-    return [t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
+    return [t.append_column(FILE, arrow_values.from_numpy(np.full(t.num_rows, i, dtype=np.int32))) for i, t in zip(indexes, tables)]
 
 
 def split_by_file(table: pa.Table) -> dict[int, pa.Table]:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..actions import AddFile, decode_path
+from ..schema import arrow_values
 from ..read.data_files import physical_rows
 from ..table_features.deletion_vectors import check_row_count, keep_mask
 from ..storage.parquet_read import parquet_file
@@ -72,7 +73,7 @@ class FileReads:
             t = schema.field(name).type
             if name in snap.partition_columns:
                 value = parse_partition_value(partition_values(add, snap.partition_columns, mapping).get(name), t)
-                cols.append(pa.repeat(pa.scalar(value, t), n))
+                cols.append(pa.repeat(arrow_values.scalar(value, t), n))
             elif name in present:
                 col = data.column(name)
                 if col.type != t and has_variant(schema.field(name)):
@@ -81,7 +82,7 @@ class FileReads:
                 cols.append(col if col.type == t else col.cast(t))
             else:
                 cols.append(pa.nulls(n, t))
-        cols.append(pa.array(np.arange(n, dtype=np.int64)))
+        cols.append(arrow_values.from_numpy(np.arange(n, dtype=np.int64)))
         out = pa.table(cols, schema=pa.schema([schema.field(c) for c in names] + [pa.field(ROW, pa.int64())]))
         if tracked:
             out = with_stable_ids(out, add, stored, self.row_tracking)
@@ -91,7 +92,7 @@ class FileReads:
             check_row_count(deleted, n, add, snap.storage)
             mask = keep_mask(deleted, 0, n)
             if mask is not None:
-                out = out.filter(pa.array(mask))
+                out = out.filter(arrow_values.from_numpy(mask))
         return out
 
     def scan(self, files: list[AddFile], columns: set[str] | None = None, group_bytes: int | None = None,

@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
-from ..schema import collations
+from ..schema import arrow_values, collations
 from ..errors import PredicateError, UnsupportedExpressionError
 from ..expressions.sql_skipping import prune_expression
 from ..expressions.filters import _references
 from ..schema.types import ColumnNames
 from ..expressions.sql import Engine, collated_sql, filters_to_sql, table_columns
-from .exact_predicate import exact_expression
+from ..expressions.simple_sql import parse_simple
+from .exact_predicate import exact_expression, filter_table, prune_filters
 from .internal_columns import POS
 
 
@@ -35,6 +35,9 @@ class Predicate:
     # types are selected without the engine.
     exact: pc.Expression | None = None
     exact_types: dict[str, pa.DataType] | None = None
+    # ``prune`` as DNF filter tuples (``exact_predicate.prune_filters``), when the predicate is that simple:
+    # files are skipped over all stats at once (``lakelog.read.pruning``), without a pyarrow dataset.
+    prune_filters: list | None = None
 
     def exact_for(self, schema: pa.Schema) -> pc.Expression | None:
         """``exact`` if the columns it reads have in ``schema`` the types it was made for, else None."""
@@ -61,6 +64,8 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
     if predicate is None:
         return Predicate()
     if isinstance(predicate, pc.Expression):
+        import pyarrow.dataset as ds  # (imports pandas: only for a predicate given as an expression)
+
         try:
             ds.dataset(schema.empty_table()).to_table(filter=predicate)
         except (pa.ArrowException, TypeError) as e:
@@ -75,6 +80,9 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
         return Predicate(expression=predicate, prune=predicate, text=str(predicate))
     if isinstance(predicate, (list, tuple)):
         predicate = filters_to_sql(predicate)
+    simple = _simple_predicate(predicate, schema, engine)
+    if simple is not None:
+        return simple
     relation = engine.empty_relation(schema)
     tree = engine.check_predicate(predicate, relation, what)
     columns = table_columns(tree, schema.names)
@@ -83,6 +91,23 @@ def compile_predicate(predicate: Any, schema: pa.Schema, engine: Engine, what: s
     exact = None if collated else exact_expression(tree, schema)
     return Predicate(sql=sql or predicate, prune=prune_expression(tree, schema, engine), columns=columns, text=predicate,
                      exact=exact, exact_types={c: schema.field(c).type for c in columns} if exact is not None else None)
+
+
+def _simple_predicate(text: Any, schema: pa.Schema, engine: Engine) -> Predicate | None:
+    """The predicate without the engine, when its text is in the grammar ``parse_simple`` reads (giving
+    the engine's own parse tree) and that tree is an ``exact_expression`` over ``schema``: its columns
+    exist, are plain signed integers or doubles compared with numeric literals, so the engine would bind
+    it as this boolean condition. None otherwise (the engine parses and checks it)."""
+    tree = parse_simple(text)
+    if tree is None or collations.table_collations(schema):
+        return None
+    exact = exact_expression(tree, schema)
+    if exact is None:
+        return None
+    columns = table_columns(tree, schema.names)
+    prune = prune_expression(tree, schema, engine)
+    return Predicate(sql=text, prune=prune, columns=columns, text=text, exact=exact, exact_types={c: schema.field(c).type for c in columns},
+                     prune_filters=prune_filters(tree, schema) if prune is not None else None)
 
 
 def table_collation_of(schema: pa.Schema, resolve=None):
@@ -107,7 +132,7 @@ def select_positions(engine: Engine, predicate: Predicate, table: pa.Table) -> n
         return np.arange(table.num_rows, dtype=np.int64)
     expression = predicate.expression if predicate.expression is not None else predicate.exact_for(table.schema)
     if expression is not None:
-        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        hit = ds.dataset(table.append_column(POS, pos)).to_table(columns=[POS], filter=expression)
-        return np.sort(hit.column(0).to_numpy())
+        pos = arrow_values.from_numpy(np.arange(table.num_rows, dtype=np.int64))
+        hit = filter_table(table.append_column(POS, pos), expression, [POS])
+        return np.sort(arrow_values.to_numpy(hit.column(0)))
     return engine.positions(table, predicate.sql, f"cannot evaluate the predicate {predicate.sql!r}")

@@ -44,7 +44,7 @@ from ..actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn, de
 from ..errors import InvalidArgumentError, LakelogError, StorageUnavailableError, SymlinkManifestError, UnsupportedFeatureError
 from ..environment import positive_int
 from ..table_features.deletion_vectors import DeletionVectors
-from ..read.scan import files_dataset
+from ..read.scan import candidate_adds, files_dataset
 from ..log.snapshot import Snapshot
 from ..expressions.sql import Engine
 from ..storage import Storage
@@ -61,6 +61,7 @@ from .copy_on_write import CopyOnWrite, rows_at, table_rows  # noqa: F401  (rows
 from .internal_columns import FILE, POS, ROW, ROW_ID, internal_name  # noqa: F401  (re-exported)
 from .predicate import Predicate, compile_predicate, reads_only_partitions, select_positions  # noqa: F401  (re-exported)
 from .file_reads import FileReads
+from .memory_pool import system_allocator
 from .merge_on_read import MergeOnRead
 from .stable_ids import materialize
 from ..table_features import row_tracking
@@ -212,9 +213,12 @@ class RowLevelOperation(FileReads):
         self.features = features.computing(self.features.computed) if features is not None and self.features is not None else features
 
     # ------------------------------------------------------------ files
-    def candidates(self, prune: pc.Expression | None) -> list[AddFile]:
-        """Files that may hold rows satisfying ``prune`` (by partition values and stats)."""
+    def candidates(self, prune: pc.Expression | None, filters: list | None = None) -> list[AddFile]:
+        """Files that may hold rows satisfying ``prune`` (by partition values and stats); ``filters``: the
+        same as DNF filter tuples, decided over all files at once without a pyarrow dataset."""
         self.read_prunes.append(prune)
+        if prune is not None and filters:
+            return candidate_adds(self.snapshot, filters)
         files = list(self.snapshot.files.values())
         if prune is None or not files:
             return files
@@ -448,9 +452,11 @@ def predicate_parameter(*texts: str | None) -> str:
 
 
 def run(op: RowLevelOperation, body) -> Any:
-    """Run ``body(op)``; on any error, delete the files it wrote and close the engine."""
+    """Run ``body(op)`` (pyarrow allocating from the system allocator: ``memory_pool``); on any error,
+    delete the files it wrote and close the engine."""
     try:
-        out = body(op)
+        with system_allocator():
+            out = body(op)
     except BaseException:
         op.abort()
         raise

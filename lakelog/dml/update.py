@@ -17,6 +17,7 @@ from ..schema import collations
 from ..schema.assignment_types import check_assignment, value_types
 from ..errors import PredicateError
 from ..schema.types import ColumnNames
+from ..expressions.simple_sql import parse_simple
 from ..expressions.sql import collated_sql, parse_expression, quote_ident, table_columns, value_expressions
 from ..storage import Storage
 from .internal_columns import ROW_ID
@@ -42,18 +43,23 @@ def update(
     return run(op, lambda op: _update(op, updates, predicate))
 
 
-def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: str = "update") -> dict[str, str]:
+def check_assignments(op: RowLevelOperation, updates: Any, relation: str | None = None, what: str = "update") -> dict[str, str]:
     """Validate ``{column: SQL expression or literal value}`` against the table (each value's type must
     fit its column as write_table's data must: ``lakelog.schema.assignment_types``); returns it as SQL text
-    with exact column names."""
+    with exact column names. ``relation``: the engine's empty table of the schema (registered when needed)."""
     out, trees = {}, {}
     index = ColumnNames(op.schema.names)
     for given, expr in value_expressions(updates, what).items():
         col = index.find(given)  # as Delta: ignoring case
         if col is None:
             raise PredicateError(f"{what}: column {given!r} is not in the table (columns: {op.schema.names})")
-        trees[col] = op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
         out[col] = expr
+    if simple_value_trees(out, op.schema) is not None:
+        return out  # (each value is its column's type already: nothing to check, no engine)
+    if relation is None:
+        relation = op.engine.empty_relation(op.schema)
+    for col, expr in out.items():
+        trees[col] = op.engine.check_value(expr, relation, op.schema.field(col).type, f"expression for column {col!r}")
     # The CAST to the column's type would round, narrow or drop struct fields: write_table's rule first.
     types = value_types(op.engine, list(out.values()), relation, [f"expression for column {c!r}" for c in out])
     for (col, expr), value in zip(out.items(), types):
@@ -64,7 +70,21 @@ def check_assignments(op: RowLevelOperation, updates: Any, relation: str, what: 
     return out
 
 
-def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: str, context: str, group=None) -> int:
+def simple_value_trees(updates: dict[str, str], schema: pa.Schema) -> dict[str, dict] | None:
+    """The parse trees of the new values when each is a string literal for a string column without field
+    metadata (``parse_simple`` reads it as the engine does): the engine's checks of such a value (it
+    binds, is no variant, fits its column) cannot fail, and ``exact_values`` computes it. None otherwise."""
+    trees = {}
+    for col, expr in updates.items():
+        field = schema.field(col)
+        tree = parse_simple(expr, value=True)
+        if tree is None or tree["class"] != "CONSTANT" or tree["literal"]["kind"] != "STRING" or field.type != pa.string() or field.metadata:
+            return None
+        trees[col] = tree
+    return trees
+
+
+def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: "_Assignments", context: str, group=None) -> int:
     """Rewrite the files ``hits`` names (FILE index -> file row indexes) with those rows updated; ``group``:
     the scanned group they belong to (its columns are not read again)."""
     order = sorted(hits)
@@ -72,7 +92,7 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     chosen = pa.concat_tables([rows_at(content, hits[fi]) for fi, content in zip(order, contents)])
     name = op.engine.register(chosen)
     try:
-        updated = op.engine.query(f"SELECT * REPLACE ({assignments}) FROM {name}", context)
+        updated = op.engine.query(f"SELECT * REPLACE ({str(assignments)}) FROM {name}", context)
     finally:
         op.engine.unregister(name)
     if op.records_changes:
@@ -86,7 +106,7 @@ def _update_files(op: RowLevelOperation, files: list, hits: dict, assignments: s
     return sum(len(r) for r in hits.values())
 
 
-def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assignments: str, context: str,
+def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assignments: "_Assignments", context: str,
                   exact: ExactValues | None = None) -> int:
     """Rewrite the files of a scanned ``group`` that have rows ``pred`` selects, with those rows updated
     from the new values computed over the group's columns (by pyarrow where ``exact`` has them); returns
@@ -98,7 +118,7 @@ def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assign
     # Row k of the values is computed from the k-th selected row (evaluate carries each row's position).
     values = exact.columns(chosen) if exact is not None else None
     if values is None:
-        values = op.engine.evaluate(chosen, assignments, context)
+        values = op.engine.evaluate(chosen, str(assignments), context)
     at = 0
     for fi, rows in hits:
         k = fi - group.first
@@ -107,24 +127,37 @@ def _update_group(op: RowLevelOperation, files: list, group: Group, pred, assign
     return at
 
 
+class _Assignments:
+    """The engine's select list of the new values (``CAST((expr) AS type) AS col, ...``), made when first
+    used as text: values pyarrow computes never need the engine."""
+
+    def __init__(self, op: RowLevelOperation, updates: dict[str, str]):
+        self.op, self.updates, self._text = op, updates, None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            engine, schema = self.op.engine, self.op.schema
+            self._text = ", ".join(
+                f"CAST(({expr}) AS {engine.sql_type(schema.field(col).type)}) AS {quote_ident(col)}" for col, expr in self.updates.items())
+        return self._text
+
+
 def _update(op: RowLevelOperation, updates: Any, predicate: Any) -> dict[str, Any]:
     metrics = {"num_updated_rows": 0, "num_added_files": 0, "num_removed_files": 0, "num_copied_rows": 0}
     if op.duplicate:
         return {**metrics, "version": op.snapshot.version}
-    updates = check_assignments(op, updates, op.engine.empty_relation(op.schema))
+    updates = check_assignments(op, updates)
     if op.features is not None:
         op.features = op.features.for_assignments(updates)
     pred = compile_predicate(predicate, op.schema, op.engine)
-    assignments = ", ".join(
-        f"CAST(({expr}) AS {op.engine.sql_type(op.schema.field(col).type)}) AS {quote_ident(col)}" for col, expr in updates.items()
-    )
+    assignments = _Assignments(op, updates)
     context = f"cannot evaluate the update {updates!r}"
-    files = op.candidates(pred.prune)
+    files = op.candidates(pred.prune, pred.prune_filters)
     updated = 0
     if isinstance(op.deleter, CopyOnWrite) and not op.records_changes:
         # The new values need only the columns the expressions read: computed per scanned group, they go
         # with each file's rewrite, which reads the file anyway (one read per file, as a delete).
-        trees = {col: parse_expression(e) for col, e in updates.items()}
+        trees = simple_value_trees(updates, op.schema) or {col: parse_expression(e) for col, e in updates.items()}
         reads = set().union(*(table_columns(t, op.schema.names) for t in trees.values()))
         exact = exact_values(trees, op.schema)
         for group in op.scan(files, None if pred.columns is None else pred.columns | reads):

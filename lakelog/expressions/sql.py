@@ -35,13 +35,12 @@ import re
 import threading
 from typing import Any, Callable, Iterable
 
-import duckdb
 import numpy as np
 import orjson
 import pyarrow as pa
 
-from ..schema import collations, geospatial
-from . import sql_java_floats, sql_variants
+from ..schema import arrow_values, collations, geospatial
+from . import sql_variants
 from ..environment import positive_int
 from ..errors import PredicateError
 from ..schema.types import VARIANT_STORAGE, ColumnNames, has_variant, is_variant_field
@@ -49,7 +48,15 @@ from ..schema.variant_columns import without_marks
 
 _REFUSED_CLASSES = {"SUBQUERY": "a subquery", "WINDOW": "a window function", "STAR": "'*'", "PARAMETER": "a parameter"}
 _parser_lock = threading.Lock()
-_parser: duckdb.DuckDBPyConnection | None = None
+_parser = None  # (a DuckDB connection, made on first use)
+
+
+def _duckdb():
+    """The ``duckdb`` module, imported on first use: a row-level change whose predicate and values
+    pyarrow evaluates exactly (``lakelog.dml.exact_predicate``) never loads it (~16 MiB, 50 ms)."""
+    import duckdb
+
+    return duckdb
 
 
 def quote_ident(name: str) -> str:
@@ -105,7 +112,7 @@ def _parse_tree(sql: str) -> dict:
     global _parser
     with _parser_lock:
         if _parser is None:
-            _parser = duckdb.connect()
+            _parser = _duckdb().connect()
         raw = _parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
     return orjson.loads(raw)
 
@@ -171,7 +178,7 @@ def has_icu_collation(name: str) -> bool:
         if _icu_names is None:
             try:
                 _icu_names = {r[0] for r in _parser.execute("SELECT collname FROM pragma_collations()").fetchall()}
-            except duckdb.Error:
+            except _duckdb().Error:
                 _icu_names = set()
     return name in _icu_names
 
@@ -244,20 +251,38 @@ class Engine:
     the order of a query's result rows never says which input row they came from: see ``evaluate``."""
 
     def __init__(self, threads: int | None = None) -> None:
-        """``threads``: DuckDB's threads (default ``engine_threads()``)."""
-        self.con = duckdb.connect()
-        self.con.execute("SET TimeZone = 'UTC'")
-        self.con.execute(f"SET threads = {threads or engine_threads()}")
-        sql_variants.register(self.con)
-        sql_java_floats.register(self.con)
+        """``threads``: DuckDB's threads (default ``engine_threads()``). The connection is made on first
+        use: an operation that never queries loads no DuckDB."""
+        self._threads = threads or engine_threads()  # (a bad LAKELOG_SQL_THREADS is refused here)
+        self._con = None
+        self._closed = False
         self._lock = threading.RLock()
         self._types: dict[pa.DataType, str] = {}
         self._n = 0
         self._variants: dict[str, pa.Field] = {}  # columns holding variants, of every registered table (lower-case names)
 
+    @property
+    def con(self):
+        """The DuckDB connection (UTC session time zone, lakelog's functions registered)."""
+        with self._lock:
+            if self._con is None:
+                if self._closed:
+                    raise RuntimeError("the SQL engine is closed")
+                from . import sql_java_floats
+
+                con = _duckdb().connect()
+                con.execute("SET TimeZone = 'UTC'")
+                con.execute(f"SET threads = {self._threads}")
+                sql_variants.register(con)
+                sql_java_floats.register(con)
+                self._con = con
+            return self._con
+
     def close(self) -> None:
         with self._lock:
-            self.con.close()
+            self._closed = True
+            if self._con is not None:
+                self._con.close()
 
     def register(self, table: pa.Table, name: str | None = None) -> str:
         """Make ``table`` queryable (zero-copy) under ``name`` (a fresh name by default)."""
@@ -281,7 +306,7 @@ class Engine:
         try:
             with self._lock:
                 return self.con.sql(sql).to_arrow_table()
-        except duckdb.Error as e:
+        except _duckdb().Error as e:
             raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def evaluate(self, table: pa.Table, select_list: str, context: str) -> pa.Table:
@@ -321,7 +346,7 @@ class Engine:
         try:
             with self._lock:
                 return [str(t) for t in self.con.sql(sql).types]
-        except duckdb.Error as e:
+        except _duckdb().Error as e:
             raise PredicateError(f"{context}: {engine_message(e)}") from None
 
     def sql_type(self, t: pa.DataType) -> str:
@@ -433,11 +458,11 @@ class Engine:
             return None
         try:
             if pa.types.is_integer(t) and kind == "INTEGER" and cast_to is None:
-                return pa.scalar(int(text), type=t)
+                return arrow_values.scalar(int(text), t)
             if pa.types.is_string(t) and kind == "STRING" and cast_to is None:
-                return pa.scalar(text, type=t)
+                return arrow_values.scalar(text, t)
             if pa.types.is_boolean(t) and kind == "BOOLEAN":
-                return pa.scalar(text.lower() == "true", type=t)
+                return arrow_values.scalar(text.lower() == "true", t)
             if pa.types.is_decimal(t) and kind in ("INTEGER", "NUMERIC") and cast_to is None and "e" not in text.lower():
                 v = decimal.Decimal(text)
                 q = v.quantize(decimal.Decimal(1).scaleb(-t.scale))
@@ -451,7 +476,7 @@ class Engine:
                 with self._lock:
                     value = self.con.sql(f"SELECT CAST({lit} AS {sql_type}) AS v").to_arrow_table().column(0)[0]
                 return value.cast(t)
-        except (ValueError, OverflowError, decimal.InvalidOperation, pa.ArrowException, duckdb.Error):
+        except (ValueError, OverflowError, decimal.InvalidOperation, pa.ArrowException, _duckdb().Error):
             return None
         return None
 

@@ -10,7 +10,6 @@ assignment to a variant column (``Engine.check_value``)."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 
 NAME = "parse_json"
@@ -23,8 +22,10 @@ def _parse_json(texts: pa.Array) -> pa.Array:
     return from_json_array(texts)
 
 
-def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Make ``parse_json(VARCHAR)`` callable on ``con`` (vectorised over Arrow arrays)."""
+def register(con) -> None:
+    """Make ``parse_json(VARCHAR)`` callable on ``con`` (a DuckDB connection; vectorised over Arrow arrays)."""
+    import duckdb
+
     con.create_function(NAME, _parse_json, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("STRUCT(value BLOB, metadata BLOB)"),
                         type="arrow", null_handling="special", side_effects=False)
 
