@@ -225,15 +225,19 @@ CLASSIC_ROW_GROUP_ROWS = 131_072  # file actions per row group of a classic chec
 
 
 def write_checkpoint(snapshot: TableState) -> int:
-    """Write the checkpoint for ``snapshot.version`` and then ``_last_checkpoint``; return the version.
+    """Write the checkpoint for ``snapshot.version``, the version's checksum file (``lakelog.log.checksum``)
+    and then ``_last_checkpoint``; return the version.
 
     A V2 checkpoint with sidecars when the table asks for one (``delta.checkpointPolicy=v2`` and the
     ``v2Checkpoint`` feature), a classic single-file checkpoint otherwise."""
+    from ..checksum import write_checksum
+
     storage = snapshot.storage
     if uses_v2_checkpoints(snapshot.protocol, snapshot.metadata):
         hint = _write_v2(snapshot)
     else:
         hint = _write_classic(snapshot)
+    write_checksum(snapshot)
     if hint_needs_update(read_hint(storage), snapshot.version, lambda h: _hint_target_exists(storage, h)):
         write_hint(storage, hint)
     return snapshot.version

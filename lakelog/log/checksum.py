@@ -1,0 +1,84 @@
+"""Version checksum files (``_delta_log/n.crc``, the protocol's "Version Checksum File"): one JSON object
+describing the table at version ``n``: its ``protocol``, ``metadata``, ``numFiles`` and ``tableSizeBytes``
+(the count and total ``size`` of the live ``add`` actions), ``numProtocol`` and ``numMetadata`` (both 1).
+
+Opening a table whose newest protocol and metadata are only in a Parquet checkpoint takes them from the
+newest checksum at or after that checkpoint instead, as Delta's readers do, so the checkpoint (and a
+Parquet reader) is needed only when the table's files are. A checksum that is absent or does not parse
+is ignored (the checkpoint is read as before). lakelog writes one beside each checkpoint it writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import orjson
+
+from ..actions import Metadata, Protocol
+
+if TYPE_CHECKING:
+    from ..storage import Storage
+    from .snapshot import Snapshot
+
+
+def checksum_name(version: int) -> str:
+    return f"{version:020d}.crc"
+
+
+@dataclass(frozen=True)
+class Checksum:
+    """What lakelog uses of a version checksum file."""
+
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    num_files: int
+    table_size_bytes: int
+
+    @property
+    def name(self) -> str:
+        return checksum_name(self.version)
+
+
+def read_checksum(storage: Storage, version: int) -> Checksum | None:
+    """``version``'s checksum file; None when it is absent or is not a checksum as the protocol defines
+    one (not one JSON object, a required field missing or mistyped)."""
+    try:
+        data = storage.read(storage.log_file(checksum_name(version)))
+    except FileNotFoundError:
+        return None
+    try:
+        d = orjson.loads(data)
+        if not isinstance(d, dict) or not isinstance(d.get("protocol"), dict) or not isinstance(d.get("metadata"), dict):
+            return None
+        counts = [d.get(k) for k in ("numFiles", "tableSizeBytes", "numProtocol", "numMetadata")]
+        if any(type(c) is not int or c < 0 for c in counts) or counts[2] != 1 or counts[3] != 1:
+            return None
+        return Checksum(version, Protocol.from_json(d["protocol"]), Metadata.from_json(d["metadata"]), counts[0], counts[1])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def write_checksum(snapshot: Snapshot) -> bool:
+    """Write the checksum file of ``snapshot``'s version unless one exists (the protocol forbids
+    overwriting one); False when none is written: the table has in-commit timestamps, whose checksums
+    must carry the version's timestamp, which lakelog does not write."""
+    from .commit_times import ict_enabled
+
+    if ict_enabled(snapshot.protocol, snapshot.metadata):
+        return False
+    body = {
+        "tableSizeBytes": snapshot.file_set.total_size(),
+        "numFiles": snapshot.num_files,
+        "numMetadata": 1,
+        "numProtocol": 1,
+        "metadata": snapshot.metadata.to_json()["metaData"],
+        "protocol": snapshot.protocol.to_json()["protocol"],
+    }
+    storage = snapshot.storage
+    try:
+        storage.put_if_absent(storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
+    except FileExistsError:
+        pass
+    return True
