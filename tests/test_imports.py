@@ -10,8 +10,12 @@ What each log-only command may import (pinned below):
 * ``lakelog history PATH``: none of them on a table whose latest protocol and metadata are in a JSON
   commit (no checkpoint, or a later commit holds them); where only a checkpoint holds them, pyarrow and
   numpy read its protocol and metadata rows (in-commit timestamps depend on them);
-* ``lakelog describe PATH``, ``Table(PATH).version`` and ``Table(PATH).history()``: pyarrow and numpy (a
-  ``Table`` holds its version's reconstructed state, the live files as Arrow columns), nothing else.
+* ``Table(PATH).version`` and ``Table(PATH).history()``: none of them on a table whose schema has only
+  plain types (primitives, decimals, structs, arrays, maps) when its latest protocol and metadata are in
+  a JSON commit or in a version checksum file (``n.crc``) at or after its newest checkpoint: the live
+  files, which need pyarrow when a checkpoint holds them, are replayed on first use;
+* ``lakelog describe PATH``: the same on a table without a checkpoint; with one, pyarrow and numpy (its
+  file count, size and record count come from the checkpoint's rows), nothing else.
 """
 
 import json
@@ -123,13 +127,33 @@ def test_history_command_reads_json_commits_only(tmp_path):
     assert "pyarrow" in {m.split(".")[0] for m in mods}  # the control: the check sees an import
 
 
-def test_describe_and_table_import_only_pyarrow_and_numpy(tmp_path):
+def test_table_version_and_history_import_no_engine(tmp_path):
+    """Without a checkpoint, and with one that has a version checksum file at or after it, opening a table
+    and reading its version and history import no engine; without the checksum file the checkpoint is
+    read at once, with pyarrow (the control: the check sees the import)."""
+    cases = {
+        "plain": (_table(str(tmp_path / "plain")), ()),
+        "checkpoint with checksum": (_table(str(tmp_path / "cp"), checkpoint_at=1), ()),
+        "metadata after checkpoint": (_table(str(tmp_path / "after"), checkpoint_at=1, metadata_after=True), ()),
+    }
+    bare = _table(str(tmp_path / "bare"), checkpoint_at=1)
+    os.remove(os.path.join(bare, "_delta_log", f"{1:020d}.crc"))
+    cases["checkpoint without checksum"] = (bare, ("pyarrow", "numpy"))
+    for name, (path, allowed) in cases.items():
+        mods, out = modules_after(f"import lakelog\nt = lakelog.Table({path!r})\nprint(t.version, len(t.history()))")
+        assert out in ("2 3", "3 4"), (name, out)
+        assert engines(mods, allowed) == [] and heavy(mods) == [] and "fsspec" not in mods, (name, engines(mods, allowed))
+    assert "pyarrow" in {m.split(".")[0] for m in mods}
+
+
+def test_describe_imports_no_engine_without_a_checkpoint(tmp_path):
+    p = _table(str(tmp_path / "plain"))
+    mods, out = command_modules("describe", p)
+    assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
+    assert engines(mods) == [] and heavy(mods) == [] and "fsspec" not in mods
     p = _table(str(tmp_path / "t"), checkpoint_at=1)
     mods, out = command_modules("describe", p)
     assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
-    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
-    mods, out = modules_after(f"import lakelog\nt = lakelog.Table({p!r})\nprint(t.version, len(t.history()))")
-    assert out == "2 3"
     assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
 
 
