@@ -8,8 +8,9 @@ What each log-only command may import (pinned below):
 
 * ``import lakelog``, ``lakelog --version``: none of them (nor fsspec);
 * ``lakelog history PATH``: none of them on a table whose latest protocol and metadata are in a JSON
-  commit (no checkpoint, or a later commit holds them); where only a checkpoint holds them, pyarrow and
-  numpy read its protocol and metadata rows (in-commit timestamps depend on them);
+  commit (no checkpoint, or a later commit holds them) or in a version checksum file (``n.crc``) at or
+  after its newest checkpoint; where only a checkpoint holds them, pyarrow and numpy read its protocol
+  and metadata rows (in-commit timestamps depend on them);
 * ``Table(PATH).version`` and ``Table(PATH).history()``: none of them on a table whose schema has only
   plain types (primitives, decimals, structs, arrays, maps) when its latest protocol and metadata are in
   a JSON commit or in a version checksum file (``n.crc``) at or after its newest checkpoint: the live
@@ -111,12 +112,16 @@ def test_version_command_imports_no_engine():
 
 
 def test_history_command_reads_json_commits_only(tmp_path):
-    """Without a checkpoint, and with one followed by a commit holding the metadata, history reads JSON only;
-    where only the checkpoint holds protocol and metadata, pyarrow reads it, and no engine beyond it."""
+    """Without a checkpoint, with one followed by a commit holding the metadata, and with one beside its
+    version checksum file, history reads JSON only; where only the checkpoint holds protocol and
+    metadata, pyarrow reads it, and no engine beyond it."""
+    bare = _table(str(tmp_path / "cp"), checkpoint_at=1)
+    os.remove(os.path.join(bare, "_delta_log", f"{1:020d}.crc"))
     cases = {
         "plain": (_table(str(tmp_path / "plain")), ()),
         "metadata after checkpoint": (_table(str(tmp_path / "after"), checkpoint_at=1, metadata_after=True), ()),
-        "metadata in checkpoint only": (_table(str(tmp_path / "cp"), checkpoint_at=1), ("pyarrow", "numpy")),
+        "checkpoint with checksum": (_table(str(tmp_path / "sum"), checkpoint_at=1), ()),
+        "metadata in checkpoint only": (bare, ("pyarrow", "numpy")),
     }
     for name, (path, allowed) in cases.items():
         mods, out = command_modules("history", path, "--json")

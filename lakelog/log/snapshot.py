@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
 from .checksum import Checksum, read_checksum
 from .commit_columns import ParsedCommit, decode_path_list, gc_paused
-from .commit_times import CommitTimes, latest_protocol_and_metadata
+from .commit_times import CommitTimes, latest_of, latest_protocol_and_metadata
 from ..errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
 from ..table_features.registry import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
 from .delta_log import DeltaLog, LogListing
@@ -401,17 +401,12 @@ def _from_checksum(storage: Storage, log: DeltaLog, listing: LogListing, target:
     checksum = read_checksum(storage, max(sums))
     if checksum is None:
         return None
-    protocol, metadata = checksum.protocol, checksum.metadata
     commits: dict[int, tuple[ParsedCommit, tuple]] = {}
     with gc_paused():
         for v, commit in log.read_commits_for_replay(needed):
             commits[v] = (commit, check_files(commit, v))
-            if v > checksum.version:
-                for a in commit.actions:
-                    if type(a) is Protocol:
-                        protocol = a
-                    elif type(a) is Metadata:
-                        metadata = a
+    later = {v: commit.actions for v, (commit, _) in commits.items() if v > checksum.version}
+    protocol, metadata = latest_of(later, checksum.protocol, checksum.metadata)
     return protocol, metadata, _Pending(listing, commits, checksum)
 
 
