@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -111,7 +112,11 @@ class Snapshot:
         """Build the replayed state ``load`` left for first use: the checkpoint, then the commits it already
         parsed and checked. The checkpoint's protocol and metadata, with the commits', must be those the
         checksum file gave."""
-        pending = self._pending
+        with self._pending_lock:  # one replay when threads share a Table
+            if self._pending is not None:
+                self._replay_pending(self._pending)
+
+    def _replay_pending(self, pending: "_Pending") -> None:
         state, _ = _replay(self.storage, self.log, pending.listing, self.version, pending.commits)
         checksum = pending.checksum
         if not _same_protocol_and_metadata(state, self):
@@ -264,7 +269,7 @@ class Snapshot:
         if found is not None:
             protocol, metadata, pending = found
             snap = cls(storage, log, target, protocol, metadata, None, listing=listing)
-            snap._pending = pending
+            snap._pending, snap._pending_lock = pending, threading.Lock()
         else:
             state, listing = _replay(storage, log, listing, target)
             snap = cls(storage, log, target, state.protocol, state.metadata, state.file_set, state.tombstones, state.txns, listing, state.domains)
