@@ -5,7 +5,8 @@ describing the table at version ``n``: its ``protocol``, ``metadata``, ``numFile
 Opening a table whose newest protocol and metadata are only in a Parquet checkpoint takes them from the
 newest checksum at or after that checkpoint instead, as Delta's readers do, so the checkpoint (and a
 Parquet reader) is needed only when the table's files are. A checksum that is absent or does not parse
-is ignored (the checkpoint is read as before). lakelog writes one beside each checkpoint it writes.
+is ignored (the checkpoint is read as before). lakelog writes one beside each checkpoint it writes
+(``lakelog.log.checkpoint.write``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from ..actions import Metadata, Protocol
 
 if TYPE_CHECKING:
     from ..storage import Storage
-    from .snapshot import Snapshot
 
 
 def checksum_name(version: int) -> str:
@@ -58,27 +58,3 @@ def read_checksum(storage: Storage, version: int) -> Checksum | None:
         return Checksum(version, Protocol.from_json(d["protocol"]), Metadata.from_json(d["metadata"]), counts[0], counts[1])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None
-
-
-def write_checksum(snapshot: Snapshot) -> bool:
-    """Write the checksum file of ``snapshot``'s version unless one exists (the protocol forbids
-    overwriting one); False when none is written: the table has in-commit timestamps, whose checksums
-    must carry the version's timestamp, which lakelog does not write."""
-    from .commit_times import ict_enabled
-
-    if ict_enabled(snapshot.protocol, snapshot.metadata):
-        return False
-    body = {
-        "tableSizeBytes": snapshot.file_set.total_size(),
-        "numFiles": snapshot.num_files,
-        "numMetadata": 1,
-        "numProtocol": 1,
-        "metadata": snapshot.metadata.to_json()["metaData"],
-        "protocol": snapshot.protocol.to_json()["protocol"],
-    }
-    storage = snapshot.storage
-    try:
-        storage.put_if_absent(storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
-    except FileExistsError:
-        pass
-    return True

@@ -21,19 +21,12 @@ import datetime as dt
 from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms
 from ..errors import CorruptLogError, VersionNotFoundError
 from .checksum import read_checksum
-from ..table_features.registry import writer_features
+from ..table_features.registry import ict_enabled
 from .delta_log import DeltaLog, LogListing
 from ..table_features.properties import TableProperties
 
 ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
-
-
-def ict_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
-    """Whether commits of a table with this protocol and metadata carry in-commit timestamps."""
-    if protocol is None or metadata is None:
-        return False
-    return "inCommitTimestamp" in writer_features(protocol) and TableProperties(metadata.configuration).in_commit_timestamps
 
 
 def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Protocol | None, Metadata | None]:

@@ -11,6 +11,7 @@ from operator import countOf
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -21,6 +22,8 @@ from ..last_checkpoint import hint_needs_update, read_hint, write_hint
 from ..delta_log import checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
 from ...table_features.properties import TableProperties
+from ...table_features.registry import ict_enabled
+from ..checksum import checksum_name
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 
@@ -230,17 +233,35 @@ def write_checkpoint(snapshot: TableState) -> int:
 
     A V2 checkpoint with sidecars when the table asks for one (``delta.checkpointPolicy=v2`` and the
     ``v2Checkpoint`` feature), a classic single-file checkpoint otherwise."""
-    from ..checksum import write_checksum
-
     storage = snapshot.storage
     if uses_v2_checkpoints(snapshot.protocol, snapshot.metadata):
         hint = _write_v2(snapshot)
     else:
         hint = _write_classic(snapshot)
-    write_checksum(snapshot)
+    _write_checksum(snapshot)
     if hint_needs_update(read_hint(storage), snapshot.version, lambda h: _hint_target_exists(storage, h)):
         write_hint(storage, hint)
     return snapshot.version
+
+
+def _write_checksum(snapshot: TableState) -> None:
+    """The version checksum file of ``snapshot``'s version (``lakelog.log.checksum``) unless one exists
+    (the protocol forbids overwriting one). None on tables with in-commit timestamps, whose checksums
+    must carry the version's timestamp, which lakelog does not write."""
+    if ict_enabled(snapshot.protocol, snapshot.metadata):
+        return
+    body = {
+        "tableSizeBytes": snapshot.file_set.total_size(),
+        "numFiles": snapshot.num_files,
+        "numMetadata": 1,
+        "numProtocol": 1,
+        "metadata": snapshot.metadata.to_json()["metaData"],
+        "protocol": snapshot.protocol.to_json()["protocol"],
+    }
+    try:
+        snapshot.storage.put_if_absent(snapshot.storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
+    except FileExistsError:
+        pass
 
 
 def uses_v2_checkpoints(protocol: Protocol, metadata: Metadata) -> bool:
