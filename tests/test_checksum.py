@@ -69,7 +69,9 @@ def test_checkpoint_writes_a_checksum_as_the_protocol_defines_it(table_path):
     body = _read_crc(path, 2)
     dt = deltalake.DeltaTable(path, version=2)
     adds = dt.get_add_actions(flatten=True)
-    assert set(body) == {"tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol"}
+    assert set(body) == {"tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol", "allFiles"}
+    assert sorted((a["path"], a["size"], a["stats"]) for a in body["allFiles"]) == sorted(
+        (a.path, a.size, a.stats) for a in lakelog.Table(path, version=2).snapshot.files.values())
     assert body["numFiles"] == adds.num_rows == 3
     assert body["tableSizeBytes"] == sum(adds.column("size_bytes").to_pylist())
     assert body["numMetadata"] == body["numProtocol"] == 1
@@ -94,6 +96,36 @@ def test_checksum_counts_files_after_removes_and_a_checkpoint_of_a_checkpoint(ta
     body = _read_crc(path, t.version)
     adds = deltalake.DeltaTable(path).get_add_actions(flatten=True)
     assert (body["numFiles"], body["tableSizeBytes"]) == (adds.num_rows, sum(adds.column("size_bytes").to_pylist()))
+
+
+def test_checksum_lists_the_files_of_small_tables_only(table_path):
+    """``allFiles`` up to 50 live files, as Delta writes it; the counts alone above."""
+    path = table_path
+    lakelog.write_table(path, pa.table({"id": pa.array(range(51), pa.int64()), "part": [str(i) for i in range(51)]}), partition_by=["part"])
+    lakelog.Table(path).checkpoint()
+    body = _read_crc(path, 0)
+    assert body["numFiles"] == 51 and "allFiles" not in body
+
+
+def test_describe_counts_from_the_checksum_and_later_commits_as_from_the_files(table_path):
+    """describe's file count, size and record count, taken from the checksum's allFiles and the commits
+    after it (no checkpoint read), equal those of the replayed files; a list that does not parse, names
+    a file twice or disagrees with the counts is not used (the checkpoint is read)."""
+    path = _table(table_path, versions=5)
+    lakelog.Table(path).delete("id = 3")  # version 5 removes a file the checksum lists, and adds one
+    truth = sorted((a.path, a.size, a.num_logical_records()) for a in lakelog.Table(path).snapshot.files.values())
+    good = _read_crc(path, 2)
+    first = good["allFiles"][0]
+    bad_lists = [[{**first, "path": None}] + good["allFiles"][1:], [first] + good["allFiles"][:-1],
+                 [{**first, "size": first["size"] + 1}] + good["allFiles"][1:]]
+    for all_files in [good["allFiles"], *bad_lists]:
+        _write_crc(path, 2, {**good, "allFiles": all_files})
+        t = lakelog.Table(path)
+        got = sorted((a.path, a.size, a.num_logical_records()) for a in t.snapshot.live_adds())
+        assert got == truth
+        assert (t.snapshot._pending is None) is (all_files is not good["allFiles"])  # the checkpoint was read only for a bad list
+    deltalake_rows = deltalake.DeltaTable(path).to_pyarrow_table().num_rows
+    assert sum(n for _, _, n in truth) == deltalake_rows
 
 
 def test_no_checksum_on_tables_with_in_commit_timestamps(table_path):

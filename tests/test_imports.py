@@ -15,8 +15,9 @@ What each log-only command may import (pinned below):
   plain types (primitives, decimals, structs, arrays, maps) when its latest protocol and metadata are in
   a JSON commit or in a version checksum file (``n.crc``) at or after its newest checkpoint: the live
   files, which need pyarrow when a checkpoint holds them, are replayed on first use;
-* ``lakelog describe PATH``: the same on a table without a checkpoint; with one, pyarrow and numpy (its
-  file count, size and record count come from the checkpoint's rows), nothing else.
+* ``lakelog describe PATH``: the same, when the checksum file also lists the live files (``allFiles``,
+  on tables of up to 50 files); else, with a checkpoint, pyarrow and numpy (its file count, size and
+  record count come from the checkpoint's rows), nothing else.
 """
 
 import json
@@ -151,15 +152,22 @@ def test_table_version_and_history_import_no_engine(tmp_path):
     assert "pyarrow" in {m.split(".")[0] for m in mods}
 
 
-def test_describe_imports_no_engine_without_a_checkpoint(tmp_path):
-    p = _table(str(tmp_path / "plain"))
-    mods, out = command_modules("describe", p)
-    assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
-    assert engines(mods) == [] and heavy(mods) == [] and "fsspec" not in mods
-    p = _table(str(tmp_path / "t"), checkpoint_at=1)
-    mods, out = command_modules("describe", p)
-    assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
-    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
+def test_describe_imports_no_engine(tmp_path):
+    """Without a checkpoint, and with one whose checksum file lists the live files; the control: without
+    that list the checkpoint's rows are read, with pyarrow and numpy."""
+    plain, cp = _table(str(tmp_path / "plain")), _table(str(tmp_path / "cp"), checkpoint_at=1)
+    bare = _table(str(tmp_path / "bare"), checkpoint_at=1)
+    crc = os.path.join(bare, "_delta_log", f"{1:020d}.crc")
+    with open(crc, "rb") as f:
+        body = json.loads(f.read())
+    del body["allFiles"]
+    with open(crc, "w") as f:
+        json.dump(body, f)
+    for path, allowed in ((plain, ()), (cp, ()), (bare, ("pyarrow", "numpy"))):
+        mods, out = command_modules("describe", path)
+        assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
+        assert engines(mods, allowed) == [] and heavy(mods) == [] and "fsspec" not in mods, (path, engines(mods, allowed))
+    assert "pyarrow" in {m.split(".")[0] for m in mods}
 
 
 def test_reading_still_imports_what_it_needs(tmp_path):

@@ -11,7 +11,7 @@ from ..actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, T
 from .checksum import Checksum, read_checksum
 from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .commit_times import CommitTimes, latest_of, latest_protocol_and_metadata
-from ..errors import CorruptLogError, InvalidArgumentError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
+from ..errors import CorruptLogError, InvalidArgumentError, LakelogError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
 from ..table_features.registry import NO_DATA_WRITES, check_read, check_variant_protocol, check_write
 from .delta_log import DeltaLog, LogListing
 from ..table_features.properties import TableProperties
@@ -135,6 +135,18 @@ class Snapshot:
     def files(self) -> dict[str, AddFile]:
         """Decoded relative path -> ``add`` of every live file (built on first use; treat as read-only)."""
         return self.file_set.as_dict()
+
+    def live_adds(self) -> list[AddFile]:
+        """The ``add`` actions of the live files: those of ``files``, or, while the checkpoint is left for
+        first use (``load``), those the version checksum file lists (``allFiles``) with the commits after
+        it applied, which reads no checkpoint. For what the checksum counts (``describe``), never to read
+        data."""
+        pending = self._pending
+        if pending is not None and pending.checksum.all_files is not None:
+            state = _checksum_files(pending)
+            if state is not None:
+                return list(state.files.values())
+        return list(self.files.values())
 
     def file_paths(self) -> list[str]:
         """Decoded relative paths of the live files (cheap: no ``AddFile`` objects are built)."""
@@ -413,6 +425,23 @@ def _from_checksum(storage: Storage, log: DeltaLog, listing: LogListing, target:
     later = {v: commit.actions for v, (commit, _) in commits.items() if v > checksum.version}
     protocol, metadata = latest_of(later, checksum.protocol, checksum.metadata)
     return protocol, metadata, _Pending(listing, commits, checksum)
+
+
+def _checksum_files(pending: _Pending) -> "_Replay | None":
+    """The checksum's ``allFiles`` and the commits after it, replayed; None when they do not parse or
+    name a file twice (the checkpoint is read instead)."""
+    checksum = pending.checksum
+    try:
+        adds = [AddFile.from_json(d) for d in checksum.all_files]
+        state = _Replay()
+        state.apply(adds, checksum.version)
+    except (KeyError, TypeError, ValueError, AttributeError, LakelogError):
+        return None
+    for v in sorted(pending.commits):
+        if v > checksum.version:
+            commit, checked = pending.commits[v]
+            state.apply(commit, v, checked)
+    return state
 
 
 def _checksum_disagrees(checksum: Checksum, why: str) -> CorruptLogError:

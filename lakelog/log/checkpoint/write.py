@@ -43,6 +43,9 @@ class TableState(TypingProtocol):
     @property
     def num_files(self) -> int: ...
 
+    @property
+    def files(self) -> dict: ...
+
 
 def _non_file_blocks(snapshot: TableState) -> list[tuple[str, pa.Array]]:
     """protocol, metaData, txn and domainMetadata rows (domain tombstones are not kept, as the protocol says)."""
@@ -244,10 +247,14 @@ def write_checkpoint(snapshot: TableState) -> int:
     return snapshot.version
 
 
+CHECKSUM_ALL_FILES_MAX = 50  # live files up to which a checksum lists them (Delta's allFilesInCrc.thresholdNumFiles)
+
+
 def _write_checksum(snapshot: TableState) -> None:
     """The version checksum file of ``snapshot``'s version (``lakelog.log.checksum``) unless one exists
     (the protocol forbids overwriting one). None on tables with in-commit timestamps, whose checksums
-    must carry the version's timestamp, which lakelog does not write."""
+    must carry the version's timestamp, which lakelog does not write. With ``allFiles`` on tables of up to
+    ``CHECKSUM_ALL_FILES_MAX`` files, as Delta writes them."""
     if ict_enabled(snapshot.protocol, snapshot.metadata):
         return
     body = {
@@ -258,6 +265,8 @@ def _write_checksum(snapshot: TableState) -> None:
         "metadata": snapshot.metadata.to_json()["metaData"],
         "protocol": snapshot.protocol.to_json()["protocol"],
     }
+    if snapshot.num_files <= CHECKSUM_ALL_FILES_MAX:
+        body["allFiles"] = [a.to_json()["add"] for a in snapshot.files.values()]
     try:
         snapshot.storage.put_if_absent(snapshot.storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
     except FileExistsError:
