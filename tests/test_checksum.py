@@ -214,6 +214,20 @@ def test_a_checksum_that_disagrees_with_the_log_is_an_error_on_first_use(table_p
     assert _ids(lakelog.Table(path)) == [0, 1, 2, 10, 11, 12]
 
 
+def test_a_checkpoint_that_lost_a_file_is_refused_when_its_checksum_counts_it(table_path):
+    """Without a checksum such a checkpoint would be read as the table (a file's rows silently missing);
+    the checksum of its version counts the file, so the files' first use is a CorruptLogError."""
+    import pyarrow.parquet as pq
+
+    path = _table(table_path, versions=3)
+    rows = pq.read_table(_log(path, _cp(2)))
+    first_add = next(i for i, a in enumerate(rows.column("add").to_pylist()) if a is not None)
+    pq.write_table(rows.take([i for i in range(rows.num_rows) if i != first_add]), _log(path, _cp(2)))
+    t = lakelog.Table(path)
+    with pytest.raises(CorruptLogError, match=f"{_crc(2)} disagrees with the log: it counts 3 live file"):
+        t.to_pyarrow()
+
+
 def test_time_travel_and_later_commits_use_the_newest_checksum_at_or_before_the_version(table_path):
     path = _table(table_path, versions=5)
     lakelog.Table(path).set_properties({"delta.appendOnly": True})  # version 5: metadata in a commit after the checksum

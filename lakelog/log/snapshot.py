@@ -117,7 +117,7 @@ class Snapshot:
                 self._replay_pending(self._pending)
 
     def _replay_pending(self, pending: "_Pending") -> None:
-        state, _ = _replay(self.storage, self.log, pending.listing, self.version, pending.commits)
+        state, listing = _replay(self.storage, self.log, pending.listing, self.version, pending.commits)
         checksum = pending.checksum
         if not _same_protocol_and_metadata(state, self):
             raise _checksum_disagrees(checksum, "its protocol or metadata differ from those the checkpoint and the commits give")
@@ -128,6 +128,8 @@ class Snapshot:
                     checksum, f"it counts {checksum.num_files} live file(s) of {checksum.table_size_bytes} bytes, the checkpoint and the commits {counts[0]} of {counts[1]} bytes"
                 )
         self._file_set, self._tombstones, self._txns, self._domains = state.file_set, state.tombstones, state.txns, state.domains
+        if listing is not pending.listing and self.listing is pending.listing:
+            self.listing = listing  # the replay needed the whole log (no usable checkpoint in the listed tail)
         self._pending = None
 
     # ------------------------------------------------------------ derived
