@@ -327,7 +327,9 @@ def check_table(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            snapshot = Snapshot.load(storage, version=target, listing=listing)
+            loaded = Snapshot.load(storage, version=target, listing=listing)
+            loaded.file_set  # its checkpoint is read now, if the load left it for first use: its errors are this step's
+            snapshot = loaded
     except StorageUnavailableError:
         raise
     except LakelogError as e:

@@ -21,6 +21,11 @@ class Table:
     ``version`` or ``timestamp`` (datetime or ISO string; naive means UTC) pick an older version. ``path``
     may be a catalog name, ``glue://database/table``: the table at the location AWS Glue holds for it
     (``path`` is then that location, ``catalog_name`` the name).
+
+    Opening reads the log's listing and JSON commits and checks the protocol and metadata (errors are
+    raised here). Where a version checksum file gives the protocol and metadata, the checkpoint is read
+    on first use of the files instead (specs/PROTOCOL.md, "Version checksum files"), so ``version``,
+    ``history()``, ``schema`` and ``metadata`` need no Parquet reader.
     """
 
     def __init__(self, path: str, *, version: int | None = None, timestamp: Any = None, storage_options: dict[str, Any] | None = None):
@@ -302,6 +307,7 @@ class Table:
         the table no longer needs (Delta's Metadata Cleanup); return the deleted file names."""
         from . import maintenance
 
+        self._snapshot.file_set  # this Table's files are replayed before the log files they come from may go
         names = maintenance.cleanup_log(self.storage, retention_hours=retention_hours, dry_run=dry_run)
         if names and not dry_run:
             self._snapshot.listing = DeltaLog(self.storage).list()

@@ -83,6 +83,7 @@ def test_unreadable_checkpoint_falls_back_to_json_replay(table_path):
         f.write(b"PAR1 not really parquet")
     with pytest.warns(UserWarning, match="unusable checkpoint"):
         t = lakelog.Table(table_path)
+        t.files()  # the checksum file gives the protocol and metadata: the checkpoint is read on first use of the files
     assert t.version == 10 and t.to_pyarrow().num_rows == 33
 
 
@@ -150,15 +151,16 @@ def test_checkpoint_naming_a_path_twice_is_malformed(table_path):
     adds = cp.filter(pa.compute.is_valid(cp.column("add")))
     dup = adds.slice(0, 1)
     pq.write_table(pa.concat_tables([cp, dup]), cp_path)
+    t = lakelog.Table(table_path)  # a duplicate add row is found when the checkpoint is read: on first use of the files
     with pytest.warns(UserWarning, match="two add rows"):
-        t = lakelog.Table(table_path)
-    assert t.snapshot.file_set.base is None  # replayed from the JSON commits
+        assert t.snapshot.file_set.base is None  # replayed from the JSON commits
     assert len(t.files()) == 2 and t.to_pyarrow().num_rows == 6
     assert [p.kind for p in t.check().problems] == ["unreadable_checkpoint"]
     for v in (0, 1):
         os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
+    t = lakelog.Table(table_path)
     with pytest.raises(CorruptLogError, match="two add rows"):
-        lakelog.Table(table_path)
+        t.files()
 
 
 @pytest.mark.filterwarnings("ignore:lakelog. skipping unusable checkpoint")
@@ -181,14 +183,14 @@ def test_checkpoint_tombstones_stay_out_of_the_file_changes(table_path):
     for v in (0, 1):
         os.remove(os.path.join(_log(table_path), f"{v:020d}.json"))
     with pytest.raises(CorruptLogError, match="both an add and a remove row"):
-        lakelog.Table(table_path)
+        lakelog.Table(table_path).files()  # found when the checkpoint is read, on first use of the files
 
 
 @pytest.mark.filterwarnings("ignore:lakelog. skipping unusable checkpoint")
-def test_checkpoint_with_wrongly_typed_stats_is_skipped_when_the_table_is_opened(table_path):
+def test_checkpoint_with_wrongly_typed_stats_is_skipped_when_the_checkpoint_is_read(table_path):
     """The add rows' stats are decoded when first needed, but a stats field of the wrong type makes the
-    checkpoint unusable when the table is opened, as every other wrongly typed field does (the fallback
-    to the JSON commits happens then, not at the first filtered read)."""
+    checkpoint unusable when the checkpoint is read, as every other wrongly typed field does (the fallback
+    to the JSON commits happens then, at the first use of the files, not at the first filtered read)."""
     lakelog.write_table(table_path, _rows(0))
     lakelog.write_table(table_path, _rows(1))
     lakelog.Table(table_path).checkpoint()
@@ -201,7 +203,8 @@ def test_checkpoint_with_wrongly_typed_stats_is_skipped_when_the_table_is_opened
     children = [add.field(k) if k != i else bad for k in range(add.type.num_fields)]
     fixed = pa.StructArray.from_arrays(children, fields=fields, mask=add.is_null())
     pq.write_table(cp.set_column(cp.schema.get_field_index("add"), "add", fixed), cp_path)
+    t = lakelog.Table(table_path)
     with pytest.warns(UserWarning, match="skipping unusable checkpoint"):
-        t = lakelog.Table(table_path)
+        t.files()  # the checkpoint is read on first use of the files (a checksum file gave the metadata)
     assert t.snapshot.file_set.base is None  # replayed from the JSON commits
     assert t.to_pyarrow(filters=[("id", ">=", 0)]).num_rows == 6

@@ -99,8 +99,8 @@ def test_cleanup_past_the_protected_version_removes_all_before_it_at_once(tmp_pa
     _age(path, range(7))  # cutoff commit 6: the newest checkpoint at or before it is 5
     t = lakelog.Table(path)
     dry = t.cleanup_log(dry_run=True)
-    # commits first, then the checkpoints they led to
-    assert dry == [f"{v:020d}.json" for v in range(5)] + [f"{v:020d}.checkpoint.parquet" for v in (2, 3, 4)]
+    # commits first, then the checkpoints they led to (with the checksum files written beside them)
+    assert dry == [f"{v:020d}.json" for v in range(5)] + [f"{v:020d}.{kind}" for v in (2, 3, 4) for kind in ("checkpoint.parquet", "crc")]
     assert t.cleanup_log() == dry
     assert _names(path)[0] == f"{5:020d}.checkpoint.parquet"
     for v, rows in expected.items():
@@ -115,7 +115,7 @@ def test_partial_cleanup_over_supported_versions_is_allowed(tmp_path):
     path = str(tmp_path / "t")
     _protected_table(path, unsupported=False)
     _age(path, range(4))
-    assert lakelog.Table(path).cleanup_log() == [f"{v:020d}.json" for v in range(3)] + [f"{2:020d}.checkpoint.parquet"]
+    assert lakelog.Table(path).cleanup_log() == [f"{v:020d}.json" for v in range(3)] + [f"{2:020d}.checkpoint.parquet", f"{2:020d}.crc"]
     for v in range(3, 8):
         assert _sorted(lakelog.read_table(path, version=v)) == _sorted(DeltaTable(path, version=v).to_pyarrow_table())
 
@@ -134,4 +134,4 @@ def test_the_property_without_the_feature_protects_nothing(tmp_path):
     path = str(tmp_path / "t")
     _protected_table(path, protection=False)
     _age(path, range(4))
-    assert lakelog.Table(path).cleanup_log() == [f"{v:020d}.json" for v in range(3)] + [f"{2:020d}.checkpoint.parquet"]
+    assert lakelog.Table(path).cleanup_log() == [f"{v:020d}.json" for v in range(3)] + [f"{2:020d}.checkpoint.parquet", f"{2:020d}.crc"]

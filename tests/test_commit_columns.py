@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import lakelog
 from lakelog.actions import AddFile, parse_actions
 from lakelog.log.checkpoint import write as checkpoint_write
+from lakelog.log import commit_columns
 from lakelog.log.commit_columns import decode_path_list, parse_commit
 from lakelog.errors import CorruptLogError, LakelogError
 
@@ -144,21 +145,25 @@ def test_malformed_add_field_in_a_json_commit_is_a_corrupt_log_error(table_path)
             lakelog.Table(table_path)
 
 
-def test_decode_path_list_matches_decode_path():
+@pytest.mark.parametrize("padding", [1, commit_columns._ARROW_MIN_PATHS], ids=["searched one by one", "as an Arrow column"])
+def test_decode_path_list_matches_decode_path(padding):
+    """Both ways ``decode_path_list`` finds the paths to decode (a regex search per path for short lists,
+    an Arrow column for long ones) decode and refuse exactly as ``decode_path``."""
     ok = ["a/b.parquet", "x/.hidden/y", "..a", "a.b/c", "a\\b", "p=%20x/f.parquet", "é/ü%C3%A9.parquet", "a:b"]
     from lakelog.actions import decode_path
 
+    pad = ["f.parquet"] * padding
     for p in ok:
         try:
             expected = decode_path(p)
         except LakelogError as e:
             with pytest.raises(type(e)):
-                decode_path_list(["f.parquet", p])
+                decode_path_list(pad + [p])
             continue
-        assert decode_path_list(["f.parquet", p]) == ["f.parquet", expected]
+        assert decode_path_list(pad + [p]) == pad + [expected]
     for bad in ["", "/a", "\\a", "a/", "a/./b", "./a", "a/.", ".", "a//b", "c:/x", "a/../b", "a\x00b", "é/../x"]:
         with pytest.raises(LakelogError):
-            decode_path_list(["f.parquet", bad])
+            decode_path_list(pad + [bad])
 
 
 # ---------------------------------------------------------------- streamed checkpoints

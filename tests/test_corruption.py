@@ -174,6 +174,7 @@ def test_damaged_checkpoint_falls_back_to_json_replay(any_table_path, damage):
     CHECKPOINT_DAMAGE[damage](path, _log(path, _cp(2)))
     with pytest.warns(UserWarning, match="skipping unusable checkpoint at version 2"):
         t = lakelog.Table(path)
+        t.files()  # with a checksum file beside it, the checkpoint is read on first use of the files
     assert t.version == 3
     assert _ids(t.to_pyarrow()) == [0, 1, 2, 3]
     with pytest.warns(UserWarning):
@@ -197,7 +198,8 @@ def test_damaged_checkpoint_without_fallback_is_a_typed_error(any_table_path, da
     expected = NO_FALLBACK_ERROR.get(damage, CorruptLogError)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for call in (lambda: lakelog.Table(path), lambda: lakelog.read_table(path, version=2), lambda: lakelog.write_table(path, pa.table({"id": [9]}))):
+        # (the checksum file gives the protocol and metadata: the checkpoint is read on first use of the files)
+        for call in (lambda: lakelog.Table(path).files(), lambda: lakelog.read_table(path, version=2), lambda: lakelog.write_table(path, pa.table({"id": [9]}))):
             with pytest.raises(CorruptLogError) as info:
                 call()
             assert type(info.value) is expected, repr(info.value)
@@ -217,7 +219,28 @@ def test_damaged_newest_checkpoint_falls_back_to_an_older_checkpoint(any_table_p
     _pipe(path, _log(path, _cp(4)), b"not parquet")
     with pytest.warns(UserWarning, match="version 4"):
         t = lakelog.Table(path)
+        t.files()
     assert _ids(t.to_pyarrow()) == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "no-metaData-rows", "hostile-add-path"])
+def test_without_a_checksum_file_a_damaged_checkpoint_shows_when_the_table_is_opened(tmp_path, damage):
+    """Without a version checksum file (a table another engine wrote) the protocol and metadata come from
+    the checkpoint, which is then read when the table is opened: the fallback's warning, or the error when
+    nothing can replace it, comes from ``Table(path)`` itself."""
+    path = str(tmp_path / "t")
+    _four_versions(path)
+    _rm(path, _log(path, f"{2:020d}.crc"))
+    CHECKPOINT_DAMAGE[damage](path, _log(path, _cp(2)))
+    with pytest.warns(UserWarning, match="skipping unusable checkpoint at version 2"):
+        t = lakelog.Table(path)
+    assert t.snapshot.file_set.base is None and _ids(t.to_pyarrow()) == [0, 1, 2, 3]
+    _remove_commits(path, [0, 1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(CorruptLogError, match=re.escape(_cp(2))) as info:
+            lakelog.Table(path)
+    assert type(info.value) is NO_FALLBACK_ERROR.get(damage, CorruptLogError)
 
 
 def test_checkpoint_only_log_is_readable(any_table_path):

@@ -8,10 +8,16 @@ What each log-only command may import (pinned below):
 
 * ``import lakelog``, ``lakelog --version``: none of them (nor fsspec);
 * ``lakelog history PATH``: none of them on a table whose latest protocol and metadata are in a JSON
-  commit (no checkpoint, or a later commit holds them); where only a checkpoint holds them, pyarrow and
-  numpy read its protocol and metadata rows (in-commit timestamps depend on them);
-* ``lakelog describe PATH``, ``Table(PATH).version`` and ``Table(PATH).history()``: pyarrow and numpy (a
-  ``Table`` holds its version's reconstructed state, the live files as Arrow columns), nothing else.
+  commit (no checkpoint, or a later commit holds them) or in a version checksum file (``n.crc``) at or
+  after its newest checkpoint; where only a checkpoint holds them, pyarrow and numpy read its protocol
+  and metadata rows (in-commit timestamps depend on them);
+* ``Table(PATH).version`` and ``Table(PATH).history()``: none of them on a table whose schema has only
+  plain types (primitives, decimals, structs, arrays, maps) when its latest protocol and metadata are in
+  a JSON commit or in a version checksum file (``n.crc``) at or after its newest checkpoint: the live
+  files, which need pyarrow when a checkpoint holds them, are replayed on first use;
+* ``lakelog describe PATH``: the same, when the checksum file also lists the live files (``allFiles``,
+  on tables of up to 50 files); else, with a checkpoint, pyarrow and numpy (its file count, size and
+  record count come from the checkpoint's rows), nothing else.
 """
 
 import json
@@ -107,12 +113,16 @@ def test_version_command_imports_no_engine():
 
 
 def test_history_command_reads_json_commits_only(tmp_path):
-    """Without a checkpoint, and with one followed by a commit holding the metadata, history reads JSON only;
-    where only the checkpoint holds protocol and metadata, pyarrow reads it, and no engine beyond it."""
+    """Without a checkpoint, with one followed by a commit holding the metadata, and with one beside its
+    version checksum file, history reads JSON only; where only the checkpoint holds protocol and
+    metadata, pyarrow reads it, and no engine beyond it."""
+    bare = _table(str(tmp_path / "cp"), checkpoint_at=1)
+    os.remove(os.path.join(bare, "_delta_log", f"{1:020d}.crc"))
     cases = {
         "plain": (_table(str(tmp_path / "plain")), ()),
         "metadata after checkpoint": (_table(str(tmp_path / "after"), checkpoint_at=1, metadata_after=True), ()),
-        "metadata in checkpoint only": (_table(str(tmp_path / "cp"), checkpoint_at=1), ("pyarrow", "numpy")),
+        "checkpoint with checksum": (_table(str(tmp_path / "sum"), checkpoint_at=1), ()),
+        "metadata in checkpoint only": (bare, ("pyarrow", "numpy")),
     }
     for name, (path, allowed) in cases.items():
         mods, out = command_modules("history", path, "--json")
@@ -123,14 +133,41 @@ def test_history_command_reads_json_commits_only(tmp_path):
     assert "pyarrow" in {m.split(".")[0] for m in mods}  # the control: the check sees an import
 
 
-def test_describe_and_table_import_only_pyarrow_and_numpy(tmp_path):
-    p = _table(str(tmp_path / "t"), checkpoint_at=1)
-    mods, out = command_modules("describe", p)
-    assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
-    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
-    mods, out = modules_after(f"import lakelog\nt = lakelog.Table({p!r})\nprint(t.version, len(t.history()))")
-    assert out == "2 3"
-    assert engines(mods, ("pyarrow", "numpy")) == [] and heavy(mods) == [] and "fsspec" not in mods
+def test_table_version_and_history_import_no_engine(tmp_path):
+    """Without a checkpoint, and with one that has a version checksum file at or after it, opening a table
+    and reading its version and history import no engine; without the checksum file the checkpoint is
+    read at once, with pyarrow (the control: the check sees the import)."""
+    cases = {
+        "plain": (_table(str(tmp_path / "plain")), ()),
+        "checkpoint with checksum": (_table(str(tmp_path / "cp"), checkpoint_at=1), ()),
+        "metadata after checkpoint": (_table(str(tmp_path / "after"), checkpoint_at=1, metadata_after=True), ()),
+    }
+    bare = _table(str(tmp_path / "bare"), checkpoint_at=1)
+    os.remove(os.path.join(bare, "_delta_log", f"{1:020d}.crc"))
+    cases["checkpoint without checksum"] = (bare, ("pyarrow", "numpy"))
+    for name, (path, allowed) in cases.items():
+        mods, out = modules_after(f"import lakelog\nt = lakelog.Table({path!r})\nprint(t.version, len(t.history()))")
+        assert out in ("2 3", "3 4"), (name, out)
+        assert engines(mods, allowed) == [] and heavy(mods) == [] and "fsspec" not in mods, (name, engines(mods, allowed))
+    assert "pyarrow" in {m.split(".")[0] for m in mods}
+
+
+def test_describe_imports_no_engine(tmp_path):
+    """Without a checkpoint, and with one whose checksum file lists the live files; the control: without
+    that list the checkpoint's rows are read, with pyarrow and numpy."""
+    plain, cp = _table(str(tmp_path / "plain")), _table(str(tmp_path / "cp"), checkpoint_at=1)
+    bare = _table(str(tmp_path / "bare"), checkpoint_at=1)
+    crc = os.path.join(bare, "_delta_log", f"{1:020d}.crc")
+    with open(crc, "rb") as f:
+        body = json.loads(f.read())
+    del body["allFiles"]
+    with open(crc, "w") as f:
+        json.dump(body, f)
+    for path, allowed in ((plain, ()), (cp, ()), (bare, ("pyarrow", "numpy"))):
+        mods, out = command_modules("describe", path)
+        assert "version:     2" in out and "3 file(s)" in out and "6 records" in out, out
+        assert engines(mods, allowed) == [] and heavy(mods) == [] and "fsspec" not in mods, (path, engines(mods, allowed))
+    assert "pyarrow" in {m.split(".")[0] for m in mods}
 
 
 def test_reading_still_imports_what_it_needs(tmp_path):

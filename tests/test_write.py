@@ -191,6 +191,8 @@ def test_refresh_after_a_checkpoint_does_not_reread_it(table_path):
         lakelog.write_table(table_path, pa.table({"id": [i]}))
     ops = []
     t = lakelog.Table(table_path, storage_options={"lakelog.fault_injector": lambda op, path: ops.append((op, os.path.basename(path)))})
+    assert [op for op, _ in ops] == ["list_dir", "read"]  # the listing and the checksum file: the checkpoint is read on first use
+    t.files()
     assert ("open_input", f"{10:020d}.checkpoint.parquet") in ops
     lakelog.write_table(table_path, pa.table({"id": [11]}))
     lakelog.write_table(table_path, pa.table({"id": [12]}))

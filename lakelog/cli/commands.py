@@ -57,7 +57,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         {"name": f["name"], "type": _delta_type(f["type"]), "nullable": bool(f.get("nullable", True)), "partition": f["name"] in parts}
         for f in fields
     ]
-    adds = list(snap.files.values())
+    adds = snap.live_adds()  # (from the checksum file of a small table: no checkpoint is read)
     last = t.history(limit=1)
     last_commit = None
     if last:

@@ -20,7 +20,6 @@ from operator import is_not, not_
 from itertools import accumulate, chain, compress, repeat
 
 import orjson
-import pyarrow as pa
 
 from ..actions import _PARSERS, SLOW_PATH_RE, Action, AddFile, decode_path, parse_actions, paths_to_decode
 from ..errors import CorruptLogError
@@ -28,22 +27,27 @@ from ..errors import CorruptLogError
 _NONE = type(None)
 _STRINGS = {str, _NONE}
 _slow_path_search = re.compile(SLOW_PATH_RE).search
+_ARROW_MIN_PATHS = 2048  # fewer paths are searched one by one: importing pyarrow costs more than the searches
 
 
 def decode_path_list(logged: list[str]) -> list[str]:
     """``decode_path`` for a list: the paths become one Arrow column (built from their joined bytes, which
     converts no Python value one by one), and only those ``actions.paths_to_decode`` names go through Python.
-    When none needs decoding the result is ``logged`` itself."""
+    A short list, or one with a non-ASCII path, takes a regex search per path instead (a table of a few
+    commits opens without importing pyarrow). When none needs decoding the result is ``logged`` itself."""
     n = len(logged)
     if not n:
         return logged
     text = "".join(logged)
-    if not text.isascii():  # rare: a regex search per path
+    if n < _ARROW_MIN_PATHS or not text.isascii():
         search = _slow_path_search
-        return [decode_path(p) if search(p) else p for p in logged]
-    offsets = array("q", accumulate(map(len, logged), initial=0))
-    column = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.encode("ascii")))
-    rows = paths_to_decode(column)
+        rows = [i for i, p in enumerate(logged) if search(p)]
+    else:
+        import pyarrow as pa
+
+        offsets = array("q", accumulate(map(len, logged), initial=0))
+        column = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(text.encode("ascii")))
+        rows = paths_to_decode(column)
     if not rows:
         return logged
     out = list(logged)

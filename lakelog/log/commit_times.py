@@ -20,7 +20,8 @@ import datetime as dt
 
 from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms
 from ..errors import CorruptLogError, VersionNotFoundError
-from ..table_features.registry import writer_features
+from .checksum import read_checksum
+from ..table_features.registry import ict_enabled
 from .delta_log import DeltaLog, LogListing
 from ..table_features.properties import TableProperties
 
@@ -28,24 +29,23 @@ ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 
 
-def ict_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
-    """Whether commits of a table with this protocol and metadata carry in-commit timestamps."""
-    if protocol is None or metadata is None:
-        return False
-    return "inCommitTimestamp" in writer_features(protocol) and TableProperties(metadata.configuration).in_commit_timestamps
-
-
 def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Protocol | None, Metadata | None]:
     """The latest protocol and metadata, cheaply: the commits after the newest checkpoint when they hold
-    both (no checkpoint is read: history then needs no Parquet reader), else the non-file actions of the
+    both, or a version checksum file at or after it with the commits after that (no checkpoint is read:
+    history then needs no Parquet reader), else the non-file actions of the
     newest usable checkpoint (no add or remove rows, no sidecars) and the commits after it. (None, None)
     when the log cannot tell (commits missing and no usable checkpoint): callers then use file times."""
     newest = max(listing.checkpoints, default=-1)
     tail = _commits_after(log, listing, newest) if newest >= 0 else None
     if tail is not None:
-        protocol, metadata = _latest_of(tail, None, None)
+        protocol, metadata = latest_of(tail, None, None)
         if protocol is not None and metadata is not None:
             return protocol, metadata
+        # a version checksum file at or after the checkpoint holds them too (lakelog.log.checksum)
+        sums = [v for v in listing.checksums if v >= newest]
+        checksum = read_checksum(log.storage, max(sums)) if sums else None
+        if checksum is not None:
+            return latest_of({v: a for v, a in tail.items() if v > checksum.version}, checksum.protocol, checksum.metadata)
     start, protocol, metadata = -1, None, None
     for v in sorted(listing.checkpoints, reverse=True):
         from .checkpoint import read_checkpoint_state  # a Parquet reader: only where a checkpoint is read
@@ -65,7 +65,7 @@ def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Pr
     commits = tail if start == newest and tail is not None else _commits_after(log, listing, start)
     if commits is None:
         return None, None
-    return _latest_of(commits, protocol, metadata)
+    return latest_of(commits, protocol, metadata)
 
 
 def _commits_after(log: DeltaLog, listing: LogListing, start: int) -> dict[int, list[Action]] | None:
@@ -79,7 +79,8 @@ def _commits_after(log: DeltaLog, listing: LogListing, start: int) -> dict[int, 
         return None
 
 
-def _latest_of(commits: dict[int, list[Action]], protocol: Protocol | None, metadata: Metadata | None) -> tuple[Protocol | None, Metadata | None]:
+def latest_of(commits: dict[int, list[Action]], protocol: Protocol | None, metadata: Metadata | None) -> tuple[Protocol | None, Metadata | None]:
+    """The protocol and metadata after ``commits`` (version -> actions), starting from those given."""
     for v in sorted(commits):
         for a in commits[v]:
             if type(a) is Protocol:

@@ -10,9 +10,10 @@ File kinds in ``_delta_log`` (versions zero-padded to 20 digits):
   actions name files in ``_delta_log/_sidecars/``);
 * ``x.y.compacted.json``: a log compaction of commits ``x..y`` (optional; lakelog replays the commits
   themselves and never needs one);
-* ``_last_checkpoint``: a hint naming a recent checkpoint (see ``lakelog.log.last_checkpoint``).
+* ``_last_checkpoint``: a hint naming a recent checkpoint (see ``lakelog.log.last_checkpoint``);
+* ``n.crc``: the version checksum of version ``n`` (see ``lakelog.log.checksum``).
 
-Anything else (``.crc`` files, Hadoop ``.*.crc`` side files, temp files of crashed writers) is ignored.
+Anything else (Hadoop ``.*.crc`` side files, temp files of crashed writers) is ignored.
 Listing never recurses: ``_sidecars/`` and ``_staged_commits/`` are not part of the log listing.
 """
 
@@ -38,6 +39,7 @@ MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$"
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 UUID_CHECKPOINT_RE = re.compile(rf"^(\d{{20}})\.checkpoint\.({_UUID})\.(json|parquet)$")
 COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
+CHECKSUM_RE = re.compile(r"^(\d{20})\.crc$")
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS = "_sidecars"
 REPLAY_FETCH_COMMITS = 128  # commit files fetched at once while replaying
@@ -100,6 +102,7 @@ class LogListing:
     checkpoints: dict[int, list[CheckpointFiles]] = field(default_factory=dict)
     incomplete_checkpoints: list[CheckpointFiles] = field(default_factory=list)
     compactions: dict[tuple[int, int], FileInfo] = field(default_factory=dict)
+    checksums: dict[int, FileInfo] = field(default_factory=dict)  # version checksum files (``n.crc``)
     last_checkpoint: FileInfo | None = None
     listed_from: int = 0  # versions below it were not listed (``DeltaLog.list_latest``)
 
@@ -175,6 +178,8 @@ class DeltaLog:
                 lo, hi = int(m.group(1)), int(m.group(2))
                 if hi > lo:
                     listing.compactions[(lo, hi)] = info
+            elif m := CHECKSUM_RE.match(name):
+                listing.checksums[int(m.group(1))] = info
             elif name == LAST_CHECKPOINT:
                 listing.last_checkpoint = info
         for (version, total), present in parts.items():

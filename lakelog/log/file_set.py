@@ -8,15 +8,15 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import countOf, is_not
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-
-from ..schema import arrow_values
 from ..actions import AddFile
-from .checkpoint import CheckpointState
 from .commit_columns import AddColumns
+
+if TYPE_CHECKING:  # a file set of JSON commits alone (no checkpoint) needs no Arrow: opening such a table imports none
+    import pyarrow as pa
+
+    from .checkpoint import CheckpointState
 
 
 class Changes(Mapping):
@@ -228,6 +228,11 @@ class FileSet:
         dropped = self._base_rows_changed()
         if not dropped:
             return base.add_rows
+        import numpy as np
+        import pyarrow as pa
+
+        from ..schema import arrow_values
+
         keep = np.ones(base.num_rows, bool)
         keep[dropped] = False
         # Only the chunks (row groups as read) holding a dropped row are filtered.
@@ -238,6 +243,17 @@ class FileSet:
             pieces.append(chunk if mask.all() else chunk.filter(arrow_values.from_numpy(mask)))
             start = end
         return pa.chunked_array(pieces, base.add_rows.type)
+
+    def total_size(self) -> int:
+        """The sum of the live files' ``size`` (no ``AddFile`` objects are built)."""
+        total = sum(sum(map(block.size.__getitem__, rows)) for block, rows in self.changes.live_blocks())
+        if self.base is not None and self.base.num_rows:
+            import pyarrow.compute as pc
+
+            sizes = self.base.add_field("size")  # (never the stats, which are read when first needed)
+            dropped = self._base_rows_changed()
+            total += (pc.sum(sizes).as_py() or 0) - (pc.sum(sizes.take(dropped)).as_py() or 0 if dropped else 0)
+        return total
 
     def changed_add_columns(self):
         """The live adds of the JSON commits as (columns, live rows of them), in commit order: a checkpoint

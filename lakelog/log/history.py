@@ -1,8 +1,9 @@
 """Commit history: one entry per version, newest first, as Spark's ``DESCRIBE HISTORY`` shows it.
 
 Read from the log listing and the JSON commits only (plus, to tell whether commits carry in-commit
-timestamps, the protocol and metadata rows of the newest checkpoint when no later commit holds them), so
-``lakelog history`` needs no replay of the table's files and no pyarrow on a table without a checkpoint.
+timestamps, the newest protocol and metadata: from a version checksum file at or after the newest
+checkpoint when no later commit holds them, else from that checkpoint's rows), so ``lakelog history``
+needs no replay of the table's files, and no pyarrow unless only a checkpoint holds them.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@ fields, column names a table may hold, and the canonical Arrow type of each Delt
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
 from . import collations, geospatial
+from .plain import DECIMAL_RE as _DECIMAL_RE
 from ..errors import CorruptLogError, SchemaMismatchError, UnsupportedFeatureError
 
 _PRIMITIVE_TO_ARROW = {
@@ -27,7 +27,6 @@ _PRIMITIVE_TO_ARROW = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),  # Spark's NullType: a column that has only ever held nulls
 }
-_DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 # A variant column (Delta type ``variant``) is, in Arrow, the struct of its two Parquet Variant binaries,
 # marked by the canonical Arrow extension name in its field's metadata (pyarrow registers no class for
 # it, so it stays a plain struct any engine can read; the name marks it through IPC and the C interface).

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..actions import Protocol
+from ..actions import Metadata, Protocol
 from ..errors import UnsupportedFeatureError
 from .properties import TableProperties
 
@@ -211,6 +211,13 @@ def check_write(protocol: Protocol) -> None:
                 f"table uses writer feature(s) {unknown} that lakelog cannot honour: {_describe(unknown, 'write')}; "
                 "write it with an engine that supports them (see specs/PROTOCOL.md)"
             )
+
+
+def ict_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
+    """Whether commits of a table with this protocol and metadata carry in-commit timestamps."""
+    if protocol is None or metadata is None:
+        return False
+    return "inCommitTimestamp" in writer_features(protocol) and TableProperties(metadata.configuration).in_commit_timestamps
 
 
 def writer_features(protocol: Protocol) -> set[str]:

@@ -11,6 +11,7 @@ from operator import countOf
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -22,6 +23,8 @@ from ..delta_log import checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
 from ...table_features.properties import TableProperties
 from ...schema import arrow_values
+from ...table_features.registry import ict_enabled
+from ..checksum import checksum_name
 from .schema import _STR_MAP, CHECKPOINT_SCHEMA, DV_TYPE, NON_FILE_COLUMNS, _conform, _dv_row, _items, _rows
 
 
@@ -40,6 +43,9 @@ class TableState(TypingProtocol):
 
     @property
     def num_files(self) -> int: ...
+
+    @property
+    def files(self) -> dict: ...
 
 
 def _non_file_blocks(snapshot: TableState) -> list[tuple[str, pa.Array]]:
@@ -226,7 +232,8 @@ CLASSIC_ROW_GROUP_ROWS = 131_072  # file actions per row group of a classic chec
 
 
 def write_checkpoint(snapshot: TableState) -> int:
-    """Write the checkpoint for ``snapshot.version`` and then ``_last_checkpoint``; return the version.
+    """Write the checkpoint for ``snapshot.version``, the version's checksum file (``lakelog.log.checksum``)
+    and then ``_last_checkpoint``; return the version.
 
     A V2 checkpoint with sidecars when the table asks for one (``delta.checkpointPolicy=v2`` and the
     ``v2Checkpoint`` feature), a classic single-file checkpoint otherwise."""
@@ -235,9 +242,36 @@ def write_checkpoint(snapshot: TableState) -> int:
         hint = _write_v2(snapshot)
     else:
         hint = _write_classic(snapshot)
+    _write_checksum(snapshot)
     if hint_needs_update(read_hint(storage), snapshot.version, lambda h: _hint_target_exists(storage, h)):
         write_hint(storage, hint)
     return snapshot.version
+
+
+CHECKSUM_ALL_FILES_MAX = 50  # live files up to which a checksum lists them (Delta's allFilesInCrc.thresholdNumFiles)
+
+
+def _write_checksum(snapshot: TableState) -> None:
+    """The version checksum file of ``snapshot``'s version (``lakelog.log.checksum``) unless one exists
+    (the protocol forbids overwriting one). None on tables with in-commit timestamps, whose checksums
+    must carry the version's timestamp, which lakelog does not write. With ``allFiles`` on tables of up to
+    ``CHECKSUM_ALL_FILES_MAX`` files, as Delta writes them."""
+    if ict_enabled(snapshot.protocol, snapshot.metadata):
+        return
+    body = {
+        "tableSizeBytes": snapshot.file_set.total_size(),
+        "numFiles": snapshot.num_files,
+        "numMetadata": 1,
+        "numProtocol": 1,
+        "metadata": snapshot.metadata.to_json()["metaData"],
+        "protocol": snapshot.protocol.to_json()["protocol"],
+    }
+    if snapshot.num_files <= CHECKSUM_ALL_FILES_MAX:
+        body["allFiles"] = [a.to_json()["add"] for a in snapshot.files.values()]
+    try:
+        snapshot.storage.put_if_absent(snapshot.storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
+    except FileExistsError:
+        pass
 
 
 def uses_v2_checkpoints(protocol: Protocol, metadata: Metadata) -> bool:
