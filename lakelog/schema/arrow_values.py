@@ -6,7 +6,7 @@ start, paid by every filtered scan planning in a fresh process. The values filte
 integers, floats, strings, binary, dates, timestamps) are laid out here directly, with pyarrow's results:
 the same types, values and errors (``OverflowError`` or ``pa.ArrowInvalid`` for a value out of the
 type's range), and structs, lists and maps of them (the log's action rows). Any other type or value
-(NumPy scalars, decimals, ...) goes to pyarrow's conversion.
+(NumPy scalars, decimals, ...), and any long list (``BULK_VALUES``), goes to pyarrow's conversion.
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ import pyarrow as pa
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _US_PER_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1}
 _INT64 = (-(2**63), 2**63 - 1)
+
+
+# From this many values on, pyarrow's conversion (C, per value) is faster even with the pandas import it
+# pays once per process (~0.3 s): laying values out here costs Python time per value.
+BULK_VALUES = 100_000
 
 
 def scalar(v: Any, t: pa.DataType) -> pa.Scalar:
@@ -43,16 +48,25 @@ def from_numpy(a: np.ndarray) -> pa.Array:
 def array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     """``values`` (None: null) as an array of type ``t``, as ``pa.array(values, t)`` gives it."""
     values = list(values)
+    if len(values) >= BULK_VALUES:
+        return pa.array(values, t)
     if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         nested = _nested(values, t)
         return pa.array(values, t) if nested is None else nested
-    valid = [v is not None for v in values]
-    present = [v for v in values if v is not None]
+    try:
+        nulls = values.count(None)
+    except (TypeError, ValueError):  # a value whose == is not a truth value (pyarrow's conversion decides)
+        nulls = 1
+    if nulls:
+        valid = [v is not None for v in values]
+        present = [v for v in values if v is not None]
+    else:  # (a long column without nulls: no per-value Python work here)
+        valid, present = None, values
     data = _data(present, t)
     if data is None:
         return pa.array(values, t)  # not a type or value laid out here
     n = len(values)
-    if all(valid):
+    if valid is None:
         mask = None
         full = data
     else:
@@ -120,11 +134,11 @@ def _data(values: list, t: pa.DataType):
     """The values buffer (a NumPy array; offsets and bytes for strings) of non-null ``values``, or None
     where pyarrow's conversion must decide."""
     if pa.types.is_boolean(t):
-        if not all(isinstance(v, bool) for v in values):
+        if not _only(values, bool) and not all(isinstance(v, bool) for v in values):
             return None
         return np.array(values, bool)
     if pa.types.is_integer(t):
-        exact = all(type(v) is int for v in values)
+        exact = _only(values, int)
         if not exact and not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             return None
         dtype = numpy_dtype(t)
@@ -146,13 +160,16 @@ def _data(values: list, t: pa.DataType):
                 raise pa.ArrowInvalid(f"Value {v} too large to fit in C integer type")
         return np.array(ints, dtype)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
-        if not all(isinstance(v, float) for v in values):
+        if not _only(values, float) and not all(isinstance(v, float) for v in values):
             return None  # e.g. an int: pyarrow refuses one no double equals exactly
         with np.errstate(over="ignore"):  # a double beyond float32 is inf, as in pyarrow
             return np.array([float(v) for v in values], numpy_dtype(t))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        if not all(isinstance(v, str) for v in values):
+        if not _only(values, str) and not all(isinstance(v, str) for v in values):
             return None
+        joined = "".join(values)
+        if joined.isascii():  # one encode of all of them: a character is a byte
+            return _offsets_of(np.fromiter(map(len, values), np.int64, len(values)), joined.encode("ascii"), t)
         return _offsets([v.encode("utf-8") for v in values], t)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         if not all(isinstance(v, (bytes, bytearray, memoryview)) for v in values):
@@ -190,14 +207,21 @@ def _micros(v: dt.datetime) -> int:
 
 
 def _offsets(encoded: list[bytes], t: pa.DataType):
+    return _offsets_of(np.fromiter(map(len, encoded), np.int64, len(encoded)), b"".join(encoded), t)
+
+
+def _offsets_of(lengths: np.ndarray, blob: bytes, t: pa.DataType):
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-    offsets = np.zeros(len(encoded) + 1, np.int64 if large else np.int32)
-    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-    total = int(lengths.sum())
-    if not large and total >= 2**31:
+    offsets = np.zeros(len(lengths) + 1, np.int64 if large else np.int32)
+    if not large and len(blob) >= 2**31:
         return None  # pyarrow's conversion chunks or refuses it
     np.cumsum(lengths, out=offsets[1:])
-    return offsets, b"".join(encoded)
+    return offsets, blob
+
+
+def _only(values: list, cls: type) -> bool:
+    """Whether every value's type is exactly ``cls`` (checked at C speed; subclasses say no)."""
+    return set(map(type, values)) <= {cls}
 
 
 def to_numpy(a: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import io
 import uuid
 from itertools import accumulate, chain, repeat
-from operator import countOf
+from operator import countOf, is_
 from typing import Iterator
 from typing import Protocol as TypingProtocol
 
 import orjson
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -170,12 +171,14 @@ def _optional(values: list, type_: pa.DataType, convert=None) -> pa.Array:
 def _str_maps(maps: list[dict]) -> pa.MapArray:
     """Partition-value dicts as a map column, built from their flattened keys and values (faster than
     converting each dict)."""
+    mask = None
     if countOf(maps, None):
-        return arrow_values.array(maps, _STR_MAP)
+        mask = arrow_values.from_numpy(np.fromiter(map(is_, maps, repeat(None)), bool, len(maps)))
+        maps = [{} if m is None else m for m in maps]
     offsets = arrow_values.array(list(accumulate(map(len, maps), initial=0)), pa.int32())
     keys = arrow_values.array(list(chain.from_iterable(maps)), pa.string())
     values = arrow_values.array(list(chain.from_iterable(map(dict.values, maps))), pa.string())
-    return pa.MapArray.from_arrays(offsets, keys, values, type=_STR_MAP)
+    return pa.MapArray.from_arrays(offsets, keys, values, type=_STR_MAP, mask=mask)
 
 
 def _add_array(cols: dict[str, list]) -> pa.StructArray:
