@@ -17,7 +17,8 @@ Every run is a fresh subprocess on a fresh copy of the table (data files hard-li
 measured two ways, each engine interleaved with the other:
 
 * the operation alone: each engine pays its imports and table open outside the timed part (lakelog
-  also loads its SQL engine first, as deltalake's is loaded by its import) and memory is its own: the
+  also loads its SQL engine first, as deltalake's is loaded by its import, and reads the live files,
+  which ``Table(path)`` leaves to first use and ``DeltaTable(path)`` reads when it opens) and memory is its own: the
   child reports the operation's wall time and its peak resident memory above the resident size just
   before it (``VmHWM`` minus ``VmRSS`` from ``/proc/self/status``: ``ru_maxrss`` survives ``exec`` and can
   report the parent's peak);
@@ -147,6 +148,8 @@ def child(engine: str, op: str, path: str, source_path: str, mode: str = "op") -
             import lakelog.expressions.sql
 
             lakelog.expressions.sql.Engine().register(pa.table({"warm": [1]}))
+            # The live files, which Table(path) reads on first use (deltalake's DeltaTable(path) reads them when opened).
+            t.files()
     elif engine == "deltalake":
         from deltalake import DeltaTable
 
