@@ -54,12 +54,14 @@ def test_commit_to_an_existing_version_is_never_overwritten(object_store):
 
 
 def test_checkpoints_and_hint_are_written_in_place(object_store):
-    """Checkpoint and _last_checkpoint are direct writes: no temp names, no probe or rename leftovers."""
+    """Checkpoint, its checksum file and _last_checkpoint are direct writes: no temp names, no probe or
+    rename leftovers."""
     uri = object_store.uri
     for i in range(5):
         lakelog.write_table(uri, pa.table({"id": [i]}), configuration={"delta.checkpointInterval": "2"} if i == 0 else None)
     assert sorted(f.name for f in object_store.storage().list_log()) == sorted([_commit(v) for v in range(5)] + [
         "00000000000000000002.checkpoint.parquet", "00000000000000000004.checkpoint.parquet", "_last_checkpoint",
+        "00000000000000000002.crc", "00000000000000000004.crc",
     ])
     t = lakelog.Table(uri)
     assert t.version == 4 and sorted(t.to_pyarrow().column("id").to_pylist()) == [0, 1, 2, 3, 4]
