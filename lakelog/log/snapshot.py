@@ -86,35 +86,29 @@ class Snapshot:
     # ------------------------------------------------------------ replayed state
     @property
     def file_set(self) -> FileSet:
-        if self._pending is not None:
-            self._replay_files()
-        return self._file_set
+        return self._replayed()._file_set
 
     @property
     def tombstones(self) -> dict[tuple[str, str | None], RemoveFile]:
-        if self._pending is not None:
-            self._replay_files()
-        return self._tombstones
+        return self._replayed()._tombstones
 
     @property
     def txns(self) -> dict[str, Txn]:
-        if self._pending is not None:
-            self._replay_files()
-        return self._txns
+        return self._replayed()._txns
 
     @property
     def domains(self) -> dict[str, DomainMetadata]:
-        if self._pending is not None:
-            self._replay_files()
-        return self._domains
+        return self._replayed()._domains
 
-    def _replay_files(self) -> None:
-        """Build the replayed state ``load`` left for first use: the checkpoint, then the commits it already
-        parsed and checked. The checkpoint's protocol and metadata, with the commits', must be those the
-        checksum file gave."""
-        with self._pending_lock:  # one replay when threads share a Table
-            if self._pending is not None:
-                self._replay_pending(self._pending)
+    def _replayed(self) -> "Snapshot":
+        """This snapshot, with the replayed state ``load`` left for first use built: the checkpoint, then
+        the commits it already parsed and checked. The checkpoint's protocol and metadata, with the
+        commits', must be those the checksum file gave."""
+        if self._pending is not None:
+            with self._pending_lock:  # one replay when threads share a Table
+                if self._pending is not None:
+                    self._replay_pending(self._pending)
+        return self
 
     def _replay_pending(self, pending: "_Pending") -> None:
         state, listing = _replay(self.storage, self.log, pending.listing, self.version, pending.commits)
