@@ -34,7 +34,7 @@ _NAN_ABOVE = ("COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO")
 # over 10**scale, both exact doubles) converted to DOUBLE is the nearest double, as Python's float() of
 # the text is.
 _DECIMAL = re.compile(r"-?(\d+)(?:\.(\d+))?")
-_INTEGER_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+INTEGER_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}  # the signed integer types, by width
 
 
 def column_ref(node: dict, index: ColumnNames) -> str | None:
@@ -58,7 +58,7 @@ def number_literal(node: dict, t: pa.DataType) -> int | float | None:
         v = int(text)
         if t == pa.float64():
             return float(v) if abs(v) <= 2**53 else None
-        return v if t in _INTEGER_TYPES and -(2**63) <= v < 2**63 else None
+        return v if t in INTEGER_BITS and -(2**63) <= v < 2**63 else None
     m = _DECIMAL.fullmatch(text) if kind == "NUMERIC" and t == pa.float64() else None
     if m is None:
         return None
@@ -120,7 +120,7 @@ class _Exact:
         field = self.schema.field(name)
         if field.metadata:  # (collations, variants, geospatial types and other marked columns)
             raise _NotExact
-        if field.type not in _INTEGER_TYPES and field.type != pa.float64():
+        if field.type not in INTEGER_BITS and field.type != pa.float64():
             raise _NotExact
         return name, field.type
 
@@ -135,8 +135,13 @@ class _Exact:
 _DNF_OPS = {"COMPARE_EQUAL": "=", "COMPARE_NOTEQUAL": "!=", "COMPARE_LESSTHAN": "<", "COMPARE_GREATERTHAN": ">",
             "COMPARE_LESSTHANOREQUALTO": "<=", "COMPARE_GREATERTHANOREQUALTO": ">="}
 _NEGATED = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
-_BITS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 MAX_DNF_TERMS = 64
+
+
+def fits_integer(v: int, t: pa.DataType) -> bool:
+    """Whether the integer ``v`` is in the range of the signed integer type ``t``."""
+    bits = INTEGER_BITS[t]
+    return -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)
 
 
 def prune_filters(tree: dict, schema: pa.Schema) -> list[list[tuple]] | None:
@@ -175,9 +180,8 @@ def _dnf(node: dict, schema: pa.Schema, index: ColumnNames, negated: bool) -> li
         if name is None:
             return None
         field = schema.field(name)
-        bits = _BITS.get(field.type)
-        v = number_literal(right, field.type) if bits is not None and not field.metadata else None
-        if v is None or not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
+        v = number_literal(right, field.type) if field.type in INTEGER_BITS and not field.metadata else None
+        if v is None or not fits_integer(v, field.type):
             return None
         op = _DNF_OPS[kind]
         # (NOT (c < v) is TRUE only where c is not NULL and c >= v)

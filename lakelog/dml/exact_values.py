@@ -18,10 +18,9 @@ import pyarrow as pa
 
 from ..schema import arrow_values
 from ..schema.types import ColumnNames
-from .exact_predicate import column_ref, number_literal
+from .exact_predicate import INTEGER_BITS, column_ref, fits_integer, number_literal
 
-_INTEGER_TYPES = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
-_TYPES = (*_INTEGER_TYPES, pa.float64(), pa.string(), pa.bool_())
+_TYPES = (*INTEGER_BITS, pa.float64(), pa.string(), pa.bool_())
 
 
 class ExactValues:
@@ -77,10 +76,9 @@ def _value(tree: dict, t: pa.DataType, schema: pa.Schema, index: ColumnNames) ->
         return arrow_values.scalar(text, pa.string()) if t == pa.string() else None
     if kind == "BOOLEAN":
         return arrow_values.scalar(text == "true", pa.bool_()) if t == pa.bool_() and text in ("true", "false") else None
-    if t not in (pa.float64(), *_INTEGER_TYPES):
+    if t not in (pa.float64(), *INTEGER_BITS):
         return None
     v = number_literal(tree, t)
-    bits = _INTEGER_TYPES.get(t)
-    if v is None or (bits is not None and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)):
+    if v is None or (t in INTEGER_BITS and not fits_integer(v, t)):
         return None
     return arrow_values.scalar(v, t)
