@@ -3,9 +3,16 @@ import sys
 import uuid
 
 import pytest
+from hypothesis import settings
 
 from tests.backends import ALL_STORES, OBJECT_STORES, SHARED_STORES, Backend
 from tests.spark_session import spark  # noqa: F401  (one local Spark session per test run)
+
+# Property tests run the same examples on every run unless a long random run is asked for
+# (LAKELOG_FUZZ_EXAMPLES=N); a test's own settings still override this.
+settings.register_profile("seeded", derandomize=True, database=None)
+settings.register_profile("random")
+settings.load_profile("random" if os.environ.get("LAKELOG_FUZZ_EXAMPLES") else "seeded")
 
 # Spark's Python workers must run this interpreter (it has pyarrow); set before any session starts.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -51,7 +51,10 @@ def array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     if len(values) >= BULK_VALUES:
         return pa.array(values, t)
     if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        nested = _nested(values, t)
+        try:
+            nested = _nested(values, t)
+        except (pa.ArrowException, OverflowError, ValueError, TypeError):
+            nested = None  # children are built column by column; pyarrow's row order decides which fault is named
         return pa.array(values, t) if nested is None else nested
     try:
         nulls = values.count(None)
@@ -155,7 +158,9 @@ def _data(values: list, t: pa.DataType):
             if not info.min <= v <= info.max:
                 if v < 0 and info.min == 0:
                     raise OverflowError("can't convert negative value to unsigned int")
-                if t.bit_width == 64 or not -(2**63) <= v < 2**63:
+                # pyarrow first converts to a C long (unsigned types: an unsigned one), then checks the width
+                c_min, c_max = (0, 2**64 - 1) if info.min == 0 else _INT64
+                if not c_min <= v <= c_max:
                     raise OverflowError("Python int too large to convert to C long")
                 raise pa.ArrowInvalid(f"Value {v} too large to fit in C integer type")
         return np.array(ints, dtype)
