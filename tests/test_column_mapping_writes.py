@@ -161,6 +161,23 @@ def test_enabling_column_mapping_then_appending(tmp_path):
     assert all(set(a.partition_values) == {"p"} for a in t.snapshot.files.values())
 
 
+def test_a_write_enables_column_mapping(tmp_path):
+    path = str(tmp_path / "t")
+    write_table(path, _data([1, 2], ["a", "b"]), partition_by="p")
+    with pytest.raises(InvalidTablePropertyError, match="only go from none to name"):
+        write_table(path, _data([3], ["c"]), configuration={"delta.columnMapping.mode": "id"})
+    write_table(path, _data([3], ["c"]), configuration={"delta.columnMapping.mode": "name"})
+    t = Table(path)
+    assert t.version == 1 and t.metadata.configuration["delta.columnMapping.mode"] == "name"
+    fields = _fields(t)
+    assert {n: _phys(f) for n, f in fields.items()} == {"id": "id", "p": "p", "s": "s"}  # the files already name them so
+    assert len({f["metadata"]["delta.columnMapping.id"] for f in fields.values()}) == 3
+    write_table(path, _data([4], ["a"]).append_column("n", pa.array([1.5])), schema_mode="merge")
+    want = [{"id": 1, "n": None, "p": "a"}, {"id": 2, "n": None, "p": "b"}, {"id": 3, "n": None, "p": "c"}, {"id": 4, "n": 1.5, "p": "a"}]
+    assert _rows(Table(path).to_pyarrow(columns=["id", "n", "p"])) == want
+    assert _peer(path, "select id, n, p from t") == want
+
+
 def test_mode_change_through_a_write_is_refused(tmp_path):
     path = str(tmp_path / "t")
     write_table(path, _data([1], ["a"]), configuration={"delta.columnMapping.mode": "name"})

@@ -203,6 +203,8 @@ class WritePlan:
         schema_string = snapshot.metadata.schema_string if snapshot is not None and not meta_changed else None
         if mode != "none" and (schema_string is None or snapshot.column_mapping.mode == "none"):
             sources = [snapshot.metadata.schema_string if snapshot is not None else None, self.column_mapping.schema_string if self.column_mapping else None]
+            if snapshot is not None and snapshot.column_mapping.mode == "none":
+                sources.reverse()  # this write enables mapping: the ids and names its files were written with
             schema_string, mapped_conf = mapped_schema(schema, effective, sources)
             configuration[MAX_COLUMN_ID] = mapped_conf[MAX_COLUMN_ID]
         elif schema_string is None:
