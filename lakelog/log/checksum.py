@@ -14,6 +14,7 @@ is ignored (the checkpoint is read as before). lakelog writes one beside each ch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -61,6 +62,13 @@ def read_checksum(storage: Storage, version: int) -> Checksum | None:
         return Checksum(version, Protocol.from_json(d["protocol"]), Metadata.from_json(d["metadata"]), counts[0], counts[1], _all_files(d, counts))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def newest_checksum(storage: Storage, versions: Iterable[int], since: int, until: int | None = None) -> Checksum | None:
+    """The checksum file of the newest of ``versions`` (the listed checksum files) from ``since`` to ``until``
+    (inclusive; None: the latest); None when there is none or it is not a checksum (``read_checksum``)."""
+    newest = max((v for v in versions if since <= v and (until is None or v <= until)), default=None)
+    return None if newest is None else read_checksum(storage, newest)
 
 
 def _all_files(d: dict, counts: list[int]) -> list[dict] | None:

@@ -20,7 +20,7 @@ import datetime as dt
 
 from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms
 from ..errors import CorruptLogError, VersionNotFoundError
-from .checksum import read_checksum
+from .checksum import newest_checksum
 from ..table_features.registry import ict_enabled
 from .delta_log import DeltaLog, LogListing
 from ..table_features.properties import TableProperties
@@ -42,8 +42,7 @@ def latest_protocol_and_metadata(log: DeltaLog, listing: LogListing) -> tuple[Pr
         if protocol is not None and metadata is not None:
             return protocol, metadata
         # a version checksum file at or after the checkpoint holds them too (lakelog.log.checksum)
-        sums = [v for v in listing.checksums if v >= newest]
-        checksum = read_checksum(log.storage, max(sums)) if sums else None
+        checksum = newest_checksum(log.storage, listing.checksums, newest)
         if checksum is not None:
             return latest_of({v: a for v, a in tail.items() if v > checksum.version}, checksum.protocol, checksum.metadata)
     start, protocol, metadata = -1, None, None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, decode_path, dv_id
-from .checksum import Checksum, read_checksum
+from .checksum import Checksum, newest_checksum
 from .commit_columns import ParsedCommit, decode_path_list, gc_paused
 from .commit_times import CommitTimes, latest_of, latest_protocol_and_metadata
 from ..errors import CorruptLogError, InvalidArgumentError, LakelogError, TableWithoutSchemaError, UnsupportedFeatureError, VersionNotFoundError
@@ -407,11 +407,10 @@ def _from_checksum(storage: Storage, log: DeltaLog, listing: LogListing, target:
     if not checkpoints:
         return None
     cp = max(checkpoints)
-    sums = [v for v in listing.checksums if cp <= v <= target]
     needed = sorted(v for v in listing.commits if cp < v <= target)
-    if not sums or len(needed) != target - cp:
+    if len(needed) != target - cp:
         return None
-    checksum = read_checksum(storage, max(sums))
+    checksum = newest_checksum(storage, listing.checksums, cp, target)
     if checksum is None:
         return None
     commits: dict[int, tuple[ParsedCommit, tuple]] = {}
