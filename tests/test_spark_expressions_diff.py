@@ -235,6 +235,24 @@ def test_lakelog_evaluates_table_expressions_exactly_as_spark(spark, seed):
     assert not problems, "\n".join(problems[:60]) + (f"\n... and {len(problems) - 60} more" if len(problems) > 60 else "")
 
 
+# Literals at the edges of their types' ranges: Spark's parser refuses those beyond them, reads a leading
+# minus as part of the literal, and rounds a float literal's digits once.
+LITERAL_EDGES = ["-128Y", "128Y", "-129Y", "- 128Y", "-(128Y)", "32767S", "-32768S", "32768S", "9223372036854775807L",
+                 "-9223372036854775808L", "9223372036854775808L", "3.4028234E38F", "3.4028235E38F", "-3.4028235E38F",
+                 "3.4028234663852886E38F", "3.4028234663852887E38F", "1.4E-46F", "16777217F", "-0.0F",
+                 "1.000000059604644775390625000001F", "1.7976931348623157E308D", "1.7976931348623158E308D", "1e309", "-1e309",
+                 "1e309D", "1e-400D", "1e-400", "2.5e0"]
+
+
+def test_literal_ranges_as_spark(spark):
+    table = cases.table(random.Random(0), 2)
+    spark_res = spark_eval(spark, table, LITERAL_EDGES)
+    assert sum(stype.startswith("ANALYSIS") for stype, _ in spark_res.values()) >= 10  # (the refusals are compared too)
+    con = duckdb.connect()
+    problems, checked, _ = compare(spark_res, table, LITERAL_EDGES, con)
+    assert not problems and checked, "\n".join(problems)
+
+
 # ---------------------------------------------------------------- collated strings
 
 

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from . import types as T
 from .catalog import NODES, Sql, entry, function, quote, raise_sql
+from .literals import suffix_literal
 from .texts import TRIM_ALL, trimmed
 from .types import SparkType
 
@@ -79,6 +80,9 @@ def family(t: SparkType) -> str:
 
 
 def cast_node(tr, n: exp.Expression) -> Sql:
+    suffixed = suffix_literal(n)
+    if suffixed is not None:
+        return suffixed
     to = n.args.get("to")
     target = T.parse_type_name(to.sql("spark")) if to is not None else None
     if target is None:

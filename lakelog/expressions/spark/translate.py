@@ -11,7 +11,6 @@ DuckDB SQL exactly Spark's value, or Spark's error (ANSI mode) for the rows Spar
 
 from __future__ import annotations
 
-import decimal as _decimal
 from functools import lru_cache
 from typing import Callable, NoReturn
 
@@ -24,6 +23,7 @@ from ...errors import PredicateError, UnsupportedExpressionError
 from . import types as T
 from .catalog import FUNCTIONS, NODES, Sql, entry, quote, raise_sql
 from .collation import resolve
+from .literals import number_literal, suffix_literal
 from .types import SparkType
 
 
@@ -303,28 +303,6 @@ def _raw_literals(text: str, start: int) -> list[tuple[str, bool]]:
     return out
 
 
-def number_literal(text: str) -> Sql:
-    """A numeric literal as Spark types it: INT, else BIGINT, else DECIMAL for integers; DECIMAL with a
-    point; DOUBLE with an exponent."""
-    if "e" in text.lower():
-        v = float(text)
-        return Sql(f"CAST({quote(repr(v))} AS DOUBLE)", T.DOUBLE, value=v, literal=True)
-    d = _decimal.Decimal(text)
-    if "." not in text:
-        v = int(d)
-        for t in (T.INT, T.LONG):
-            lo, hi = T.INTEGRAL_RANGE[t.name]
-            if lo <= v <= hi:
-                return Sql(f"CAST({v} AS {t.duckdb})", t, value=v, literal=True)
-    sign, digits, exponent = d.as_tuple()
-    scale = max(0, -exponent)
-    precision = max(len(digits), scale, 1)
-    if precision > T.MAX_PRECISION:
-        raise PredicateError(f"the numeric literal {text} has more than 38 digits")
-    t = T.decimal(precision, scale)
-    return Sql(f"CAST({quote(str(d))} AS {t.duckdb})", t, value=d, literal=True)
-
-
 def _literal(tr: Translator, n: exp.Literal) -> Sql:
     if n.is_string:
         v = string_value(tr, n)
@@ -336,6 +314,9 @@ def _negative(tr: Translator, n: exp.Neg) -> Sql:
     inner = n.this
     if isinstance(inner, exp.Literal) and not inner.is_string:
         return number_literal("-" + inner.this)  # Spark reads -5 as one literal (so -2147483648 is an INT)
+    suffixed = suffix_literal(inner, negative=True)  # (and -128Y a TINYINT)
+    if suffixed is not None:
+        return suffixed
     from .arithmetic import negate  # (arithmetic imports this module)
 
     return negate(tr, tr.node(inner), "unary -")
@@ -358,9 +339,10 @@ def _concat_literals(tr: Translator, n: exp.Concat) -> Sql:
 
 entry(("integer literals", "L Y S suffixes"), "literal",
       "5 is an int, beyond int a bigint, beyond bigint a decimal; -5 is one literal (so -2147483648 is an int); 5L bigint, "
-      "5Y tinyint, 5S smallint")
+      "5Y tinyint, 5S smallint; a suffixed literal beyond its type's range (128Y) is refused, as Spark's parser refuses it")
 entry(("decimal literals", "BD suffix"), "literal", "1.50 is decimal(3,2) (its digits); 1.5BD the same")
-entry(("double literals", "D F suffixes", "exponent"), "literal", "1e3 and 1.5D are doubles, 1.5F a float")
+entry(("double literals", "D F suffixes", "exponent"), "literal",
+      "1e3 and 1.5D are doubles, 1.5F a float (its digits rounded once); beyond the type's range (3.4028235E38F, 1e309) refused, as in Spark")
 entry(("string literals",), "literal",
       "'...' or \"...\"; adjacent literals are joined; escapes \\\\ \\' \\\" \\n \\t \\r and \\% \\_ (kept for LIKE) "
       "(other escapes are refused)")
