@@ -5,6 +5,7 @@ metadata stays an error of ``Table(path)`` (specs/PROTOCOL.md, "Version checksum
 
 from __future__ import annotations
 
+import datetime
 import os
 import warnings
 
@@ -128,10 +129,20 @@ def test_describe_counts_from_the_checksum_and_later_commits_as_from_the_files(t
     assert sum(n for _, _, n in truth) == deltalake_rows
 
 
-def test_no_checksum_on_tables_with_in_commit_timestamps(table_path):
-    """Their checksums must carry the version's in-commit timestamp, which lakelog does not write."""
+def test_checksum_on_tables_with_in_commit_timestamps_carries_the_versions_timestamp(table_path):
+    """``inCommitTimestampOpt`` is present exactly when the table has in-commit timestamps (the protocol)."""
     path = _table(table_path, configuration={"delta.enableInCommitTimestamps": "true"})
-    assert _cp(2) in os.listdir(_log(path)) and _crc(2) not in os.listdir(_log(path))
+    with open(_log(path, f"{2:020d}.json"), "rb") as f:
+        ict = next(orjson.loads(line)["commitInfo"]["inCommitTimestamp"] for line in f if b"commitInfo" in line)
+    body = _read_crc(path, 2)
+    assert body["inCommitTimestampOpt"] == ict
+    assert body["numFiles"] == deltalake.DeltaTable(path, version=2).get_add_actions(flatten=True).num_rows == 3
+    t = lakelog.Table(path)
+    assert t.snapshot._pending is not None and [h["timestamp"] for h in t.history() if h["version"] == 2] == [
+        datetime.datetime.fromtimestamp(ict / 1000, datetime.timezone.utc)]
+    assert _ids(t) == [0, 1, 2, 3, 10, 11, 12, 13]
+    plain = _table(os.path.join(table_path, "plain"))
+    assert "inCommitTimestampOpt" not in _read_crc(plain, 2)
 
 
 # ---------------------------------------------------------------- read when the table is opened

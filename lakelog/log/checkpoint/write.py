@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...actions import DomainMetadata, Metadata, Protocol, RemoveFile, Txn, now_ms
+from ...actions import CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, now_ms
 from . import v2 as checkpoint_v2
 from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, SidecarWriter
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
-from ..delta_log import checkpoint_name, uuid_checkpoint_name
+from ..delta_log import DeltaLog, checkpoint_name, uuid_checkpoint_name
 from ..commit_columns import OPTIONAL_FIELDS
 from ...table_features.properties import TableProperties
 from ...schema import arrow_values
@@ -256,12 +256,10 @@ CHECKSUM_ALL_FILES_MAX = 50  # live files up to which a checksum lists them (Del
 
 def _write_checksum(snapshot: TableState) -> None:
     """The version checksum file of ``snapshot``'s version (``lakelog.log.checksum``) unless one exists
-    (the protocol forbids overwriting one). None on tables with in-commit timestamps, whose checksums
-    must carry the version's timestamp, which lakelog does not write. With ``allFiles`` on tables of up to
-    ``CHECKSUM_ALL_FILES_MAX`` files, as Delta writes them."""
-    if ict_enabled(snapshot.protocol, snapshot.metadata):
-        return
-    body = {
+    (the protocol forbids overwriting one). With ``allFiles`` on tables of up to ``CHECKSUM_ALL_FILES_MAX``
+    files, as Delta writes them, and on tables with in-commit timestamps the version's timestamp (none is
+    written when its commit cannot give it)."""
+    body: dict = {
         "tableSizeBytes": snapshot.file_set.total_size(),
         "numFiles": snapshot.num_files,
         "numMetadata": 1,
@@ -271,6 +269,15 @@ def _write_checksum(snapshot: TableState) -> None:
     }
     if snapshot.num_files <= CHECKSUM_ALL_FILES_MAX:
         body["allFiles"] = [a.to_json()["add"] for a in snapshot.files.values()]
+    if ict_enabled(snapshot.protocol, snapshot.metadata):
+        try:
+            commit = DeltaLog(snapshot.storage).read_commits([snapshot.version])[snapshot.version]
+        except (FileNotFoundError, KeyError):
+            return  # (the commit file was cleaned up)
+        ts = next((a.info.get("inCommitTimestamp") for a in commit if type(a) is CommitInfo), None)
+        if type(ts) is not int:
+            return  # (a commit without its timestamp: lakelog.check reports it)
+        body["inCommitTimestampOpt"] = ts
     try:
         snapshot.storage.put_if_absent(snapshot.storage.log_file(checksum_name(snapshot.version)), orjson.dumps(body))
     except FileExistsError:
