@@ -267,7 +267,8 @@ def _table(rows: list[dict]) -> pa.Table:
 
 
 def _sorted(rows):
-    return sorted(({k: r.get(k) for k in SCHEMA.names} for r in rows), key=lambda r: r["id"])
+    # (ids repeat after an overwrite or an insert: the whole row breaks ties)
+    return sorted(({k: r.get(k) for k in SCHEMA.names} for r in rows), key=lambda r: (r["id"], repr(r)))
 
 
 ROW_METRICS = ("num_deleted_rows", "num_updated_rows", "num_target_rows_updated", "num_target_rows_deleted", "num_target_rows_inserted")
