@@ -741,6 +741,7 @@ def _reads(path: str, older: int) -> dict[str, tuple[str, Any]]:
         "open": _outcome(lambda: lakelog.Table(path)),
         "to_pyarrow": _outcome(lambda: lakelog.Table(path).to_pyarrow()),
         "files": _outcome(lambda: lakelog.Table(path).files(filters=FILTER)),
+        "listing": _outcome(lambda: lakelog.Table(path).files()),
         "filtered": _outcome(lambda: lakelog.Table(path).to_pyarrow(filters=FILTER)),
         "history": _outcome(lambda: lakelog.Table(path).history()),
         "timestamp": _outcome(lambda: lakelog.Table(path, timestamp=now).to_pyarrow()),
@@ -762,7 +763,7 @@ def _cli(path: str) -> dict[str, tuple[int, str]]:
     return out
 
 
-LATEST_READS = ("open", "to_pyarrow", "files", "filtered", "history")
+LATEST_READS = ("open", "to_pyarrow", "files", "listing", "filtered", "history")
 
 
 def _filter_misfit(e: Exception) -> bool:
@@ -792,7 +793,7 @@ def _verify(path: str, older: int, original: dict[str, list] | None, story: list
     for command, (code, err) in cli.items():
         # The CLI prints untyped errors as "error: unexpected <type>" or "error: invalid value: ...".
         assert "error: unexpected " not in err and "error: invalid value: " not in err, f"lakelog {command}: {err}\n{what}"
-        needs = {"show": ["to_pyarrow"], "describe": ["to_pyarrow", "history"], "files": ["open"], "history": ["history"]}[command]
+        needs = {"show": ["to_pyarrow"], "describe": ["to_pyarrow", "history"], "files": ["listing"], "history": ["history"]}[command]
         if all(reads[k][0] == "ok" for k in needs):
             assert code == 0, f"lakelog {command} failed although {needs} worked: {err}\n{what}"
     # Reads of other versions: time travel to `older`, and by timestamp to the newest commit file's version
