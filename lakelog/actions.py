@@ -521,6 +521,15 @@ class CommitInfo:
         return {"commitInfo": self.info}
 
 
+def stated_in_commit_timestamp(actions: list) -> int | None:
+    """The ``inCommitTimestamp`` of a commit's (first) ``commitInfo``; None when it has none, or not an integer."""
+    for a in actions:
+        if type(a) is CommitInfo:
+            ts = a.info.get("inCommitTimestamp")
+            return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
+    return None
+
+
 @dataclass(slots=True)
 class DomainMetadata:
     """A ``domainMetadata`` action: the configuration of a named metadata domain (``removed``: a tombstone).

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms
+from ..actions import Action, CommitInfo, Metadata, Protocol, now_ms, stated_in_commit_timestamp
 from ..errors import CorruptLogError, VersionNotFoundError
 from .checksum import newest_checksum
 from ..table_features.registry import ict_enabled
@@ -91,12 +91,9 @@ def latest_of(commits: dict[int, list[Action]], protocol: Protocol | None, metad
 
 def in_commit_timestamp(actions: list[Action], version: int) -> int:
     """``commitInfo.inCommitTimestamp`` of a commit that must have one; CorruptLogError otherwise."""
-    for a in actions:
-        if type(a) is CommitInfo:
-            ts = a.info.get("inCommitTimestamp")
-            if isinstance(ts, int) and not isinstance(ts, bool):
-                return ts
-            break
+    ts = stated_in_commit_timestamp(actions)
+    if ts is not None:
+        return ts
     raise CorruptLogError(
         f"commit {version} has no commitInfo.inCommitTimestamp, but the table has in-commit timestamps from "
         "that version on; the commit was written by an engine that ignored the inCommitTimestamp feature"

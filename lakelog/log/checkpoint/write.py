@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...actions import CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, now_ms
+from ...actions import DomainMetadata, Metadata, Protocol, RemoveFile, Txn, now_ms, stated_in_commit_timestamp
 from . import v2 as checkpoint_v2
 from .v2 import CHECKPOINT_METADATA_TYPE, SIDECAR_TYPE, CheckpointMetadata, SidecarWriter
 from ..last_checkpoint import hint_needs_update, read_hint, write_hint
@@ -274,8 +274,8 @@ def _write_checksum(snapshot: TableState) -> None:
             commit = DeltaLog(snapshot.storage).read_commits([snapshot.version])[snapshot.version]
         except (FileNotFoundError, KeyError):
             return  # (the commit file was cleaned up)
-        ts = next((a.info.get("inCommitTimestamp") for a in commit if type(a) is CommitInfo), None)
-        if type(ts) is not int:
+        ts = stated_in_commit_timestamp(commit)
+        if ts is None:
             return  # (a commit without its timestamp: lakelog.check reports it)
         body["inCommitTimestampOpt"] = ts
     try:
