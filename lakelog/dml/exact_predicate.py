@@ -18,17 +18,9 @@ import pyarrow.compute as pc
 
 from ..schema import arrow_values
 from ..schema.types import ColumnNames
+from ..expressions.filters import NEGATED_OP
+from ..expressions.sql_skipping import COMPARISON_OPS, FLIPPED_COMPARISON
 
-_FLIP = {
-    "COMPARE_EQUAL": "COMPARE_EQUAL", "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",
-    "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN", "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
-    "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO", "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
-}
-_OPS = {
-    "COMPARE_EQUAL": lambda f, v: f == v, "COMPARE_NOTEQUAL": lambda f, v: f != v,
-    "COMPARE_LESSTHAN": lambda f, v: f < v, "COMPARE_GREATERTHAN": lambda f, v: f > v,
-    "COMPARE_LESSTHANOREQUALTO": lambda f, v: f <= v, "COMPARE_GREATERTHANOREQUALTO": lambda f, v: f >= v,
-}
 _NAN_ABOVE = ("COMPARE_GREATERTHAN", "COMPARE_GREATERTHANOREQUALTO")
 # A plain decimal of at most 15 significant and 18 digits in all: the engine's DECIMAL literal (an int64
 # over 10**scale, both exact doubles) converted to DOUBLE is the nearest double, as Python's float() of
@@ -101,13 +93,13 @@ class _Exact:
             name, _ = self.column(node["children"][0])
             field = pc.field(name)
             return field.is_null() if kind == "OPERATOR_IS_NULL" else field.is_valid()  # (NaN is not NULL)
-        if cls == "COMPARISON" and kind in _OPS:
+        if cls == "COMPARISON" and kind in COMPARISON_OPS:
             left, right = node["left"], node["right"]
             if left.get("class") == "CONSTANT":
-                left, right, kind = right, left, _FLIP[kind]
+                left, right, kind = right, left, FLIPPED_COMPARISON[kind]
             name, t = self.column(left)
             value = self.literal(right, t)
-            out = _OPS[kind](pc.field(name), value)
+            out = COMPARISON_OPS[kind](pc.field(name), value)
             if pa.types.is_floating(t) and kind in _NAN_ABOVE:
                 out = out | pc.field(name).is_nan()
             return out
@@ -134,7 +126,6 @@ class _Exact:
 
 _DNF_OPS = {"COMPARE_EQUAL": "=", "COMPARE_NOTEQUAL": "!=", "COMPARE_LESSTHAN": "<", "COMPARE_GREATERTHAN": ">",
             "COMPARE_LESSTHANOREQUALTO": "<=", "COMPARE_GREATERTHANOREQUALTO": ">="}
-_NEGATED = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 MAX_DNF_TERMS = 64
 
 
@@ -175,7 +166,7 @@ def _dnf(node: dict, schema: pa.Schema, index: ColumnNames, negated: bool) -> li
     if node.get("class") == "COMPARISON" and kind in _DNF_OPS:
         left, right = node["left"], node["right"]
         if left.get("class") == "CONSTANT":
-            left, right, kind = right, left, _FLIP[kind]
+            left, right, kind = right, left, FLIPPED_COMPARISON[kind]
         name = column_ref(left, index)
         if name is None:
             return None
@@ -185,7 +176,7 @@ def _dnf(node: dict, schema: pa.Schema, index: ColumnNames, negated: bool) -> li
             return None
         op = _DNF_OPS[kind]
         # (NOT (c < v) is TRUE only where c is not NULL and c >= v)
-        return [[(name, _NEGATED[op] if negated else op, v)]]
+        return [[(name, NEGATED_OP[op] if negated else op, v)]]
     return None
 
 

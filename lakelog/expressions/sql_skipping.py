@@ -18,7 +18,9 @@ from ..schema import collations
 from ..schema.types import ColumnNames
 from .sql import Engine
 
-_FLIP = {
+# A comparison's tree type with its sides swapped, and the pyarrow expression of each (shared with
+# lakelog.dml.exact_predicate, which reads the same trees).
+FLIPPED_COMPARISON = {
     "COMPARE_EQUAL": "COMPARE_EQUAL",
     "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",
     "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN",
@@ -26,7 +28,7 @@ _FLIP = {
     "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO",
     "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
 }
-_OPS: dict[str, Callable[[pc.Expression, Any], pc.Expression]] = {
+COMPARISON_OPS: dict[str, Callable[[pc.Expression, Any], pc.Expression]] = {
     "COMPARE_EQUAL": lambda f, v: f == v,
     "COMPARE_NOTEQUAL": lambda f, v: f != v,
     "COMPARE_LESSTHAN": lambda f, v: f < v,
@@ -97,15 +99,15 @@ class _Translator:
                 return None
             e = pc.field(col[0]).is_null()
             return e if kind == "OPERATOR_IS_NULL" else ~e
-        if cls == "COMPARISON" and kind in _OPS:
+        if cls == "COMPARISON" and kind in COMPARISON_OPS:
             left, right, op = node["left"], node["right"], kind
             if self.column(left) is None:
-                left, right, op = right, left, _FLIP[kind]
+                left, right, op = right, left, FLIPPED_COMPARISON[kind]
             col = self.column(left)
             if col is None:
                 return None
             v = self.engine.literal(right, col[1])
-            return None if v is None else _OPS[op](pc.field(col[0]), v)
+            return None if v is None else COMPARISON_OPS[op](pc.field(col[0]), v)
         if kind == "COMPARE_IN":
             col = self.column(node["children"][0])
             if col is None:
