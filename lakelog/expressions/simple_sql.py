@@ -166,15 +166,3 @@ class _Parser:
 def _constant(kind: str, text: str) -> dict:
     return {"class": "CONSTANT", "type": "VALUE_CONSTANT", "literal": {"kind": kind, "text": text}}
 
-
-def same_tree(simple: dict, duckdb_tree: dict) -> bool:
-    """Whether a tree of ``parse_simple`` is DuckDB's tree, up to DuckDB's positions and empty aliases."""
-    return simple == _strip(duckdb_tree)
-
-
-def _strip(node):
-    if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k not in ("query_location", "query_location_length") and not (k == "alias" and v == "")}
-    if isinstance(node, list):
-        return [_strip(v) for v in node]
-    return node
